@@ -1,0 +1,63 @@
+/* attn.h -- attention kernels for G independent heads (SPEC 2-3), one entry point.
+ *
+ * Layout: q, k (G, N, d), v, o (G, N, dv), row-major, head g contiguous.  Head g uses
+ * the position-encoding parameters of head h = g % H (T5 table row, ALiBi slope), so a
+ * batch of B sequences with H heads is G = B*H with g = b*H + h.
+ *
+ * An rl_attn is a plan for one (options, H, N, d, dv): RoPE tables, relative-bias
+ * buffers, FFTW plans and per-thread scratch are made once in rl_attn_create; forward
+ * and backward never allocate.  OpenMP runs over heads; GEMMs inside run single-threaded.
+ *
+ * Forward writes o and `saved` (G*N floats: the softmax log-sum-exp per row, or the
+ * linear-attention denominator per row) which the backward reads back.
+ * Backward *overwrites* dq, dk, dv and *accumulates* into dt5 (H x t5_buckets), which a
+ * model shares across layers.  dt5 may be NULL when the PE is not t5. */
+#ifndef RL_ATTN_H
+#define RL_ATTN_H
+
+#include "status.h"
+#include "rope.h"
+
+enum rl_attn_kind { RL_ATTN_SOFTMAX = 0, RL_ATTN_LINEAR = 1 };
+enum rl_fmap { RL_FMAP_ELU1 = 0, RL_FMAP_SOFTMAX = 1, RL_FMAP_EXP = 2 };
+enum rl_attn_pe { RL_ATTN_PE_NONE = 0, RL_ATTN_PE_ROPE, RL_ATTN_PE_T5, RL_ATTN_PE_ALIBI };
+enum rl_rope_place { RL_ROPE_PLACE_FEATURE = 0, RL_ROPE_PLACE_INPUT = 1 };
+enum rl_rope_denom { RL_ROPE_DENOM_PLAIN = 0, RL_ROPE_DENOM_ROTATED = 1 };
+
+struct rl_attn_opts {
+    enum rl_attn_kind   kind;            /* softmax */
+    enum rl_fmap        fmap;            /* elu1 (linear only) */
+    enum rl_attn_pe     pe;              /* none */
+    int                 causal;          /* 0 */
+    float               eps;             /* 1e-6 (linear only) */
+    struct rl_rope_opts rope;            /* SPEC 2.3 */
+    enum rl_rope_place  rope_place;      /* feature (linear only) */
+    enum rl_rope_denom  rope_denominator;/* plain (linear only) */
+    int                 t5_buckets;      /* 32 */
+    int                 t5_max_distance; /* 128 */
+    int                 alibi_scan;      /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
+};
+
+struct rl_attn_stats {
+    long   bad_denominators; /* linear: rows (summed over heads) whose denominator before eps <= eps */
+    double ms;               /* wall time of the call */
+};
+
+typedef struct rl_attn rl_attn;
+
+void        rl_attn_opts_default(struct rl_attn_opts *o);
+/* Checks option consistency (e.g. odd d with RoPE, rotated denominator without RoPE);
+ * returns RL_EINVAL with a message naming the option. */
+rl_status   rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv);
+const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len);
+
+rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv);
+void      rl_attn_free(rl_attn *a);
+
+rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
+                          const float *v, const float *t5, int G, struct rl_attn_stats *st);
+rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *dt5,
+                           const float *dout, const float *o, const float *saved, const float *q,
+                           const float *k, const float *v, const float *t5, int G);
+
+#endif

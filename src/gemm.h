@@ -1,0 +1,47 @@
+/* gemm.h -- the only door to BLIS: row-major single-precision GEMM.
+ *
+ *   C (m x n) = alpha * op(A) * op(B) + beta * C
+ *
+ * Matrices are row-major with leading dimensions (lda, ldb, ldc >= columns of the
+ * stored matrix), op(X) = X or X^T chosen by trans flags (no copies: BLIS takes
+ * row/column strides).  rl_sgemm_strided takes BLIS-style general strides.
+ *
+ * Threads: ropelab has one owner of threads at a time.  Outside an OpenMP
+ * parallel region a GEMM uses rl_threads_get() BLIS threads; inside one it runs on
+ * the calling thread only (no nested parallelism). */
+#ifndef RL_GEMM_H
+#define RL_GEMM_H
+
+#include <stddef.h>
+
+enum rl_trans { RL_TRANS_N = 0, RL_TRANS_T = 1 };
+
+void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
+              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
+                      ptrdiff_t csa, const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,
+                      float *C, ptrdiff_t rsc, ptrdiff_t csc);
+
+/* Batched: for i < count, C_i = alpha op(A_i) op(B_i) + beta C_i with A_i = A + i*strideA ... .
+ * Parallel over the batch with OpenMP when called outside a parallel region. */
+void rl_sgemm_batched(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
+                      const float *A, int lda, ptrdiff_t stride_a, const float *B, int ldb,
+                      ptrdiff_t stride_b, float beta, float *C, int ldc, ptrdiff_t stride_c,
+                      int count);
+
+/* The naive triple loop (double accumulation), the reference the tests compare against. */
+void rl_sgemm_ref(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Library start-up: choose the BLIS kernel set (see rl_blis_arch) and thread count.
+ * Safe to call more than once; call before the first GEMM. */
+void rl_init(int nthreads);
+/* Threads used by GEMMs outside parallel regions and by OpenMP outer loops. */
+void rl_threads_set(int n);
+int  rl_threads_get(void);
+/* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
+const char *rl_blis_arch(void);
+const char *rl_blis_arch_reason(void);
+
+#endif

@@ -1,0 +1,123 @@
+/* util.c -- file and memory helpers; see util.h. */
+#include "config.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
+{
+    *buf    = NULL;
+    *len    = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        RL_FAIL(RL_EIO, "%s: cannot seek", path);
+    }
+    long sz = ftell(f);
+    rewind(f);
+    if (sz < 0) {
+        fclose(f);
+        RL_FAIL(RL_EIO, "%s: cannot tell size", path);
+    }
+    unsigned char *b = malloc((size_t)sz + 1);
+    if (!b) {
+        fclose(f);
+        RL_FAIL(RL_ENOMEM, "%s: cannot allocate %ld bytes", path, sz);
+    }
+    size_t got = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    if (got != (size_t)sz) {
+        free(b);
+        RL_FAIL(RL_EIO, "%s: short read (%zu of %ld bytes)", path, got, sz);
+    }
+    b[sz] = 0;
+    *buf  = b;
+    *len  = (size_t)sz;
+    return RL_OK;
+}
+
+rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_len,
+                               const void *body, size_t body_len)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        RL_FAIL(RL_EINVAL, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    const unsigned char *parts[2] = {head, body};
+    size_t               lens[2]  = {head_len, body_len};
+    for (int i = 0; i < 2; i++) {
+        size_t off = 0;
+        while (off < lens[i]) {
+            ssize_t w = write(fd, parts[i] + off, lens[i] - off);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                int e = errno;
+                close(fd);
+                unlink(tmp);
+                RL_FAIL(RL_EIO, "%s: write failed: %s", tmp, strerror(e));
+            }
+            off += (size_t)w;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        RL_FAIL(RL_EIO, "%s: fsync/close failed: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        RL_FAIL(RL_EIO, "%s: rename failed: %s", path, strerror(e));
+    }
+    return RL_OK;
+}
+
+rl_status rl_mkdir_p(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        RL_FAIL(RL_EINVAL, "%s: path too long", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            RL_FAIL(RL_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        RL_FAIL(RL_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    return RL_OK;
+}
+
+void *rl_alloc(size_t bytes)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    void  *p = aligned_alloc(64, n ? n : 64);
+    if (p) memset(p, 0, n ? n : 64);
+    return p;
+}
+
+void rl_free(void *p) { free(p); }
+
+double rl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+long rl_peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}

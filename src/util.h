@@ -1,0 +1,19 @@
+/* util.h -- files (whole-file read, atomic write), aligned allocation, timing, RSS. */
+#ifndef RL_UTIL_H
+#define RL_UTIL_H
+
+#include <stddef.h>
+#include "status.h"
+
+rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path);
+/* Write head then body to path.tmp.<pid>, fsync, rename over path (never a partial file). */
+rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_len,
+                               const void *body, size_t body_len);
+rl_status rl_mkdir_p(const char *path);
+
+void  *rl_alloc(size_t bytes); /* 64-byte aligned, zeroed; NULL on failure */
+void   rl_free(void *p);
+double rl_now_ms(void);        /* monotonic clock */
+long   rl_peak_rss_kb(void);   /* getrusage ru_maxrss */
+
+#endif

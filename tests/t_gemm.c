@@ -1,0 +1,103 @@
+/* t_gemm.c -- the BLIS wrapper against the naive float64 loop: every transpose pair,
+ * odd shapes, leading dimensions larger than the row, beta = 0 / 1, batched and
+ * general strides, and a BLIS-style residual check on a large product. */
+#include "config.h"
+#include "gemm.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void check_case(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float beta)
+{
+    int    lda = (ta == RL_TRANS_N ? k : m) + 3, ldb = (tb == RL_TRANS_N ? n : k) + 1, ldc = n + 2;
+    int    ra = ta == RL_TRANS_N ? m : k, rb = tb == RL_TRANS_N ? k : n;
+    float *A = malloc(sizeof(float) * ra * lda), *B = malloc(sizeof(float) * rb * ldb);
+    float *C = malloc(sizeof(float) * m * ldc), *R = malloc(sizeof(float) * m * ldc);
+    tap_fill_normal(A, (size_t)ra * lda, 1.0);
+    tap_fill_normal(B, (size_t)rb * ldb, 1.0);
+    tap_fill_normal(C, (size_t)m * ldc, 1.0);
+    memcpy(R, C, sizeof(float) * m * ldc);
+    rl_sgemm(ta, tb, m, n, k, 0.75f, A, lda, B, ldb, beta, C, ldc);
+    rl_sgemm_ref(ta, tb, m, n, k, 0.75f, A, lda, B, ldb, beta, R, ldc);
+    double *ref = malloc(sizeof(double) * m * ldc);
+    for (int i = 0; i < m * ldc; i++) ref[i] = R[i];
+    tap_close(C, ref, (size_t)m * ldc, 1e-5, 1e-5 * sqrt((double)k), "sgemm %c%c m=%d n=%d k=%d beta=%g",
+              ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, beta);
+    free(A), free(B), free(C), free(R), free(ref);
+}
+
+/* BLIS testsuite idea: ||C x - A (B x)|| / (||A|| ||B|| ||x||) small for a random x. */
+static void residual_check(int m, int n, int k)
+{
+    float  *A = malloc(sizeof(float) * m * k), *B = malloc(sizeof(float) * k * n),
+           *C = malloc(sizeof(float) * m * n);
+    double *x = malloc(sizeof(double) * n), *Bx = malloc(sizeof(double) * k);
+    tap_fill_normal(A, (size_t)m * k, 1.0);
+    tap_fill_normal(B, (size_t)k * n, 1.0);
+    for (int j = 0; j < n; j++) x[j] = tap_normal();
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, m, n, k, 1.0f, A, k, B, n, 0.0f, C, n);
+    double num = 0, na = 0, nb = 0, nx = 0;
+    for (int p = 0; p < k; p++) {
+        Bx[p] = 0;
+        for (int j = 0; j < n; j++) Bx[p] += B[(size_t)p * n + j] * x[j];
+    }
+    for (int i = 0; i < m; i++) {
+        double cx = 0, abx = 0;
+        for (int j = 0; j < n; j++) cx += C[(size_t)i * n + j] * x[j];
+        for (int p = 0; p < k; p++) abx += A[(size_t)i * k + p] * Bx[p];
+        num += (cx - abx) * (cx - abx);
+    }
+    for (size_t i = 0; i < (size_t)m * k; i++) na += (double)A[i] * A[i];
+    for (size_t i = 0; i < (size_t)k * n; i++) nb += (double)B[i] * B[i];
+    for (int j = 0; j < n; j++) nx += x[j] * x[j];
+    double res = sqrt(num) / (sqrt(na) * sqrt(nb) * sqrt(nx));
+    tap_ok(res < 1e-6, "residual ||Cx - A(Bx)||/(|A||B||x|) = %.3g for %dx%dx%d", res, m, n, k);
+    free(A), free(B), free(C), free(x), free(Bx);
+}
+
+static void strided_and_batched(void)
+{
+    /* C^T = B^T A^T through general strides: compute C stored column-major. */
+    int    m = 7, n = 5, k = 9;
+    float  A[7 * 9], B[9 * 5], C[7 * 5], R[7 * 5] = {0};
+    double ref[7 * 5];
+    tap_fill_normal(A, 63, 1.0);
+    tap_fill_normal(B, 45, 1.0);
+    rl_sgemm_strided(m, n, k, 1.0f, A, k, 1, B, n, 1, 0.0f, C, 1, m); /* C column-major */
+    rl_sgemm_ref(RL_TRANS_N, RL_TRANS_N, m, n, k, 1.0f, A, k, B, n, 0.0f, R, n);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) ref[j * m + i] = R[i * n + j];
+    tap_close(C, ref, 35, 1e-5, 1e-5, "strided: column-major output");
+
+    enum { CNT = 5 };
+    float  X[CNT * 6 * 4], W[CNT * 3 * 4], Y[CNT * 6 * 3], Yr[CNT * 6 * 3];
+    double yr[CNT * 6 * 3];
+    tap_fill_normal(X, sizeof X / sizeof *X, 1.0);
+    tap_fill_normal(W, sizeof W / sizeof *W, 1.0);
+    rl_sgemm_batched(RL_TRANS_N, RL_TRANS_T, 6, 3, 4, 1.0f, X, 4, 24, W, 4, 12, 0.0f, Y, 3, 18, CNT);
+    for (int b = 0; b < CNT; b++)
+        rl_sgemm_ref(RL_TRANS_N, RL_TRANS_T, 6, 3, 4, 1.0f, X + 24 * b, 4, W + 12 * b, 4, 0.0f,
+                     Yr + 18 * b, 3);
+    for (int i = 0; i < CNT * 18; i++) yr[i] = Yr[i];
+    tap_close(Y, yr, CNT * 18, 1e-5, 1e-5, "batched y = x W^T over %d items", CNT);
+}
+
+int main(void)
+{
+    rl_init(1);
+    tap_seed(11);
+    tap_diag("BLIS kernels: %s (%s)", rl_blis_arch(), rl_blis_arch_reason());
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 33}, {64, 48, 32}, {129, 67, 5}};
+    for (int s = 0; s < 5; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                check_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], s % 2 ? 1.0f : 0.0f);
+    check_case(RL_TRANS_N, RL_TRANS_N, 4, 4, 0, 0.5f); /* k = 0: C = beta C */
+    residual_check(300, 200, 250);
+    rl_threads_set(2);
+    residual_check(256, 256, 256);
+    strided_and_batched();
+    return tap_done();
+}
