@@ -56,7 +56,7 @@ void      rl_attn_free(rl_attn *a);
 
 rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
                           const float *v, const float *t5, int G, struct rl_attn_stats *st);
-rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *dt5,
+rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dvg, float *dt5,
                            const float *dout, const float *o, const float *saved, const float *q,
                            const float *k, const float *v, const float *t5, int G);
 

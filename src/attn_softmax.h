@@ -19,7 +19,7 @@ size_t rl_attn_softmax_scratch_floats(int N, int d, int dv);
 void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
                              const float *rel, int N, int d, int dv, int causal, float *scratch);
 
-void rl_attn_softmax_backward(float *dq, float *dk, float *dv, double *drel, const float *dout,
+void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, const float *dout,
                               const float *o, const float *lse, const float *q, const float *k,
                               const float *v, const float *rel, int N, int d, int dv, int causal,
                               float *scratch);

@@ -22,7 +22,7 @@ void      rl_toeplitz_free(rl_toeplitz *t);
 void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
                               const float *k, const float *v, const float *rel,
                               const struct rl_attn_opts *o, int N, int d, int dv);
-void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, double *drel,
+void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dvg, double *drel,
                                const float *dout, const float *out, const float *den,
                                const float *q, const float *k, const float *v, const float *rel,
                                const struct rl_attn_opts *o, int N, int d, int dv);
@@ -31,7 +31,7 @@ void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, 
 void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
                            const float *k, const float *v, double gamma,
                            const struct rl_attn_opts *o, int N, int d, int dv);
-void rl_attn_decay_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, const float *dout,
+void rl_attn_decay_backward(rl_toeplitz *t, float *dq, float *dk, float *dvg, const float *dout,
                             const float *out, const float *den, const float *q, const float *k,
                             const float *v, double gamma, const struct rl_attn_opts *o, int N,
                             int d, int dv);

@@ -1,0 +1,75 @@
+#!/bin/sh
+# t_attn_cli.sh -- `ropelab attn` against an independent float64 NumPy evaluation of
+# SPEC 2-3 (tests/ref/attn_ref.py: quadratic forms, gradients by central differences)
+# for every kernel and option; plus usage errors (exit 2).  The NumPy part is skipped
+# when python3-numpy is not installed.
+: "${ROPELAB:=./src/ropelab}" "${top_srcdir:=.}"
+PY=${PYTHON:-/usr/bin/python3}
+work=$(mktemp -d /tmp/rl_attn_cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+
+have_numpy=0
+"$PY" -c 'import numpy' 2>/dev/null && have_numpy=1
+
+check() { # options...
+    n=$((n + 1))
+    if [ $have_numpy = 0 ]; then echo "ok $n - attn $* # SKIP python3-numpy not installed"; return; fi
+    rm -rf "$work/c"; mkdir -p "$work/c"
+    if out=$("$PY" "$top_srcdir/tests/ref/attn_ref.py" check "$ROPELAB" "$work/c" $n -- "$@" 2>&1); then
+        echo "ok $n - attn $* vs float64 NumPy reference"
+    else
+        echo "not ok $n - attn $* vs float64 NumPy reference"; failed=1
+    fi
+    printf '%s\n' "$out" | sed 's/^/# /'
+}
+
+for c in "" --causal; do
+    check --attention softmax $c
+    check --attention softmax --pe rope $c
+    check --attention softmax --pe rope --rope-layout halves --rope-base 100 $c
+    check --attention softmax --pe rope --rope-dims 2 --rope-scale 2 $c
+    check --attention softmax --pe rope --rope-ntk 4 --rope-base 500 $c
+    check --attention softmax --pe t5 --t5-buckets 8 --t5-max-distance 16 $c
+    check --attention softmax --pe alibi $c
+    for fm in elu1 softmax exp; do
+        check --attention linear --feature-map $fm $c
+        check --attention linear --feature-map $fm --pe rope $c
+        check --attention linear --feature-map $fm --pe rope --rope-layout halves --rope-base 50 $c
+        check --attention linear --feature-map $fm --pe rope --rope-place input $c
+        check --attention linear --feature-map $fm --pe rope --rope-denominator rotated --eps 0.1 $c
+        check --attention linear --feature-map $fm --pe t5 --t5-buckets 8 --t5-max-distance 16 $c
+        check --attention linear --feature-map $fm --pe alibi $c
+    done
+done
+for fm in elu1 softmax exp; do
+    check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan
+done
+
+# usage errors: exit status 2 with a one-line message
+mkdir -p "$work/bad"
+status_of() { "$ROPELAB" attn "$@" >/dev/null 2>"$work/err"; echo $?; }
+[ "$(status_of --out "$work/o")" = 2 ]; ok $? "missing --in rejected (exit 2)"
+[ "$(status_of --in "$work/bad" --out "$work/o")" = 2 ]; ok $? "missing q.npy rejected (exit 2): $(cat "$work/err")"
+[ "$(status_of --in x --out y --pe nosuch)" = 2 ]; ok $? "bad --pe value rejected (exit 2)"
+[ "$(status_of --in x --out y --rope-base)" = 2 ]; ok $? "missing option argument rejected (exit 2)"
+[ "$(status_of --in x --out y --frobnicate 1)" = 2 ]; ok $? "unknown option rejected (exit 2)"
+if [ $have_numpy = 1 ]; then
+    "$PY" - "$work/bad" <<'PYEOF'
+import numpy as np, sys
+d = sys.argv[1]
+r = np.random.default_rng(0)
+np.save(d + "/q.npy", r.standard_normal((2, 5, 3)).astype(np.float32))
+np.save(d + "/k.npy", r.standard_normal((2, 5, 3)).astype(np.float32))
+np.save(d + "/v.npy", r.standard_normal((2, 4, 3)).astype(np.float32))
+PYEOF
+    [ "$(status_of --in "$work/bad" --out "$work/o")" = 2 ]; ok $? "v.npy with the wrong N rejected (exit 2): $(cat "$work/err")"
+    "$PY" -c "import numpy as np; np.save('$work/bad/v.npy', np.ones((2,5,3), np.float32))"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope)" = 2 ]; ok $? "odd d with RoPE rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --pe t5)" = 2 ]; ok $? "--pe t5 without t5_bias.npy rejected (exit 2)"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --attention softmax --rope-place input --pe rope --rope-dims 2)" = 2 ]; ok $? "rope_place=input with softmax rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --attention linear --rope-denominator rotated)" = 2 ]; ok $? "rotated denominator without rope rejected (exit 2)"
+fi
+echo "1..$n"
+exit $failed
