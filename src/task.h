@@ -5,7 +5,8 @@
  *   inputs  (B, N) int32 token ids in [0, vocab)
  *   targets (B, N) int32; for LM-style tasks the next-token target of each position
  *   mask    (B, N) uint8; 1 where the loss is taken (e.g. the copied half of copy)
- *   label   (B)    int32; classification tasks only (ListOps): class in [0, n_classes)
+ *   label   (B)    int32; classification tasks only (ListOps): class in [0, n_classes);
+ *                  rl_batch_alloc always allocates it and causal tasks set it to -1
  * Causal tasks (copy, reverse, sort, mqar, charlm, tokens) train a decoder with loss on
  * the masked positions; non-causal ones (listops) a mean-pooled classifier.
  *
@@ -43,7 +44,7 @@ struct rl_task_opts {
 
 struct rl_batch {
     int      B, N;
-    int32_t *inputs, *targets, *label; /* label NULL for causal tasks */
+    int32_t *inputs, *targets, *label; /* label: -1 for causal tasks */
     uint8_t *mask;
 };
 

@@ -18,11 +18,49 @@ tests_t_npy_LDADD  = $(TEST_LIBS)
 tests_t_rope_LDADD = $(TEST_LIBS)
 
 ## --- attention tests: softmax ---
+check_PROGRAMS += tests/t_attn_softmax
+tests_t_attn_softmax_LDADD = $(TEST_LIBS)
 ## --- attention tests: linear ---
+check_PROGRAMS += tests/t_attn_linear
+tests_t_attn_linear_LDADD = $(TEST_LIBS)
 ## --- attention tests: toeplitz ---
+check_PROGRAMS += tests/t_attn_toeplitz
+tests_t_attn_toeplitz_LDADD = $(TEST_LIBS)
+
+## --- model tests ---
+check_PROGRAMS += tests/t_layers tests/t_adamw tests/t_model
+tests_t_layers_LDADD = $(TEST_LIBS)
+tests_t_adamw_LDADD  = $(TEST_LIBS)
+tests_t_model_LDADD  = $(TEST_LIBS)
+
+## --- task tests ---
+check_PROGRAMS += tests/t_task
+tests_t_task_LDADD = $(TEST_LIBS)
+
+## --- config and training tests ---
+check_PROGRAMS += tests/t_config tests/t_train
+tests_t_config_LDADD = $(TEST_LIBS)
+tests_t_train_LDADD  = $(TEST_LIBS)
 
 ## script tests (TAP from shell)
-dist_check_SCRIPTS = tests/t_cli.sh
+dist_check_SCRIPTS = tests/t_cli.sh tests/t_attn_cli.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
-dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py
+dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py
+
+## NumPy-written fixtures of t_npy (made once by tests/ref/make_npy_fixtures.py)
+dist_check_DATA += \
+	tests/data/bad_dtype_c64.npy \
+	tests/data/bad_dtype_f16.npy \
+	tests/data/bad_fortran.npy \
+	tests/data/bad_magic.npy \
+	tests/data/bad_oversized.npy \
+	tests/data/bad_truncated.npy \
+	tests/data/f32_be.npy \
+	tests/data/f32_scalar.npy \
+	tests/data/f32_v1.npy \
+	tests/data/f32_v2.npy \
+	tests/data/f32_v3.npy \
+	tests/data/f64_v1.npy \
+	tests/data/i32_tokens.npy \
+	tests/data/i64_tokens.npy

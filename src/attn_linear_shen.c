@@ -1,0 +1,110 @@
+/* attn_linear_shen.c -- causal Shen feature map with RoPE at the feature place (eq. 19).
+ *
+ * phi_k at query m is u_n / Z_m (per feature f, Z_m[f] = sum_{n<=m} u[n,f]); RoPE then
+ * rotates it: the numerator term is (R_m p)^T R_n (u_n / Z_m), p = phi_q(q_m).  For one
+ * pair (a, b) at angle n theta, with P = R_m p and x = u_n / Z_m,
+ *   P^T R_n x = x_a (P_a cos + P_b sin) + x_b (P_b cos - P_a sin)
+ *             = (P_a/Z_a) u_a cos + (P_b/Z_a) u_a sin + (P_b/Z_b) u_b cos - (P_a/Z_b) u_b sin,
+ * a dot product of A'_m (query side, carries 1/Z_m) with C'_n = [u cos | u sin] (key side,
+ * m-free) in 2d features: the causal scan of attn_linear_scan.c applies unchanged, at
+ * twice the feature width, so the cost stays O(N d dv).  See attn_linear_impl.h. */
+#include "config.h"
+#include "attn_linear_impl.h"
+
+#include <string.h>
+
+/* Pair i of the rotation: features a = *pa, b = *pb. */
+static void pair_of(const struct rl_rope *r, int i, int *pa, int *pb)
+{
+    int pairs = r->layout == RL_ROPE_LAYOUT_PAIRS;
+    *pa       = pairs ? 2 * i : i;
+    *pb       = pairs ? 2 * i + 1 : i + r->dims / 2;
+}
+
+void rl_lin_shen_rope_features(float *A, float *C, float *B, const float *phq, const float *u,
+                               const struct rl_rope *rope, int N, int d, double *Z, float *P)
+{
+    const int h = rope->dims / 2;
+    memset(Z, 0, (size_t)d * sizeof(double));
+    for (int m = 0; m < N; m++) {
+        const float *um = u + (size_t)m * d, *pm = phq + (size_t)m * d;
+        float       *Ac = A + (size_t)m * 2 * d, *As = Ac + d;
+        float       *Cc = C + (size_t)m * 2 * d, *Cs = Cc + d;
+        for (int f = 0; f < d; f++) Z[f] += (double)um[f];
+        rl_rope_rotate(rope, P, d, pm, d, 1, m, 0); /* P = R_m phi_q(q_m) */
+        for (int f = rope->dims; f < d; f++) {      /* unrotated features */
+            Ac[f] = (float)((double)P[f] / Z[f]), As[f] = 0.0f;
+            Cc[f] = um[f], Cs[f] = 0.0f;
+        }
+        const float *cs = rope->cos + (size_t)m * h, *sn = rope->sin + (size_t)m * h;
+        for (int i = 0; i < h; i++) {
+            int a, b;
+            pair_of(rope, i, &a, &b);
+            Ac[a] = (float)((double)P[a] / Z[a]), As[a] = (float)((double)P[b] / Z[a]);
+            Ac[b] = (float)((double)P[b] / Z[b]), As[b] = (float)(-(double)P[a] / Z[b]);
+            Cc[a] = um[a] * cs[i], Cs[a] = um[a] * sn[i];
+            Cc[b] = um[b] * cs[i], Cs[b] = um[b] * sn[i];
+        }
+        if (B)
+            for (int f = 0; f < d; f++) B[(size_t)m * d + f] = (float)((double)pm[f] / Z[f]);
+    }
+}
+
+/* dP (the gradient of P = R_m phi_q) and dZ_m from dA'_m, as the forward lines
+ *   A'c[a] = P_a/Z_a, A's[a] = P_b/Z_a, A'c[b] = P_b/Z_b, A's[b] = -P_a/Z_b,  A'c[f] = P_f/Z_f
+ * differentiate; dZ_f = -(dA'c[f] A'c[f] + dA's[f] A's[f]) / Z_f for every f. */
+static void query_row_backward(float *dP, double *dZ, const float *dAc, const float *Ac,
+                               const struct rl_rope *rope, int d, const double *Z)
+{
+    const float *dAs = dAc + d, *As = Ac + d;
+    for (int f = 0; f < d; f++)
+        dZ[f] = -((double)dAc[f] * (double)Ac[f] + (double)dAs[f] * (double)As[f]) / Z[f];
+    for (int f = rope->dims; f < d; f++) dP[f] = (float)((double)dAc[f] / Z[f]);
+    for (int i = 0; i < rope->dims / 2; i++) {
+        int a, b;
+        pair_of(rope, i, &a, &b);
+        dP[a] = (float)((double)dAc[a] / Z[a] - (double)dAs[b] / Z[b]);
+        dP[b] = (float)((double)dAs[a] / Z[a] + (double)dAc[b] / Z[b]);
+    }
+}
+
+void rl_lin_shen_rope_backward(float *dphq, float *dk, const float *dA, const float *dC,
+                               const float *dB, const float *dE, const float *A, const float *B,
+                               const float *u, const struct rl_rope *rope, int N, int d,
+                               double *Z, double *dZ, float *dP)
+{
+    const int h = rope->dims / 2;
+    memset(Z, 0, (size_t)d * sizeof(double));
+    for (int m = 0; m < N; m++) {
+        size_t  r  = (size_t)m * d;
+        double *dz = dZ + r;
+        for (int f = 0; f < d; f++) Z[f] += (double)u[r + f];
+        query_row_backward(dP, dz, dA + 2 * r, A + 2 * r, rope, d, Z);
+        rl_rope_rotate(rope, dphq + r, d, dP, d, 1, m, 1); /* P = R_m phi_q => R_m^T dP */
+        if (dB) /* B = phi_q / Z_m (plain denominator) */
+            for (int f = 0; f < d; f++) {
+                dphq[r + f] += (float)((double)dB[r + f] / Z[f]);
+                dz[f] -= (double)dB[r + f] * (double)B[r + f] / Z[f];
+            }
+    }
+    /* C'c = u cos, C's = u sin (E = u);  Z_m = sum_{n<=m} u_n  =>  du_n += sum_{m>=n} dZ_m;
+     * u = exp(k - colmax)  =>  dk = du u.  Z now holds the suffix sum of dZ. */
+    memset(Z, 0, (size_t)d * sizeof(double));
+    for (int n = N - 1; n >= 0; n--) {
+        size_t       r   = (size_t)n * d;
+        const float *dCc = dC + 2 * r, *dCs = dCc + d;
+        const float *cs = rope->cos + (size_t)n * h, *sn = rope->sin + (size_t)n * h;
+        double      *du  = dZ + r; /* consumed into the suffix sum, then reused for du_n */
+        for (int f = 0; f < d; f++) Z[f] += du[f], du[f] = dCc[f]; /* unrotated: C'c = u */
+        for (int i = 0; i < h; i++) {
+            int a, b;
+            pair_of(rope, i, &a, &b);
+            du[a] = (double)dCc[a] * (double)cs[i] + (double)dCs[a] * (double)sn[i];
+            du[b] = (double)dCc[b] * (double)cs[i] + (double)dCs[b] * (double)sn[i];
+        }
+        for (int f = 0; f < d; f++) {
+            double g  = du[f] + (dE ? (double)dE[r + f] : 0.0) + Z[f];
+            dk[r + f] = (float)((double)u[r + f] * g);
+        }
+    }
+}

@@ -1,0 +1,261 @@
+/* attn_softmax.c -- tiled softmax attention, one head (SPEC 2.1), forward and backward.
+ *
+ *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1],   p = softmax_n(s),   o_m = sum_n p[m,n] v_n
+ *
+ * FlashAttention (Dao et al. 2022; backward as in FlashAttention-2, Dao 2023) on a CPU:
+ * the queries are cut into blocks of BQ rows, the keys into blocks of BK; one Bq x Bk
+ * score tile at a time is formed by a GEMM, turned into probabilities with an online
+ * (running max) softmax, and multiplied into the output by a second GEMM.  Memory is
+ * O(N (d + dv)) plus two tiles; the N x N matrix never exists.  Causal: tiles wholly
+ * above the diagonal are skipped; in diagonal tiles each row is cut at its own length.
+ *
+ * Forward saves lse[m] = max_n s + log sum_n exp(s - max) (natural log).  The backward
+ * recomputes p = exp(s - lse) tile by tile, so it needs no running statistics:
+ *   D_m = dout_m . o_m,  dv += p^T dout,  dp = dout v^T,  ds = p (dp - D),
+ *   dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d),  drel[(n-m)+N-1] += ds[m,n].
+ * All five products are rl_sgemm calls; the elementwise passes use the vectorisable exp
+ * of vexp.h.  Details, FLOP counts and timings: docs/attention.md. */
+#include "config.h"
+#include "attn_softmax.h"
+#include "gemm.h"
+#include "vexp.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Tile sizes (compile-time tunables).  d = 32 makes the score GEMM a small-K product and
+ * the other four GEMMs have only 32 output columns, so BLIS's per-call packing of the
+ * tile is the overhead to amortise: 256 x 256 measured ~1.6x faster than 128 x 128 for
+ * d = dv = 32 on the AVX-512 machine of MACHINE.md, and 512-wide tiles no better (see
+ * docs/attention.md).  Two 256 KiB tiles stay in a 2 MiB L2.  Any sizes are correct
+ * (the tests were also run with 64 x 96 and 96 x 64). */
+#ifndef RL_SM_BQ
+#define RL_SM_BQ 256
+#endif
+#ifndef RL_SM_BK
+#define RL_SM_BK 256
+#endif
+enum { SM_BQ = RL_SM_BQ, SM_BK = RL_SM_BK };
+
+static int imin(int a, int b) { return a < b ? a : b; }
+
+static void tile_dims(int N, int *bq, int *bk, int *ld) {
+    *bq = imin(SM_BQ, N);
+    *bk = imin(SM_BK, N);
+    *ld = (*bk + 15) & ~15; /* 64-byte rows */
+}
+
+size_t rl_attn_softmax_scratch_floats(int N, int d, int dv) {
+    (void)d, (void)dv;
+    int bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    return 2 * (size_t)bq * ld + 3 * (size_t)bq; /* s/p tile, dp tile, row statistics */
+}
+
+/* Columns of key tile [j0, j0+nb) that query i sees: all, or n <= i when causal. */
+static int row_cols(int causal, int i, int j0, int nb) {
+    if (!causal) return nb;
+    int c = i - j0 + 1;
+    return c < 0 ? 0 : imin(c, nb);
+}
+
+/* Online softmax step for one row of a score tile: add its bias slice (rel + (j0 - i) +
+ * N-1, or NULL), let the running max m and sum l absorb the nc valid columns, turn s into
+ * exp(s - m_new) (0 on columns nc..nb-1, masked), and return exp(m_old - m_new), the
+ * factor by which the output row accumulated so far must shrink. */
+RL_SIMD_CLONES
+static float online_row(float *s, const float *bias, int nc, int nb, float *m, float *l) {
+    float mx = *m, sum = 0.0f;
+    if (bias) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            s[b] += bias[b];
+    }
+#pragma omp simd reduction(max : mx)
+    for (int b = 0; b < nc; b++)
+        mx = s[b] > mx ? s[b] : mx;
+#pragma omp simd reduction(+ : sum)
+    for (int b = 0; b < nc; b++) {
+        float p = rl_expf_inline(s[b] - mx);
+        s[b]    = p;
+        sum += p;
+    }
+    for (int b = nc; b < nb; b++)
+        s[b] = 0.0f;
+    if (nc == 0) return 1.0f;              /* row entirely masked in this tile: m and l unchanged */
+    float alpha = rl_expf_inline(*m - mx); /* exp(-inf) = 0 on the row's first tile */
+    *l          = *l * alpha + sum;
+    *m          = mx;
+    return alpha;
+}
+
+static void scale_row(float *x, int n, float a) {
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        x[c] *= a;
+}
+
+/* One call's operands: the forward reads q k v rel and writes o lse; the backward also
+ * reads dout o lse and writes dq dk dv drel. */
+struct sm_call {
+    const float *q, *k, *v, *rel, *dout, *o, *lse;
+    float       *out, *lse_out, *dq, *dk, *dvg;
+    double      *drel;
+    int          N, d, dv, causal;
+    float        scale; /* 1/sqrt(d) */
+};
+
+/* rel (or drel) slice seen by query i in a key tile starting at j0: entry b is r = j0+b-i */
+#define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->N - 1) : NULL)
+
+/* One block of query rows [i0, i0+mb): o rows accumulate p v over the key tiles. */
+static void forward_block(const struct sm_call *c, int i0, int mb, float *scratch) {
+    int bq, bk, ld;
+    tile_dims(c->N, &bq, &bk, &ld);
+    float *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
+    float *oi = c->out + (size_t)i0 * c->dv;
+    memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
+    for (int a = 0; a < mb; a++)
+        mrow[a] = -INFINITY, lrow[a] = 0.0f;
+    const int jend = c->causal ? i0 + mb : c->N; /* causal: tiles right of the block skipped */
+    for (int j0 = 0; j0 < jend; j0 += bk) {
+        const int nb = imin(bk, c->N - j0);
+        /* s = q k^T / sqrt(d) */
+        rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d,
+                 c->k + (size_t)j0 * c->d, c->d, 0.0f, s, ld);
+        for (int a = 0; a < mb; a++) {
+            float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
+                                     row_cols(c->causal, i0 + a, j0, nb), nb, mrow + a, lrow + a);
+            if (alpha != 1.0f) scale_row(oi + (size_t)a * c->dv, c->dv, alpha);
+        }
+        /* o += p v */
+        rl_sgemm(RL_TRANS_N, RL_TRANS_N, mb, c->dv, nb, 1.0f, s, ld, c->v + (size_t)j0 * c->dv,
+                 c->dv, 1.0f, oi, c->dv);
+    }
+    for (int a = 0; a < mb; a++) { /* o = acc / l, lse = m + log l (l >= 1: the max term) */
+        scale_row(oi + (size_t)a * c->dv, c->dv, 1.0f / lrow[a]);
+        c->lse_out[i0 + a] = mrow[a] + logf(lrow[a]);
+    }
+}
+
+void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
+                             const float *rel, int N, int d, int dv, int causal, float *scratch) {
+    const struct sm_call c  = {.q       = q,
+                               .k       = k,
+                               .v       = v,
+                               .rel     = rel,
+                               .out     = o,
+                               .lse_out = lse,
+                               .N       = N,
+                               .d       = d,
+                               .dv      = dv,
+                               .causal  = causal,
+                               .scale   = (float)(1.0 / sqrt((double)d))};
+    const int            bq = imin(SM_BQ, N);
+    for (int i0 = 0; i0 < N; i0 += bq)
+        forward_block(&c, i0, imin(bq, N - i0), scratch);
+}
+
+/* p = exp(s + rel - lse_i) on the valid columns, 0 past them (forward: p = softmax(s)). */
+RL_SIMD_CLONES
+static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i) {
+    if (bias) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            p[b] = rl_expf_inline(p[b] + bias[b] - lse_i);
+    } else {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            p[b] = rl_expf_inline(p[b] - lse_i);
+    }
+    for (int b = nc; b < nb; b++)
+        p[b] = 0.0f;
+}
+
+/* ds = p (dp - D_i), written over dp; drel (its slice for this row, or NULL) gathers ds
+ * along the diagonal (forward: s[m,n] += rel[(n-m)+N-1]). */
+RL_SIMD_CLONES
+static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, int nb, float D_i) {
+#pragma omp simd
+    for (int b = 0; b < nc; b++)
+        dp[b] = p[b] * (dp[b] - D_i);
+    for (int b = nc; b < nb; b++)
+        dp[b] = 0.0f;
+    if (drel) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            drel[b] += (double)dp[b];
+    }
+}
+
+/* One (query block, key block) tile of the backward; Drow holds D for the block's rows. */
+static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int nb,
+                          const float *Drow, float *p, float *dp, int ld) {
+    const int    d = c->d, dv = c->dv;
+    const float *qi = c->q + (size_t)i0 * d, *kj = c->k + (size_t)j0 * d;
+    const float *gi = c->dout + (size_t)i0 * dv, *vj = c->v + (size_t)j0 * dv;
+    /* s = q k^T / sqrt(d) + rel, p = exp(s - lse): the forward's softmax, recomputed */
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, d, c->scale, qi, d, kj, d, 0.0f, p, ld);
+    for (int a = 0; a < mb; a++)
+        recompute_p(p + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
+                    row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
+    /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, nb, dv, mb, 1.0f, p, ld, gi, dv, 1.0f,
+             c->dvg + (size_t)j0 * dv, dv);
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, dv, 1.0f, gi, dv, vj, dv, 0.0f, dp, ld);
+    /* p = softmax(s)  =>  ds = p (dp - D);  s += rel  =>  drel += ds along diagonals */
+    for (int a = 0; a < mb; a++)
+        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(c->drel, c, i0 + a, j0),
+                         row_cols(c->causal, i0 + a, j0, nb), nb, Drow[a]);
+    /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, mb, d, nb, c->scale, dp, ld, kj, d, 1.0f,
+             c->dq + (size_t)i0 * d, d);
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, nb, d, mb, c->scale, dp, ld, qi, d, 1.0f,
+             c->dk + (size_t)j0 * d, d);
+}
+
+/* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
+static void row_dots(float *D, const float *dout, const float *o, int rows, int dv) {
+    for (int a = 0; a < rows; a++) {
+        const float *g = dout + (size_t)a * dv, *y = o + (size_t)a * dv;
+        double       acc = 0.0;
+        for (int e = 0; e < dv; e++)
+            acc += (double)g[e] * (double)y[e];
+        D[a] = (float)acc;
+    }
+}
+
+void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, const float *dout,
+                              const float *o, const float *lse, const float *q, const float *k,
+                              const float *v, const float *rel, int N, int d, int dv, int causal,
+                              float *scratch) {
+    const struct sm_call c = {.q      = q,
+                              .k      = k,
+                              .v      = v,
+                              .rel    = rel,
+                              .dout   = dout,
+                              .o      = o,
+                              .lse    = lse,
+                              .dq     = dq,
+                              .dk     = dk,
+                              .dvg    = dvg,
+                              .drel   = drel,
+                              .N      = N,
+                              .d      = d,
+                              .dv     = dv,
+                              .causal = causal,
+                              .scale  = (float)(1.0 / sqrt((double)d))};
+    int                  bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    float *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
+    memset(dq, 0, sizeof(float) * (size_t)N * d);
+    memset(dk, 0, sizeof(float) * (size_t)N * d);
+    memset(dvg, 0, sizeof(float) * (size_t)N * dv);
+    for (int i0 = 0; i0 < N; i0 += bq) {
+        const int mb = imin(bq, N - i0);
+        row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
+        const int jend = c.causal ? i0 + mb : N;
+        for (int j0 = 0; j0 < jend; j0 += bk)
+            backward_tile(&c, i0, mb, j0, imin(bk, N - j0), Drow, p, dp, ld);
+    }
+}

@@ -1,0 +1,567 @@
+/* cfg.c -- experiment configuration: the key table, INI parsing (libinih), --set
+ * overrides and value checks; see cfg.h.  Combination checks, resolution and rendering
+ * live in cfg_check.c.
+ *
+ * Every key is one row of a table (section, key, type, offset into struct rl_cfg, range,
+ * enum names): parsing, rendering and the documentation test all walk the same rows, so
+ * a key cannot be parsed but not rendered, or rendered but not documented. */
+#include "config.h"
+#include "cfg.h"
+#include "cfg_keys.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names_attention[] = {"softmax", "linear", NULL};
+static const char *const names_fmap[]      = {"elu1", "softmax", "exp", NULL};
+static const char *const names_pe[] = {"none", "sinusoidal", "learned", "t5", "alibi", "rope", NULL};
+static const char *const names_layout[] = {"pairs", "halves", NULL};
+static const char *const names_place[]  = {"feature", "input", NULL};
+static const char *const names_denom[]  = {"plain", "rotated", NULL};
+static const char *const names_task[]   = {"copy",    "reverse", "sort",   "mqar",
+                                           "listops", "charlm",  "tokens", NULL};
+
+#define OFF(f) offsetof(struct rl_cfg, f)
+#define BIG    (1 << 30)
+/* clang-format off */
+const struct rl_cfg_key rl_cfg_keys[] = {
+    {"experiment", "name",    RL_K_STR, OFF(experiment.name), 0, RL_CFG_NAME, NULL,
+     "run directory name under out (default: the INI file's stem)"},
+    {"experiment", "out",     RL_K_STR, OFF(experiment.out), 0, RL_CFG_PATH, NULL,
+     "parent directory of the run directory"},
+    {"experiment", "threads", RL_K_INT, OFF(experiment.threads), 0, 4096, NULL,
+     "threads for GEMMs and OpenMP loops (0 = all cores)"},
+    {"model", "d_model",     RL_K_INT, OFF(model.d_model), 1, 65536, NULL, "model width D"},
+    {"model", "heads",       RL_K_INT, OFF(model.heads), 1, BIG, NULL, "attention heads H"},
+    {"model", "layers",      RL_K_INT, OFF(model.layers), 1, BIG, NULL, "transformer blocks"},
+    {"model", "attention",   RL_K_ENUM, OFF(model.attention), 0, 0, names_attention,
+     "softmax (SPEC 2.1) or linear (SPEC 2.2)"},
+    {"model", "feature_map", RL_K_ENUM, OFF(model.feature_map), 0, 0, names_fmap,
+     "linear attention feature map"},
+    {"model", "eps",         RL_K_DBL, OFF(model.eps), RL_D_NONNEG, 0, NULL,
+     "linear attention denominator epsilon"},
+    {"model", "pe",          RL_K_ENUM, OFF(model.pe), 0, 0, names_pe, "position encoding"},
+    {"model", "max_len",     RL_K_INT, OFF(model.max_len), 0, BIG, NULL,
+     "learned PE rows (0 = task length)"},
+    {"model", "rope_base",   RL_K_DBL, OFF(model.rope_base), RL_D_POS, 0, NULL, "RoPE base"},
+    {"model", "rope_layout", RL_K_ENUM, OFF(model.rope_layout), 0, 0, names_layout,
+     "RoPE pairing: adjacent pairs or halves"},
+    {"model", "rope_dims",   RL_K_INT, OFF(model.rope_dims), 0, 65536, NULL,
+     "rotated dimensions R (0 = head dim)"},
+    {"model", "rope_scale",  RL_K_DBL, OFF(model.rope_scale), RL_D_POS, 0, NULL,
+     "position interpolation m -> m/scale"},
+    {"model", "rope_ntk",    RL_K_DBL, OFF(model.rope_ntk), RL_D_POS, 0, NULL,
+     "NTK-aware base rescaling alpha"},
+    {"model", "rope_place",  RL_K_ENUM, OFF(model.rope_place), 0, 0, names_place,
+     "linear attention: rotate feature-mapped q,k (eq. 19) or the inputs"},
+    {"model", "rope_denominator", RL_K_ENUM, OFF(model.rope_denominator), 0, 0, names_denom,
+     "linear attention: unrotated (eq. 19) or rotated denominator"},
+    {"model", "t5_buckets",  RL_K_INT, OFF(model.t5_buckets), 2, 4096, NULL, "T5 buckets"},
+    {"model", "t5_max_distance", RL_K_INT, OFF(model.t5_max_distance), 1, BIG, NULL,
+     "T5 max distance"},
+    {"model", "t5_per_layer", RL_K_BOOL, OFF(model.t5_per_layer), 0, 0, NULL,
+     "one T5 table per layer instead of one shared"},
+    {"model", "alibi_scan",  RL_K_BOOL, OFF(model.alibi_scan), 0, 0, NULL,
+     "causal linear ALiBi: O(N) decayed scan instead of the FFT"},
+    {"task", "name",       RL_K_ENUM, OFF(task.name), 0, 0, names_task, "the task"},
+    {"task", "length",     RL_K_INT, OFF(task.length), 0, BIG, NULL,
+     "training sequence length N (0 = task default)"},
+    {"task", "vocab",      RL_K_INT, OFF(task.vocab), 0, BIG, NULL,
+     "vocabulary size (0 = task default)"},
+    {"task", "symbols",    RL_K_INT, OFF(task.symbols), 0, BIG, NULL,
+     "copy/reverse/sort: content symbols"},
+    {"task", "kv_pairs",   RL_K_INT, OFF(task.kv_pairs), 0, BIG, NULL, "mqar: key-value pairs"},
+    {"task", "depth",      RL_K_INT, OFF(task.depth), 0, BIG, NULL, "listops: nesting depth"},
+    {"task", "args",       RL_K_INT, OFF(task.args), 0, BIG, NULL,
+     "listops: arguments per operator"},
+    {"task", "path",       RL_K_STR, OFF(task.path), 0, RL_CFG_PATH, NULL,
+     "charlm text / tokens training .npy"},
+    {"task", "valid_path", RL_K_STR, OFF(task.valid_path), 0, RL_CFG_PATH, NULL,
+     "tokens: validation .npy"},
+    {"train", "steps",       RL_K_INT, OFF(train.steps), 1, INT_MAX, NULL, "optimizer updates"},
+    {"train", "batch",       RL_K_INT, OFF(train.batch), 1, BIG, NULL, "rows per update"},
+    {"train", "accumulate",  RL_K_INT, OFF(train.accumulate), 1, BIG, NULL,
+     "micro-batches per update"},
+    {"train", "lr",          RL_K_DBL, OFF(train.lr), RL_D_POS, 0, NULL, "peak learning rate"},
+    {"train", "warmup",      RL_K_INT, OFF(train.warmup), 0, INT_MAX, NULL, "warm-up updates"},
+    {"train", "min_lr_ratio", RL_K_DBL, OFF(train.min_lr_ratio), RL_D_UNIT, 0, NULL,
+     "final lr / lr of the cosine decay"},
+    {"train", "beta1",       RL_K_DBL, OFF(train.beta1), RL_D_UNIT_OPEN, 0, NULL, "AdamW beta1"},
+    {"train", "beta2",       RL_K_DBL, OFF(train.beta2), RL_D_UNIT_OPEN, 0, NULL, "AdamW beta2"},
+    {"train", "adam_eps",    RL_K_DBL, OFF(train.adam_eps), RL_D_POS, 0, NULL, "AdamW epsilon"},
+    {"train", "weight_decay", RL_K_DBL, OFF(train.weight_decay), RL_D_NONNEG, 0, NULL,
+     "decoupled weight decay"},
+    {"train", "clip",        RL_K_DBL, OFF(train.clip), RL_D_NONNEG, 0, NULL,
+     "global gradient-norm clip (0 = off)"},
+    {"train", "seed",        RL_K_U64, OFF(train.seed), 0, 0, NULL, "initialisation and data seed"},
+    {"train", "log_every",   RL_K_INT, OFF(train.log_every), 1, INT_MAX, NULL,
+     "updates between metrics.jsonl records"},
+    {"train", "checkpoint_every", RL_K_INT, OFF(train.checkpoint_every), 0, INT_MAX, NULL,
+     "updates between checkpoints (0 = at the end only)"},
+    {"train", "checkpoint_initial", RL_K_BOOL, OFF(train.checkpoint_initial), 0, 0, NULL,
+     "also save the step-0 weights"},
+    {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
+     "evaluation lengths (default: the task length)"},
+    {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},
+    {"eval", "every",   RL_K_INT, OFF(eval.every), 0, INT_MAX, NULL,
+     "updates between evaluations (0 = at the end only)"},
+};
+/* clang-format on */
+const int rl_cfg_nkeys = (int)(sizeof rl_cfg_keys / sizeof rl_cfg_keys[0]);
+
+static const char *const sections[] = {"experiment", "model", "task",
+                                       "train",      "eval",  "sweep"};
+
+int rl_cfg_num_keys(void) { return rl_cfg_nkeys; }
+
+void rl_cfg_key_info(int i, const char **section, const char **key, const char **doc)
+{
+    RL_ASSERT(i >= 0 && i < rl_cfg_nkeys);
+    *section = rl_cfg_keys[i].section;
+    *key     = rl_cfg_keys[i].key;
+    *doc     = rl_cfg_keys[i].doc;
+}
+
+int rl_cfg_find_key(const char *section, const char *key)
+{
+    for (int i = 0; i < rl_cfg_nkeys; i++)
+        if (!strcmp(rl_cfg_keys[i].section, section) && !strcmp(rl_cfg_keys[i].key, key))
+            return i;
+    return -1;
+}
+
+const char *rl_cfg_pe_name(enum rl_cfg_pe pe) { return names_pe[pe]; }
+const char *rl_cfg_attention_name(enum rl_attn_kind k) { return names_attention[k]; }
+
+void rl_cfg_defaults(struct rl_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->experiment.out, sizeof c->experiment.out, "runs");
+    c->model.d_model = 128, c->model.heads = 4, c->model.layers = 2;
+    c->model.attention = RL_ATTN_SOFTMAX, c->model.feature_map = RL_FMAP_ELU1;
+    c->model.eps = 1e-6, c->model.pe = RL_CFG_PE_ROPE;
+    c->model.rope_base = 10000, c->model.rope_layout = RL_ROPE_LAYOUT_PAIRS;
+    c->model.rope_scale = 1, c->model.rope_ntk = 1;
+    c->model.t5_buckets = 32, c->model.t5_max_distance = 128;
+    struct rl_task_opts to;
+    rl_task_opts_default(&to);
+    c->task.name = RL_TASK_COPY;
+    c->task.length = to.length, c->task.vocab = to.vocab, c->task.symbols = to.symbols;
+    c->task.kv_pairs = to.kv_pairs, c->task.depth = to.depth, c->task.args = to.args;
+    c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
+    c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
+    c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
+    c->train.log_every = 10;
+    c->eval.batches = 8;
+}
+
+/* ---- values ---- */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    return s;
+}
+
+static int parse_long(const char *s, long long lo, long long hi, long long *out)
+{
+    char *e = NULL;
+    errno   = 0;
+    long long v = strtoll(s, &e, 10);
+    if (errno || e == s || *e || v < lo || v > hi) return 1;
+    *out = v;
+    return 0;
+}
+
+static void int_expectation(char *buf, size_t len, long lo, long hi)
+{
+    if (lo == 1 && hi >= BIG) snprintf(buf, len, "a positive integer");
+    else if (lo == 0 && hi >= BIG) snprintf(buf, len, "a non-negative integer");
+    else snprintf(buf, len, "an integer in [%ld, %ld]", lo, hi);
+}
+
+static const char *dbl_expectation(int range)
+{
+    switch (range) {
+    case RL_D_POS: return "a number > 0";
+    case RL_D_NONNEG: return "a number >= 0";
+    case RL_D_UNIT_OPEN: return "a number in [0, 1)";
+    case RL_D_UNIT: return "a number in [0, 1]";
+    }
+    return "a finite number";
+}
+
+static int dbl_ok(double v, int range)
+{
+    if (!isfinite(v)) return 0;
+    switch (range) {
+    case RL_D_POS: return v > 0;
+    case RL_D_NONNEG: return v >= 0;
+    case RL_D_UNIT_OPEN: return v >= 0 && v < 1;
+    case RL_D_UNIT: return v >= 0 && v <= 1;
+    }
+    return 1;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(s, yes[i])) return *out = 1, 0;
+        if (!strcasecmp(s, no[i])) return *out = 0, 0;
+    }
+    return 1;
+}
+
+/* "64, 128,256" -> lengths; an empty list means "the task length". */
+static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    if (!*trim(buf)) return 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long x;
+        if (parse_long(trim(tok), 1, BIG, &x)) {
+            snprintf(why, len, "expected a comma-separated list of positive integers, got '%s'", s);
+            return 1;
+        }
+        if (*n == RL_CFG_MAX_LENGTHS) {
+            snprintf(why, len, "at most %d lengths", RL_CFG_MAX_LENGTHS);
+            return 1;
+        }
+        v[(*n)++] = (int)x;
+    }
+    return 0;
+}
+
+/* Parse `value` into key i of c; on failure write the reason into why. */
+static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, size_t len)
+{
+    const struct rl_cfg_key *k = &rl_cfg_keys[i];
+    char                    *p = (char *)c + k->off, exp[64];
+    long long                x;
+    switch (k->type) {
+    case RL_K_INT:
+        if (!parse_long(value, k->lo, k->hi, &x)) return *(int *)p = (int)x, 0;
+        int_expectation(exp, sizeof exp, k->lo, k->hi);
+        snprintf(why, len, "expected %s, got '%s'", exp, value);
+        return 1;
+    case RL_K_U64: {
+        char              *e = NULL;
+        unsigned long long u;
+        errno = 0;
+        u     = strtoull(value, &e, 10);
+        if (errno || e == value || *e || value[0] == '-') {
+            snprintf(why, len, "expected a non-negative integer, got '%s'", value);
+            return 1;
+        }
+        return *(uint64_t *)p = (uint64_t)u, 0;
+    }
+    case RL_K_DBL: {
+        char *e = NULL;
+        errno   = 0;
+        double v = strtod(value, &e);
+        if (!errno && e != value && !*e && dbl_ok(v, (int)k->lo)) return *(double *)p = v, 0;
+        snprintf(why, len, "expected %s, got '%s'", dbl_expectation((int)k->lo), value);
+        return 1;
+    }
+    case RL_K_BOOL:
+        if (!parse_bool(value, (int *)p)) return 0;
+        snprintf(why, len, "expected true or false, got '%s'", value);
+        return 1;
+    case RL_K_ENUM:
+        for (int e = 0; k->names[e]; e++)
+            if (!strcmp(value, k->names[e])) return *(int *)p = e, 0;
+        int n = snprintf(why, len, "expected one of");
+        for (int e = 0; k->names[e] && n < (int)len; e++)
+            n += snprintf(why + n, len - (size_t)n, "%s %s", e ? "," : "", k->names[e]);
+        if (n < (int)len) snprintf(why + n, len - (size_t)n, ", got '%s'", value);
+        return 1;
+    case RL_K_STR:
+        if (strlen(value) >= (size_t)k->hi) {
+            snprintf(why, len, "value longer than %ld characters", k->hi - 1);
+            return 1;
+        }
+        if (k->off == OFF(experiment.name) && (!*value || strchr(value, '/') ||
+                                               !strcmp(value, ".") || !strcmp(value, ".."))) {
+            snprintf(why, len, "expected a directory name (no '/'), got '%s'", value);
+            return 1;
+        }
+        memcpy(p, value, strlen(value) + 1);
+        return 0;
+    case RL_K_LENGTHS: return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
+    }
+    return 1;
+}
+
+/* Edit distance, for "did you mean" hints on misspelt keys. */
+static int edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+    if (la > 63 || lb > 63) return 99;
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0]   = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag   = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+static void unknown_key_msg(char *buf, size_t len, const char *section, const char *key)
+{
+    const char *best = NULL;
+    int         bd   = 3;
+    for (int i = 0; i < rl_cfg_nkeys; i++) {
+        if (strcmp(rl_cfg_keys[i].section, section)) continue;
+        int d = edit_distance(key, rl_cfg_keys[i].key);
+        if (d < bd) bd = d, best = rl_cfg_keys[i].key;
+    }
+    int n = snprintf(buf, len, "unknown key '%s'", key);
+    if (best && n < (int)len) snprintf(buf + n, len - (size_t)n, " (did you mean '%s'?)", best);
+}
+
+static int known_section(const char *s)
+{
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(s, sections[i])) return 1;
+    return 0;
+}
+
+/* [sweep] model.pe = none, rope: the key must exist outside [experiment] and [sweep], and
+ * every value must be valid for it (parsed into a scratch copy). */
+static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
+                           const char *where, int line)
+{
+    char sec[64], why[512];
+    const char *dot = strchr(name, '.');
+    if (!dot || dot - name >= (ptrdiff_t)sizeof sec)
+        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: expected section.key", where, name);
+    memcpy(sec, name, (size_t)(dot - name));
+    sec[dot - name] = 0;
+    int i = rl_cfg_find_key(sec, dot + 1);
+    if (i < 0 || !strcmp(sec, "experiment"))
+        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: no such key to sweep", where, name);
+    for (int j = 0; j < c->sweep.n_keys; j++)
+        if (!strcmp(c->sweep.keys[j].key, name))
+            RL_FAIL(RL_EINVAL, "%s: [sweep] %s: swept twice", where, name);
+    if (c->sweep.n_keys == RL_CFG_MAX_SWEEP)
+        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: at most %d swept keys", where, name, RL_CFG_MAX_SWEEP);
+    struct rl_cfg_sweep_key *s = &c->sweep.keys[c->sweep.n_keys];
+    if (strlen(values) >= sizeof s->values)
+        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: value list too long", where, name);
+    struct rl_cfg *scratch = malloc(sizeof *scratch);
+    if (!scratch) RL_FAIL(RL_ENOMEM, "out of memory");
+    char buf[sizeof s->values];
+    snprintf(buf, sizeof buf, "%s", values);
+    int n = 0, bad = 0;
+    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t && !bad; t = strtok_r(NULL, ",", &sv), n++)
+        bad = parse_value(scratch, i, trim(t), why, sizeof why);
+    free(scratch);
+    if (bad) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: %s", where, name, why);
+    if (n == 0) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: expected a list of values", where, name);
+    snprintf(s->key, sizeof s->key, "%s", name);
+    snprintf(s->values, sizeof s->values, "%s", values);
+    s->n_values = n, s->line = line;
+    c->sweep.n_keys++;
+    return RL_OK;
+}
+
+rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key,
+                         const char *value, const char *where)
+{
+    char why[512];
+    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0);
+    if (!known_section(section)) RL_FAIL(RL_EINVAL, "%s: unknown section [%s]", where, section);
+    int i = rl_cfg_find_key(section, key);
+    if (i < 0) {
+        unknown_key_msg(why, sizeof why, section, key);
+        RL_FAIL(RL_EINVAL, "%s: [%s] %s", where, section, why);
+    }
+    if (parse_value(c, i, value, why, sizeof why))
+        RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where, section, key, why);
+    snprintf(c->where[i], sizeof c->where[i], "%s", where);
+    return RL_OK;
+}
+
+rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
+{
+    char where[RL_CFG_WHERE], buf[2048], sec[64];
+    snprintf(where, sizeof where, "--set %s", assignment);
+    if (strlen(assignment) >= sizeof buf) RL_FAIL(RL_EINVAL, "%s: too long", where);
+    snprintf(buf, sizeof buf, "%s", assignment);
+    char *eq = strchr(buf, '='), *dot = strchr(buf, '.');
+    if (!eq || !dot || dot > eq || dot - buf >= (ptrdiff_t)sizeof sec)
+        RL_FAIL(RL_EINVAL, "%s: expected section.key=value", where);
+    *eq = 0;
+    memcpy(sec, buf, (size_t)(dot - buf));
+    sec[dot - buf] = 0;
+    /* --set sweep.model.pe=none,rope adds a swept key */
+    return rl_cfg_set_key(c, trim(sec), trim(dot + 1), trim(eq + 1), where);
+}
+
+/* ---- INI files ---- */
+
+struct parse_state {
+    struct rl_cfg *c;
+    const char    *name;   /* file name for messages */
+    const char    *text;   /* rl_cfg_load_string: the remaining text */
+    FILE          *f;
+    int            line;   /* line the reader returned last */
+    int            continuation;
+    int            seen[RL_CFG_MAX_KEYS];
+    rl_status      st;     /* first error */
+    char           msg[1024];
+};
+
+static void state_fail(struct parse_state *ps, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void state_fail(struct parse_state *ps, const char *fmt, ...)
+{
+    if (ps->st != RL_OK) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ps->msg, sizeof ps->msg, fmt, ap);
+    va_end(ap);
+    ps->st = RL_EINVAL;
+}
+
+/* The reader sees every raw line: it counts lines (inih's handler does not get them in
+ * Debian's build), rejects unknown sections (inih would skip an empty one silently) and
+ * lines longer than inih's buffer (which inih would split). */
+static char *reader(char *str, int num, void *stream)
+{
+    struct parse_state *ps = stream;
+    if (ps->st != RL_OK) return NULL;
+    size_t n = 0;
+    if (ps->f) {
+        if (!fgets(str, num, ps->f)) return NULL;
+        n = strlen(str);
+    } else {
+        if (!*ps->text) return NULL;
+        const char *nl = strchr(ps->text, '\n');
+        n              = nl ? (size_t)(nl - ps->text) + 1 : strlen(ps->text);
+        if (n > (size_t)num - 1) n = (size_t)num - 1;
+        memcpy(str, ps->text, n);
+        str[n] = 0;
+        ps->text += n;
+    }
+    ps->line++;
+    if (n == (size_t)num - 1 && str[n - 1] != '\n' && (ps->f ? !feof(ps->f) : *ps->text != 0)) {
+        state_fail(ps, "%s:%d: line longer than %d characters", ps->name, ps->line, num - 2);
+        return NULL;
+    }
+    ps->continuation = (str[0] == ' ' || str[0] == '\t');
+    char tmp[1024], *t;
+    snprintf(tmp, sizeof tmp, "%s", str);
+    t = trim(tmp);
+    if (*t == '[') {
+        char *e = strchr(t, ']');
+        if (e) *e = 0;
+        if (!known_section(trim(t + 1))) {
+            state_fail(ps, "%s:%d: unknown section [%s] (sections: experiment, model, task, "
+                       "train, eval, sweep)", ps->name, ps->line, trim(t + 1));
+            return NULL;
+        }
+    }
+    return str;
+}
+
+/* A '#' after whitespace starts a comment too (inih only strips ';' inline). */
+static void strip_hash_comment(char *v)
+{
+    for (char *p = v; *p; p++)
+        if (*p == '#' && (p == v || isspace((unsigned char)p[-1]))) {
+            *p = 0;
+            break;
+        }
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    struct parse_state *ps = user;
+    char                where[RL_CFG_WHERE], v[2048];
+    if (ps->st != RL_OK) return 0;
+    snprintf(where, sizeof where, "%s:%d", ps->name, ps->line);
+    snprintf(v, sizeof v, "%s", value);
+    strip_hash_comment(v);
+    char *val = trim(v);
+    if (!*section) return state_fail(ps, "%s: key '%s' outside a section", where, name), 0;
+    if (!strcmp(section, "sweep")) {
+        if (ps->continuation)
+            return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 0;
+        ps->st = sweep_add(ps->c, name, val, where, ps->line);
+        if (ps->st != RL_OK) snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
+        return ps->st == RL_OK;
+    }
+    int i = rl_cfg_find_key(section, name);
+    if (i >= 0 && ps->seen[i]) {
+        if (ps->continuation)
+            return state_fail(ps, "%s: [%s] %s: values cannot span lines", where, section, name), 0;
+        return state_fail(ps, "%s: [%s] %s: given twice (first at line %d)", where, section,
+                          name, ps->seen[i]), 0;
+    }
+    ps->st = rl_cfg_set_key(ps->c, section, name, val, where);
+    if (ps->st != RL_OK) snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
+    else ps->seen[i] = ps->line;
+    return ps->st == RL_OK;
+}
+
+static rl_status parse(struct parse_state *ps)
+{
+    int r = ini_parse_stream(reader, ps, handler, ps);
+    if (ps->st != RL_OK) RL_FAIL(ps->st, "%s", ps->msg);
+    if (r > 0) RL_FAIL(RL_EFORMAT, "%s:%d: malformed line (expected key = value or [section])", ps->name, r);
+    if (r < 0) RL_FAIL(RL_ENOMEM, "%s: libinih failed (%d)", ps->name, r);
+    snprintf(ps->c->file, sizeof ps->c->file, "%s", ps->name);
+    if (!ps->c->experiment.name[0]) { /* default name: the file stem */
+        const char *b = strrchr(ps->name, '/');
+        b             = b ? b + 1 : ps->name;
+        snprintf(ps->c->experiment.name, sizeof ps->c->experiment.name, "%s", b);
+        char *dot = strrchr(ps->c->experiment.name, '.');
+        if (dot && dot != ps->c->experiment.name) *dot = 0;
+    }
+    return RL_OK;
+}
+
+rl_status rl_cfg_load(struct rl_cfg *c, const char *path)
+{
+    struct parse_state *ps = calloc(1, sizeof *ps);
+    if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
+    ps->c = c, ps->name = path;
+    ps->f = fopen(path, "r");
+    if (!ps->f) {
+        int e = errno;
+        free(ps);
+        RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(e));
+    }
+    rl_status st = parse(ps);
+    fclose(ps->f);
+    free(ps);
+    return st;
+}
+
+rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *name)
+{
+    struct parse_state *ps = calloc(1, sizeof *ps);
+    if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
+    ps->c = c, ps->name = name, ps->text = text;
+    rl_status st = parse(ps);
+    free(ps);
+    return st;
+}

@@ -1,0 +1,295 @@
+/* cfg_check.c -- combination checks, resolution of automatic values, the resolved INI
+ * text and its comparison (resume), and the mapping onto task/model options; see cfg.h. */
+#include "config.h"
+#include "cfg.h"
+#include "cfg_keys.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where the first of the named keys that was set got its value ("exp.ini:12",
+ * "--set ..."), else the file: combination errors point at a line the user wrote. */
+static const char *where_of(const struct rl_cfg *c, const char *s1, const char *k1,
+                            const char *s2, const char *k2)
+{
+    int i = rl_cfg_find_key(s1, k1), j = s2 ? rl_cfg_find_key(s2, k2) : -1;
+    RL_ASSERT(i >= 0);
+    if (c->where[i][0]) return c->where[i];
+    if (j >= 0 && c->where[j][0]) return c->where[j];
+    return c->file[0] ? c->file : "(defaults)";
+}
+
+#define CHECK_FAIL(s1, k1, s2, k2, ...)                                                         \
+    do {                                                                                       \
+        char m_[512];                                                                          \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                                                  \
+        RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where_of(c, s1, k1, s2, k2), s1, k1, m_);        \
+    } while (0)
+
+static rl_status check_rope(const struct rl_cfg *c)
+{
+    int d = c->model.d_model / c->model.heads, R = c->model.rope_dims ? c->model.rope_dims : d;
+    if (c->model.pe == RL_CFG_PE_ROPE) {
+        if (!c->model.rope_dims && d % 2)
+            CHECK_FAIL("model", "heads", "model", "d_model",
+                       "head dim d_model/heads = %d is odd; RoPE needs it even (or an even "
+                       "rope_dims for partial rotary)", d);
+        if (R % 2 || R > d)
+            CHECK_FAIL("model", "rope_dims", NULL, NULL, "must be even and <= head dim %d, got %d",
+                       d, R);
+        if (c->model.rope_ntk != 1 && R <= 2)
+            CHECK_FAIL("model", "rope_ntk", NULL, NULL, "NTK scaling needs rope_dims > 2 (got %d)",
+                       R);
+    }
+    int linear_rope = c->model.pe == RL_CFG_PE_ROPE && c->model.attention == RL_ATTN_LINEAR;
+    if (c->model.rope_place == RL_ROPE_PLACE_INPUT && !linear_rope)
+        CHECK_FAIL("model", "rope_place", NULL, NULL,
+                   "'input' applies to linear attention with pe = rope only");
+    if (c->model.rope_denominator == RL_ROPE_DENOM_ROTATED &&
+        (!linear_rope || c->model.rope_place != RL_ROPE_PLACE_FEATURE))
+        CHECK_FAIL("model", "rope_denominator", NULL, NULL,
+                   "'rotated' needs attention = linear, pe = rope and rope_place = feature");
+    return RL_OK;
+}
+
+rl_status rl_cfg_check(const struct rl_cfg *c)
+{
+    if (c->model.d_model % c->model.heads)
+        CHECK_FAIL("model", "heads", "model", "d_model", "d_model = %d is not divisible by heads = %d",
+                   c->model.d_model, c->model.heads);
+    RL_TRY(check_rope(c));
+    if (c->train.batch % c->train.accumulate)
+        CHECK_FAIL("train", "accumulate", "train", "batch",
+                   "batch = %d is not divisible by accumulate = %d", c->train.batch,
+                   c->train.accumulate);
+    if (c->task.name == RL_TASK_TOKENS && !c->task.path[0])
+        CHECK_FAIL("task", "path", "task", "name", "the tokens task needs path (an .npy file)");
+    if (c->model.pe == RL_CFG_PE_T5) {
+        /* the bucket formula divides by log(max_distance / max_exact) */
+        int exact = c->task.name == RL_TASK_LISTOPS ? c->model.t5_buckets / 4
+                                                    : c->model.t5_buckets / 2;
+        if (exact < 1 || c->model.t5_max_distance <= exact)
+            CHECK_FAIL("model", "t5_max_distance", "model", "t5_buckets",
+                       "must exceed the exact-bucket range %d (t5_buckets = %d%s)", exact,
+                       c->model.t5_buckets, c->task.name == RL_TASK_LISTOPS ? ", bidirectional" : "");
+    }
+    return RL_OK;
+}
+
+rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length)
+{
+    RL_TRY(rl_cfg_check(c));
+    if (!c->experiment.name[0])
+        RL_FAIL(RL_EINVAL, "%s: [experiment] name: required", c->file[0] ? c->file : "(defaults)");
+    if (c->task.length && task_length != c->task.length)
+        CHECK_FAIL("task", "length", NULL, NULL, "the task's length is %d, not %d", task_length,
+                   c->task.length);
+    if (c->task.vocab && task_vocab != c->task.vocab)
+        CHECK_FAIL("task", "vocab", NULL, NULL, "the task's vocabulary is %d, not %d", task_vocab,
+                   c->task.vocab);
+    c->task.length = task_length;
+    c->task.vocab  = task_vocab;
+    if (!c->model.max_len) c->model.max_len = task_length;
+    if (!c->model.rope_dims) c->model.rope_dims = c->model.d_model / c->model.heads;
+    if (!c->eval.n_lengths) c->eval.lengths[c->eval.n_lengths++] = task_length;
+    if (c->model.pe == RL_CFG_PE_LEARNED && c->model.max_len < task_length)
+        CHECK_FAIL("model", "max_len", NULL, NULL,
+                   "the learned PE needs max_len >= the task length %d, got %d", task_length,
+                   c->model.max_len);
+    for (int i = 0; i < c->eval.n_lengths; i++)
+        if (task_max_length > 0 && c->eval.lengths[i] > task_max_length)
+            CHECK_FAIL("eval", "lengths", NULL, NULL,
+                       "length %d is longer than the task's data allows (%d)", c->eval.lengths[i],
+                       task_max_length);
+    return RL_OK;
+}
+
+/* ---- rendering ---- */
+
+static void fmt_double(char *buf, size_t len, double v)
+{
+    /* the shortest of %.15g .. %.17g that reads back exactly (1e-3, not 0.00100000000000000002) */
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, len, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
+{
+    const struct rl_cfg_key *k = &rl_cfg_keys[i];
+    const char              *p = (const char *)c + k->off;
+    switch (k->type) {
+    case RL_K_INT: snprintf(buf, len, "%d", *(const int *)p); return;
+    case RL_K_U64: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p); return;
+    case RL_K_DBL: fmt_double(buf, len, *(const double *)p); return;
+    case RL_K_BOOL: snprintf(buf, len, "%s", *(const int *)p ? "true" : "false"); return;
+    case RL_K_ENUM: snprintf(buf, len, "%s", k->names[*(const int *)p]); return;
+    case RL_K_STR: snprintf(buf, len, "%s", p); return;
+    case RL_K_LENGTHS: {
+        size_t n = 0;
+        buf[0]   = 0;
+        for (int j = 0; j < c->eval.n_lengths && n < len; j++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%d", j ? ", " : "", c->eval.lengths[j]);
+        return;
+    }
+    }
+}
+
+static int is_runtime_key(const char *section, const char *key)
+{
+    return !strcmp(section, "experiment") && (!strcmp(key, "out") || !strcmp(key, "threads"));
+}
+
+int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags)
+{
+    size_t      n    = 0;
+    const char *prev = "";
+    char        v[RL_CFG_PATH + 64];
+#define PUT(...)                                                                                \
+    do {                                                                                       \
+        int w_ = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__);     \
+        n += (size_t)(w_ > 0 ? w_ : 0);                                                        \
+    } while (0)
+    if (len) buf[0] = 0;
+    PUT("# ropelab resolved configuration: every key with its effective value\n");
+    for (int i = 0; i < rl_cfg_nkeys; i++) {
+        const struct rl_cfg_key *k = &rl_cfg_keys[i];
+        if ((flags & RL_CFG_RENDER_NO_RUNTIME) && is_runtime_key(k->section, k->key)) continue;
+        if (strcmp(prev, k->section)) PUT("%s[%s]\n", i ? "\n" : "", prev = k->section);
+        fmt_value(c, i, v, sizeof v);
+        PUT("%s = %s\n", k->key, v);
+    }
+    if (c->sweep.n_keys) PUT("\n[sweep]\n");
+    for (int i = 0; i < c->sweep.n_keys; i++)
+        PUT("%s = %s\n", c->sweep.keys[i].key, c->sweep.keys[i].values);
+#undef PUT
+    return (int)n;
+}
+
+/* ---- comparing two rendered texts (resume) ---- */
+
+struct kv {
+    char key[96];
+    char value[RL_CFG_PATH + 64];
+};
+
+/* dst = a b c, truncated to cap (snprintf would warn about the truncation it handles) */
+static void join3(char *dst, size_t cap, const char *a, const char *b, const char *c)
+{
+    const char *parts[3] = {a, b, c};
+    size_t      n        = 0;
+    for (int i = 0; i < 3; i++)
+        for (const char *p = parts[i]; *p && n + 1 < cap; p++) dst[n++] = *p;
+    dst[n] = 0;
+}
+
+/* "section.key" = value pairs of an INI text; comments and blank lines skipped. */
+static int read_pairs(const char *text, struct kv *kv, int max)
+{
+    char        section[64] = "";
+    int         n           = 0;
+    const char *p           = text;
+    while (*p && n < max) {
+        const char *e   = strchr(p, '\n');
+        size_t      len = e ? (size_t)(e - p) : strlen(p);
+        char        line[RL_CFG_PATH + 160];
+        if (len >= sizeof line) len = sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e ? 1 : 0);
+        char *eq = strchr(line, '=');
+        if (line[0] == '[') {
+            char *r = strchr(line, ']');
+            if (r) *r = 0;
+            join3(section, sizeof section, line + 1, "", "");
+        } else if (eq && line[0] != '#' && line[0] != ';') {
+            char *k = line, *v = eq + 1;
+            *eq     = 0;
+            while (*v == ' ') v++;
+            for (char *t = eq - 1; t >= k && *t == ' '; t--) *t = 0;
+            if (!strcmp(section, "experiment") && is_runtime_key(section, k)) continue;
+            join3(kv[n].key, sizeof kv[n].key, section, ".", k);
+            join3(kv[n].value, sizeof kv[n].value, v, "", "");
+            n++;
+        }
+    }
+    return n;
+}
+
+static const struct kv *find_kv(const struct kv *kv, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(kv[i].key, key)) return &kv[i];
+    return NULL;
+}
+
+int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len)
+{
+    enum { MAX = 256 };
+    struct kv *ka = calloc(2 * MAX, sizeof *ka), *kb = ka + MAX;
+    if (!ka) return snprintf(msg, len, "out of memory"), 1;
+    int na = read_pairs(a, ka, MAX), nb = read_pairs(b, kb, MAX), diff = 0;
+    for (int pass = 0; pass < 2 && !diff; pass++) {
+        const struct kv *x = pass ? kb : ka, *y = pass ? ka : kb;
+        int              nx = pass ? nb : na, ny = pass ? na : nb;
+        for (int i = 0; i < nx && !diff; i++) {
+            const struct kv *o = find_kv(y, ny, x[i].key);
+            if (o && !strcmp(o->value, x[i].value)) continue;
+            const char *va = pass ? (o ? o->value : "(absent)") : x[i].value;
+            const char *vb = pass ? x[i].value : (o ? o->value : "(absent)");
+            snprintf(msg, len, "%s: '%s' vs '%s'", x[i].key, va, vb);
+            diff = 1;
+        }
+    }
+    free(ka);
+    return diff;
+}
+
+/* ---- options for the other modules ---- */
+
+void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
+{
+    rl_task_opts_default(o);
+    o->kind = c->task.name, o->length = c->task.length, o->vocab = c->task.vocab;
+    o->symbols = c->task.symbols, o->kv_pairs = c->task.kv_pairs;
+    o->depth = c->task.depth, o->args = c->task.args;
+    o->path       = c->task.path[0] ? c->task.path : NULL;
+    o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
+    o->seed       = c->train.seed;
+}
+
+void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,
+                         struct rl_model_config *mc)
+{
+    memset(mc, 0, sizeof *mc);
+    mc->vocab = vocab, mc->d_model = c->model.d_model, mc->heads = c->model.heads;
+    mc->layers = c->model.layers, mc->n_classes = n_classes;
+    mc->input_pe = c->model.pe == RL_CFG_PE_SINUSOIDAL ? RL_INPUT_PE_SINUSOIDAL
+                   : c->model.pe == RL_CFG_PE_LEARNED  ? RL_INPUT_PE_LEARNED
+                                                       : RL_INPUT_PE_NONE;
+    mc->max_len      = c->model.max_len;
+    mc->t5_per_layer = c->model.t5_per_layer;
+    struct rl_attn_opts *a = &mc->attn;
+    rl_attn_opts_default(a);
+    a->kind   = c->model.attention;
+    a->fmap   = c->model.feature_map;
+    a->pe     = c->model.pe == RL_CFG_PE_ROPE ? RL_ATTN_PE_ROPE
+                : c->model.pe == RL_CFG_PE_T5 ? RL_ATTN_PE_T5
+                : c->model.pe == RL_CFG_PE_ALIBI ? RL_ATTN_PE_ALIBI
+                                                 : RL_ATTN_PE_NONE;
+    a->causal = causal;
+    a->eps    = (float)c->model.eps;
+    a->rope.base = c->model.rope_base, a->rope.layout = c->model.rope_layout;
+    a->rope.dims = c->model.rope_dims, a->rope.scale = c->model.rope_scale;
+    a->rope.ntk  = c->model.rope_ntk;
+    a->rope_place       = c->model.rope_place;
+    a->rope_denominator = c->model.rope_denominator;
+    a->t5_buckets       = c->model.t5_buckets;
+    a->t5_max_distance  = c->model.t5_max_distance;
+    /* alibi_scan is a preference: it applies where the scan exists (causal linear ALiBi) */
+    a->alibi_scan = c->model.alibi_scan && a->pe == RL_ATTN_PE_ALIBI && causal &&
+                    a->kind == RL_ATTN_LINEAR;
+}

@@ -1,0 +1,90 @@
+/* layers.h -- the dense layers of the SPEC 4 transformer, llm.c style: each a pair of
+ * plain functions <layer>_forward / <layer>_backward on raw float pointers.
+ *
+ * Argument order: outputs, saved-for-backward, inputs, weights, sizes.  Shapes use
+ * T = rows (B*N tokens), C = features.  Backward functions *accumulate* into parameter
+ * gradients (dw, db, dwte ...); what they do to input gradients is stated per function.
+ * Row loops run on OpenMP threads (rl_threads_get()); GEMMs go through rl_sgemm (BLIS,
+ * transposes instead of copies).  Every reduction has a fixed order that depends neither
+ * on thread scheduling nor on thread count (row sums in row order, column sums by column
+ * blocks), so results are bitwise reproducible.  Nothing here allocates.
+ * Derivations: docs/model.md. */
+#ifndef RL_LAYERS_H
+#define RL_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* --- token embedding + input position encoding ---------------------------------------
+ * out[b,n,:] = wte[tok[b,n],:] + pos[n,:]  (pos (N, C) or NULL).  tok must be in range. */
+void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, int B,
+                      int N, int C);
+/* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL). */
+void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
+                       int N, int C);
+/* Sinusoidal table (SPEC 3): p[m,2t] = sin(m / 10000^(2t/C)), p[m,2t+1] = cos(same), in
+ * double, for m < N (an odd C's last column is a sine). */
+void rl_sinusoid_table(float *p, int N, int C);
+
+/* --- LayerNorm (eps 1e-5, biased variance, as torch.nn.LayerNorm) ----------------------
+ * out = (x - mean) * rstd * w + b per row; saves mean, rstd (T). */
+#define RL_LN_EPS 1e-5f
+void rl_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, int T, int C);
+/* dx += ..., dw += ..., db += ... */
+void rl_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
+                           const float *mean, const float *rstd, const float *w, int T, int C);
+
+/* --- linear, PyTorch convention: W is (OC, C), y = x W^T + b ---------------------------
+ * accumulate = 0: out = x W^T + b;  accumulate = 1: out += x W^T + b (a residual add).
+ * b may be NULL. */
+void rl_linear_forward(float *out, const float *x, const float *W, const float *b, int T, int C,
+                       int OC, int accumulate);
+/* dx (= or += by accumulate_dx) dout W;  dW += dout^T x;  db += sum over rows of dout.
+ * dx and db may be NULL. */
+void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, const float *x,
+                        const float *W, int T, int C, int OC, int accumulate_dx);
+/* db[c] += sum_t x[t,c] (column sums in row order). */
+void rl_colsum_add(float *db, const float *x, int T, int C);
+
+/* --- GELU, tanh approximation (torch approximate="tanh") -------------------------------
+ * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the
+ * identical x * sigmoid(2u) with the vectorised exp of vexp.h.
+ * Fused with the bias of the preceding linear: h = h + b (kept, the pre-activation),
+ * g = gelu(h).  b may be NULL. */
+void rl_bias_gelu_forward(float *g, float *h, const float *b, int T, int C);
+/* dh = dg * gelu'(h) (overwrites; dh may equal dg). */
+void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n);
+
+/* --- heads layout ----------------------------------------------------------------------
+ * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias
+ * (3C) -> q, k, v each (B, H, N, d) with d = C/H (head h = features h*d .. h*d+d-1). */
+void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B,
+                    int N, int H, int d);
+/* dqkv (T, 3C) = the inverse gather of dq, dk, dv (overwrites). */
+void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int N,
+                     int H, int d);
+/* (B, H, N, d) -> (B, N, H*d) and back (both overwrite). */
+void rl_heads_merge(float *out, const float *x, int B, int N, int H, int d);
+void rl_heads_split1(float *out, const float *x, int B, int N, int H, int d);
+
+/* --- mean over positions (classifier) ---------------------------------------------------
+ * out[b,:] = (1/N) sum_n x[b,n,:];  backward: dx[b,n,:] (=) dout[b,:] / N (overwrites). */
+void rl_meanpool_forward(float *out, const float *x, int B, int N, int C);
+void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C);
+
+/* --- fused softmax + cross-entropy ------------------------------------------------------
+ * Over rows r with mask[r] != 0 (mask NULL: every row): loss_r = lse_r - logits[r,target_r],
+ * lse_r = log sum_j exp(logits[r,j]).  Writes lse (rows) and row_loss (rows, double, 0 for
+ * unmasked rows); returns sum of losses (summed in row order), targets and correct
+ * predictions (argmax, first maximum on ties, == target). */
+double rl_softmax_ce_forward(float *lse, double *row_loss, long *n_targets, long *n_correct,
+                             const float *logits, const int32_t *targets, const uint8_t *mask,
+                             int rows, int V);
+/* dlogits[r,j] = scale * (softmax(logits[r])_j - [j == target_r]) on masked rows, 0 on
+ * the others (overwrites). */
+void rl_softmax_ce_backward(float *dlogits, const float *logits, const float *lse,
+                            const int32_t *targets, const uint8_t *mask, float scale, int rows,
+                            int V);
+
+#endif

@@ -1,0 +1,205 @@
+/* train_io.c -- the run directory's files: checkpoints (through checkpoint.h), the latest
+ * checkpoint of a run, metrics.jsonl / eval.jsonl records, results.csv and the evaluation
+ * table; see train_impl.h. */
+#include "config.h"
+#include "train_impl.h"
+#if __has_include("checkpoint.h") /* TEMPORARY until checkpoint.h lands */
+#include "checkpoint.h"
+#define HAVE_CKPT 1
+#endif
+#include "json.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+        RL_FAIL(RL_EINVAL, "%s/%s: path too long", dir, name);
+    return RL_OK;
+}
+
+static rl_status checkpoint_path(char *buf, size_t len, const char *dir, int64_t k)
+{
+    char name[64];
+    snprintf(name, sizeof name, "checkpoints/step-%" PRId64 ".safetensors", k);
+    return rl_train_path(buf, len, dir, name);
+}
+
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len)
+{
+    char sub[2300];
+    *k = -1;
+    RL_TRY(rl_train_path(sub, sizeof sub, dir, "checkpoints"));
+    DIR *d = opendir(sub);
+    if (!d) {
+        if (errno == ENOENT) return RL_OK;
+        RL_FAIL(RL_EIO, "%s: cannot open: %s", sub, strerror(errno));
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+        long long v;
+        char      tail[32];
+        /* step-<k>.safetensors exactly (not the .tmp.<pid> of an interrupted write) */
+        if (sscanf(e->d_name, "step-%lld%31s", &v, tail) == 2 && v >= 0 &&
+            !strcmp(tail, ".safetensors") && v > *k)
+            *k = v;
+    }
+    closedir(d);
+    return *k >= 0 ? checkpoint_path(path, len, dir, *k) : RL_OK;
+}
+
+#ifndef HAVE_CKPT
+rl_status rl_trainer_save(struct rl_trainer *t)
+{
+    RL_FAIL(RL_EINVAL, "%s: checkpoints are not built yet", t->dir);
+}
+rl_status rl_trainer_load(struct rl_trainer *t, const char *path)
+{
+    RL_FAIL(RL_EINVAL, "%s: %s: checkpoints are not built yet", t->dir, path);
+}
+#else
+rl_status rl_trainer_save(struct rl_trainer *t)
+{
+    char path[2300], rng[RL_RNG_STRING_LEN];
+    RL_TRY(checkpoint_path(path, sizeof path, t->dir, t->step));
+    char *text = malloc(1 << 16);
+    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_cfg_render(t->c, text, 1 << 16, 0);
+    struct rl_checkpoint_meta meta = {.step = t->step, .config = text,
+                                      .rng = rl_rng_to_string(&t->rng, rng, sizeof rng)};
+    rl_status st = rl_checkpoint_save(path, t->m, t->mom_m, t->mom_v, &meta);
+    free(text);
+    return st;
+}
+
+rl_status rl_trainer_load(struct rl_trainer *t, const char *path)
+{
+    struct rl_checkpoint_meta meta;
+    char                     *text = malloc(1 << 16), msg[1024];
+    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_cfg_render(t->c, text, 1 << 16, 0);
+    rl_status st = rl_checkpoint_load(path, t->m, t->mom_m, t->mom_v, &meta);
+    if (st == RL_OK && rl_cfg_text_diff(meta.config ? meta.config : "", text, msg, sizeof msg))
+        st = rl_error_report(RL_EINVAL, __FILE__, __LINE__, "%s: the configuration differs from "
+                             "the checkpoint's (%s; checkpoint vs now): resume with the same "
+                             "configuration, or start a new run with another name or --out",
+                             path, msg);
+    if (st == RL_OK) st = rl_rng_from_string(&t->rng, meta.rng ? meta.rng : "");
+    if (st == RL_OK && (meta.step < 0 || meta.step > t->c->train.steps))
+        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: step %lld outside [0, %d]",
+                             path, (long long)meta.step, t->c->train.steps);
+    if (st == RL_OK) t->step = meta.step;
+    rl_checkpoint_meta_free(&meta);
+    free(text);
+    return st;
+}
+#endif
+
+rl_status rl_jsonl_append(const char *path, const char *line)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) RL_FAIL(RL_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
+    size_t n  = strlen(line);
+    int    ok = fwrite(line, 1, n, f) == n;
+    ok        = (fclose(f) == 0) && ok;
+    if (!ok) RL_FAIL(RL_EIO, "%s: write failed", path);
+    return RL_OK;
+}
+
+/* The "step" of one record; -1 if the line is not a JSON object with an integer step
+ * (a line cut short by a crash), which truncation drops. */
+static int64_t record_step(const char *line, size_t n)
+{
+    struct rl_json *j = NULL;
+    int64_t         s = -1;
+    if (rl_json_parse(&j, line, n) == RL_OK) {
+        const struct rl_json *v = rl_json_get(j, "step");
+        if (v && v->type == RL_JSON_NUMBER && v->is_int) s = v->integer;
+    }
+    rl_json_free(j);
+    return s;
+}
+
+rl_status rl_jsonl_truncate(const char *path, int64_t k)
+{
+    unsigned char *buf;
+    size_t         len;
+    FILE          *probe = fopen(path, "rb");
+    if (!probe) return RL_OK; /* nothing logged yet */
+    fclose(probe);
+    RL_TRY(rl_read_file(&buf, &len, path));
+    size_t out = 0;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t      n  = nl ? (size_t)((const unsigned char *)nl - (buf + i)) : len - i;
+        int64_t     s  = nl ? record_step((const char *)buf + i, n) : -1;
+        if (s >= 0 && s <= k) { /* keep the line with its newline */
+            memmove(buf + out, buf + i, n + 1);
+            out += n + 1;
+        }
+        i += n + 1;
+    }
+    rl_status st = rl_write_file_atomic(path, buf, out, NULL, 0);
+    free(buf);
+    return st;
+}
+
+static void csv_num(FILE *f, double x, int na)
+{
+    if (na) fputs(",n/a", f);
+    else if (isnan(x)) fputs(",", f);
+    else fprintf(f, ",%.6g", x);
+}
+
+rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
+                               const struct rl_eval_row *rows, int n)
+{
+    char path[2300], tmp[2400];
+    RL_TRY(rl_train_path(path, sizeof path, dir, "results.csv"));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    fprintf(f, "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note\n");
+    for (int i = 0; i < n; i++) {
+        const struct rl_eval_row *r = &rows[i];
+        fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
+                rl_cfg_attention_name(c->model.attention), r->length);
+        csv_num(f, r->acc, r->na);
+        csv_num(f, r->loss, r->na);
+        csv_num(f, r->ppl, r->na);
+        csv_num(f, r->ms_per_1k_tokens, r->na);
+        fprintf(f, ",%s\n", r->note);
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        remove(tmp);
+        RL_FAIL(RL_EIO, "%s: write failed", path);
+    }
+    return RL_OK;
+}
+
+void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
+                         int causal)
+{
+    fprintf(f, "\nevaluation (%s, %s attention, %d batches per length):\n",
+            rl_cfg_pe_name(c->model.pe), rl_cfg_attention_name(c->model.attention),
+            c->eval.batches);
+    fprintf(f, "%8s  %9s  %7s  %10s  %12s\n", "length", "loss", "acc", causal ? "ppl" : "",
+            "ms/1k tok");
+    for (int i = 0; i < n; i++) {
+        const struct rl_eval_row *r = &rows[i];
+        if (r->na) {
+            fprintf(f, "%8d  n/a (%s)\n", r->length, r->note);
+            continue;
+        }
+        fprintf(f, "%8d  %9.4f  %7.4f  ", r->length, r->loss, r->acc);
+        if (causal) fprintf(f, "%10.4g", r->ppl);
+        else fprintf(f, "%10s", "");
+        fprintf(f, "  %12.3f\n", r->ms_per_1k_tokens);
+    }
+    fflush(f);
+}

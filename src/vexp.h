@@ -1,0 +1,100 @@
+/* vexp.h -- a branch-free single-precision exp that GCC vectorises at -O2.
+ *
+ * Why: softmax attention spends N^2 exps; without -ffast-math glibc's expf is a scalar
+ * call, so a loop over a score row cannot be vectorised.  rl_expf_inline is plain
+ * arithmetic with selects instead of branches, so `#pragma omp simd` loops that call it
+ * become SSE2 (or, with -march, AVX-512) code.
+ *
+ * Method: x = n ln2 + r, n = nearest integer of x/ln2 (the 1.5*2^23 rounding trick, exact
+ * for |x/ln2| < 2^22, no rintf needed), r = x - n*C1 - n*C2 with C1 = 355/512 (9 bits, so
+ * n*C1 is exact for |n| <= 2^15) and C2 = ln2 - C1; |r| <= ln2/2.  exp(r) by its Taylor
+ * polynomial of degree 7 (truncation < 6e-9 relative).  2^n is applied as 2^n1 * 2^n2,
+ * n1 = floor(n/2), n2 = n - n1, each a normal float built from its exponent bits, so
+ * results in the subnormal range are rounded (not flushed to zero).
+ * Accuracy: <= 2 ulp for normal results, subnormals within one subnormal step (tested
+ * against exp() in t_attn_softmax).  Special inputs: x <= -104 (and -inf) -> 0;
+ * x > 88.7228 (and +inf) -> +inf; NaN -> NaN.
+ * Everything is integer min/max and arithmetic, no selects on floats: with GCC's default
+ * -ftrapping-math a float select becomes a branch and the loop stays scalar. */
+#ifndef RL_VEXP_H
+#define RL_VEXP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Helpers are forced inline so that they are compiled for the ISA of each clone of their
+ * caller (GCC will not inline a default-ISA function into an AVX-512 clone otherwise). */
+#if defined(__GNUC__)
+#define RL_INLINE inline __attribute__((always_inline))
+#else
+#define RL_INLINE inline
+#endif
+
+/* RL_SIMD_CLONES on a hot elementwise loop: GCC compiles it for AVX-512F, AVX2 and the
+ * baseline and picks one at load time by CPUID (function multiversioning, an ifunc), so a
+ * portable build (no -march) still runs 16-lane exps where the CPU has them. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&       \
+    !defined(RL_NO_CLONES)
+#define RL_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RL_SIMD_CLONES
+#endif
+
+static RL_INLINE float rl_f32_from_bits_(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static RL_INLINE uint32_t rl_f32_bits_(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* An integer key with the order of the floats (negative floats have their magnitude bits
+ * flipped), so clamping is an integer min/max: GCC turns a float `x < lo ? lo : x` into a
+ * branch under its default -ftrapping-math and then will not vectorise the loop. */
+static RL_INLINE int32_t rl_f32_key_(float f) {
+    int32_t b = (int32_t)rl_f32_bits_(f);
+    return b ^ (int32_t)((uint32_t)(b >> 31) >> 1);
+}
+
+static RL_INLINE float rl_f32_unkey_(int32_t k) {
+    return rl_f32_from_bits_((uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) >> 1)));
+}
+
+static RL_INLINE float rl_expf_inline(float x) {
+    const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;
+    const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    /* clamp to [-104, 88.8]: exp(-104) rounds to 0 and exp(88.8) overflows to +inf by
+     * plain arithmetic below, so no select on the result is needed (a select lets GCC
+     * fold the clamped ends into constants and branch).  NaN keys clamp too; the NaN is
+     * restored by the last multiply. */
+    int32_t key = rl_f32_key_(x), klo = rl_f32_key_(-104.0f), khi = rl_f32_key_(88.8f);
+    key        = key > klo ? key : klo;
+    key        = key < khi ? key : khi;
+    float xc   = rl_f32_unkey_(key);
+    float n    = (xc * log2e + shift) - shift;
+    float r    = (xc - n * c1) - n * c2;
+    float p    = 1.0f / 5040.0f;
+    p          = p * r + 1.0f / 720.0f;
+    p          = p * r + 1.0f / 120.0f;
+    p          = p * r + 1.0f / 24.0f;
+    p          = p * r + 1.0f / 6.0f;
+    p          = p * r + 0.5f;
+    p          = p * r + 1.0f;
+    p          = p * r + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* -150 <= n <= 128 */
+    float   y = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
+              rl_f32_from_bits_((uint32_t)(n2 + 127) << 23);
+    /* y * 1, or y * NaN when x is NaN (branch-free: 1 when |x| bits exceed inf's) */
+    uint32_t is_nan = (0x7f800000u - (rl_f32_bits_(x) & 0x7fffffffu)) >> 31;
+    return y * rl_f32_from_bits_(0x3f800000u + is_nan * (0x7fc00000u - 0x3f800000u));
+}
+
+/* y[i] = exp(x[i]) for i < n; y may equal x. */
+void rl_vexpf(float *y, const float *x, size_t n);
+
+#endif

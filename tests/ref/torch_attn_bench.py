@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""PyTorch peer for `ropelab bench`: explicit softmax attention and chunked causal
+linear attention with RoPE (RoFormer eq. 19), forward+backward, H heads, d = dv.
+
+Run beside ropelab in one session, same thread count, pinned threads:
+    OMP_PROC_BIND=true BLIS_ARCH_TYPE=0 /usr/bin/python3 tests/ref/torch_attn_bench.py \
+        --threads 1 --n 1024,2048,4096,16384
+Each (kernel, N) runs in a fresh subprocess so its peak RSS is its own.  Prints CSV:
+impl,N,H,d,threads,ms_fwd_bwd,peak_rss_mb,extra_rss_mb
+"""
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def rope_tables(torch, N, d, base=10000.0):
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = base ** (-2.0 * i / d)
+    ang = torch.arange(N, dtype=torch.float64)[:, None] * theta[None, :]
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def rope(x, cos, sin):
+    import torch  # noqa: F401  (kept local: the module imports torch lazily)
+    # paper layout: pairs (2i, 2i+1)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    out = torch_stack_pairs(x0 * cos - x1 * sin, x0 * sin + x1 * cos)
+    return out
+
+
+def torch_stack_pairs(a, b):
+    import torch
+    return torch.stack((a, b), dim=-1).flatten(-2)
+
+
+def softmax_attn(torch, q, k, v, cos, sin, causal):
+    N, d = q.shape[-2], q.shape[-1]
+    q, k = rope(q, cos, sin), rope(k, cos, sin)
+    s = q @ k.transpose(-1, -2) / d ** 0.5
+    if causal:
+        mask = torch.ones(N, N, dtype=torch.bool).triu(1)
+        s = s.masked_fill(mask, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def linear_attn_chunked(torch, q, k, v, cos, sin, C=64, eps=1e-6):
+    """Causal linear attention, elu+1, eq. 19: numerator with rotated phi, plain denominator."""
+    fq = torch.nn.functional.elu(q) + 1
+    fk = torch.nn.functional.elu(k) + 1
+    rq, rk = rope(fq, cos, sin), rope(fk, cos, sin)
+    H, N, d = q.shape
+    dv = v.shape[-1]
+    S = q.new_zeros(H, d, dv)
+    z = q.new_zeros(H, d)
+    outs = []
+    tri = torch.ones(C, C).tril()
+    for s0 in range(0, N, C):
+        e = min(s0 + C, N)
+        L = e - s0
+        rq_c, rk_c, fq_c, fk_c, v_c = rq[:, s0:e], rk[:, s0:e], fq[:, s0:e], fk[:, s0:e], v[:, s0:e]
+        m = tri[:L, :L]
+        num = rq_c @ S + ((rq_c @ rk_c.transpose(-1, -2)) * m) @ v_c
+        den = fq_c @ z[..., None] + ((fq_c @ fk_c.transpose(-1, -2)) * m).sum(-1, keepdim=True)
+        outs.append(num / (den + eps))
+        S = S + rk_c.transpose(-1, -2) @ v_c
+        z = z + fk_c.sum(1)
+    return torch.cat(outs, dim=1)
+
+
+def one(args):
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    H, N, d = args.heads, args.one_n, args.d
+    cos, sin = rope_tables(torch, N, d)
+    q = torch.randn(H, N, d, requires_grad=True)
+    k = torch.randn(H, N, d, requires_grad=True)
+    v = torch.randn(H, N, d, requires_grad=True)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    times = []
+    for _ in range(args.reps):
+        t0 = time.perf_counter()
+        if args.one_impl == "softmax":
+            o = softmax_attn(torch, q, k, v, cos, sin, causal=True)
+        else:
+            o = linear_attn_chunked(torch, q, k, v, cos, sin)
+        o.sum().backward()
+        times.append((time.perf_counter() - t0) * 1e3)
+        q.grad = k.grad = v.grad = None
+    times.sort()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"torch-{args.one_impl},{N},{H},{d},{args.threads},{times[len(times) // 2]:.2f},{rss:.0f},{rss - rss0:.0f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--n", default="1024,2048,4096,16384")
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--d", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--impl", default="softmax,linear")
+    ap.add_argument("--budget-s", type=float, default=120)
+    ap.add_argument("--one-impl")
+    ap.add_argument("--one-n", type=int)
+    args = ap.parse_args()
+    if args.one_impl:
+        return one(args)
+    print("impl,N,H,d,threads,ms_fwd_bwd,peak_rss_mb,extra_rss_mb", flush=True)
+    for impl in args.impl.split(","):
+        for N in map(int, args.n.split(",")):
+            cmd = [sys.executable, __file__, "--one-impl", impl, "--one-n", str(N), "--threads",
+                   str(args.threads), "--heads", str(args.heads), "--d", str(args.d), "--reps",
+                   str(args.reps)]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.budget_s)
+                print(r.stdout.strip() or f"torch-{impl},{N},failed: {r.stderr.strip()[-200:]}", flush=True)
+            except subprocess.TimeoutExpired:
+                print(f"torch-{impl},{N},skipped: over {args.budget_s:.0f} s budget", flush=True)
+
+
+if __name__ == "__main__":
+    main()

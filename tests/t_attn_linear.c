@@ -1,0 +1,435 @@
+/* t_attn_linear.c -- linear attention without a bias PE (SPEC 2.2, 2.3), one head.
+ *
+ * Evidence: (1) a float64 quadratic reference written from the formulas -- sim(m, n)
+ * materialised per pair, Shen's normaliser summed per query over its own prefix, R_m
+ * built from cos/sin in double -- for every feature map x causal x {none, RoPE at the
+ * feature place (eq. 19), at the input, feature place with the rotated denominator} x
+ * {pairs, halves} and a partial rope_dims; (2) gradients against central differences of
+ * that reference (all elements at N = 7, sampled elements plus a directional derivative
+ * at N = 70, which is not a multiple of the chunk); (3) invariants: a causal row equals the
+ * non-causal kernel on its prefix, the rotated-denominator instability is counted row by
+ * row, N = 1, dv != d, |q|, |k| up to 30. */
+#include "config.h"
+#include "attn_linear.h"
+#include "gemm.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum pe_kind { PE_NONE, PE_FEATURE, PE_INPUT, PE_ROTATED };
+static const char *pe_names[]   = {"none", "rope-feature", "rope-input", "rope-feature+rot-den"};
+static const char *fmap_names[] = {"elu1", "softmax", "exp"};
+
+struct cfg {
+    enum rl_fmap fmap;
+    int          causal;
+    enum pe_kind pe;
+    int          halves, dims; /* dims: rotated features R (0 = d) */
+};
+
+static void cfg_name(char *buf, size_t len, const struct cfg *c)
+{
+    snprintf(buf, len, "%s %s %s%s%s", fmap_names[c->fmap], c->causal ? "causal" : "full",
+             pe_names[c->pe], c->pe == PE_NONE ? "" : c->halves ? " halves" : " pairs",
+             c->dims ? " partial" : "");
+}
+
+/* ---- float64 reference --------------------------------------------------------------- */
+
+/* y = R_m x (SPEC 2.3), angles in double, base 10000 */
+static void ref_rotate(double *y, const double *x, int m, const struct cfg *c, int d)
+{
+    int R = c->dims ? c->dims : d;
+    for (int j = 0; j < d; j++) y[j] = x[j];
+    for (int i = 0; i < R / 2; i++) {
+        double a = m * pow(10000.0, -2.0 * i / R);
+        int    p = c->halves ? i : 2 * i, q = c->halves ? i + R / 2 : 2 * i + 1;
+        y[p]     = x[p] * cos(a) - x[q] * sin(a);
+        y[q]     = x[p] * sin(a) + x[q] * cos(a);
+    }
+}
+
+static void ref_fmap_q(double *p, const double *x, int d, enum rl_fmap f)
+{
+    if (f == RL_FMAP_ELU1) {
+        for (int j = 0; j < d; j++) p[j] = x[j] > 0 ? x[j] + 1 : exp(x[j]);
+        return;
+    }
+    double mx = x[0], s = 0;
+    for (int j = 1; j < d; j++) mx = fmax(mx, x[j]);
+    for (int j = 0; j < d; j++) s += p[j] = exp(x[j] - mx);
+    for (int j = 0; j < d; j++) p[j] /= s;
+}
+
+struct ref_out {
+    double *o, *den, *raw; /* o (N, dv); den incl. eps; raw = before eps */
+};
+
+/* o_m = sum_n sim_num(m,n) v_n / (sum_n sim_den(m,n) + eps), sims straight from SPEC. */
+static void ref_forward(struct ref_out *r, const double *q, const double *k, const double *v,
+                        const struct cfg *c, int N, int d, int dv, double eps)
+{
+    double *xq = malloc(sizeof(double) * N * d), *xk = malloc(sizeof(double) * N * d);
+    double *pq = malloc(sizeof(double) * N * d), *ek = malloc(sizeof(double) * N * d);
+    double *Z = malloc(sizeof(double) * d), t[64], kap[64], kr[64], rq[64];
+    for (int n = 0; n < N; n++) {
+        if (c->pe == PE_INPUT) { /* phi(R q), phi(R k) */
+            ref_rotate(xq + n * d, q + n * d, n, c, d);
+            ref_rotate(xk + n * d, k + n * d, n, c, d);
+        } else
+            memcpy(xq + n * d, q + n * d, sizeof(double) * d), memcpy(xk + n * d, k + n * d, sizeof(double) * d);
+        ref_fmap_q(pq + n * d, xq + n * d, d, c->fmap);
+        for (int f = 0; f < d; f++) {
+            double x      = xk[n * d + f];
+            ek[n * d + f] = c->fmap == RL_FMAP_ELU1 ? (x > 0 ? x + 1 : exp(x)) : exp(x);
+        }
+    }
+    int rot = c->pe == PE_FEATURE || c->pe == PE_ROTATED;
+    for (int m = 0; m < N; m++) {
+        int last = c->causal ? m : N - 1;
+        for (int f = 0; f < d; f++) { /* Shen: phi_k over the positions this query sees */
+            Z[f] = 0;
+            for (int n = 0; n <= last; n++) Z[f] += ek[n * d + f];
+        }
+        if (rot)
+            ref_rotate(rq, pq + m * d, m, c, d);
+        else
+            memcpy(rq, pq + m * d, sizeof(double) * d);
+        double sden = 0;
+        for (int j = 0; j < dv; j++) t[j] = 0;
+        for (int n = 0; n <= last; n++) {
+            for (int f = 0; f < d; f++) kap[f] = ek[n * d + f] / (c->fmap == RL_FMAP_SOFTMAX ? Z[f] : 1);
+            if (rot)
+                ref_rotate(kr, kap, n, c, d);
+            else
+                memcpy(kr, kap, sizeof(double) * d);
+            double sn = 0, sd = 0;
+            for (int f = 0; f < d; f++) sn += rq[f] * kr[f], sd += pq[m * d + f] * kap[f];
+            if (c->pe == PE_ROTATED) sd = sn;
+            for (int j = 0; j < dv; j++) t[j] += sn * v[n * dv + j];
+            sden += sd;
+        }
+        r->raw[m] = sden, r->den[m] = sden + eps;
+        for (int j = 0; j < dv; j++) r->o[m * dv + j] = t[j] / (sden + eps);
+    }
+    free(xq), free(xk), free(pq), free(ek), free(Z);
+}
+
+/* L = sum_m w_m . o_m in float64 */
+static double ref_loss(const double *q, const double *k, const double *v, const double *w,
+                       const struct cfg *c, int N, int d, int dv, double eps, double *scr)
+{
+    struct ref_out r = {scr, scr + N * dv, scr + N * dv + N};
+    ref_forward(&r, q, k, v, c, N, d, dv, eps);
+    double L = 0;
+    for (int i = 0; i < N * dv; i++) L += w[i] * r.o[i];
+    return L;
+}
+
+/* ---- the kernel ---------------------------------------------------------------------- */
+
+struct problem {
+    int    N, d, dv;
+    float *q, *k, *v, *w;  /* inputs and the loss weights (= dout) */
+    float *o, *den, *dq, *dk, *dvv;
+    long   bad;
+};
+
+static void problem_alloc(struct problem *p, int N, int d, int dv)
+{
+    p->N = N, p->d = d, p->dv = dv;
+    size_t nd = (size_t)N * d, nv = (size_t)N * dv;
+    p->q = calloc(nd, 4), p->k = calloc(nd, 4), p->dq = calloc(nd, 4), p->dk = calloc(nd, 4);
+    p->v = calloc(nv, 4), p->w = calloc(nv, 4), p->o = calloc(nv, 4), p->dvv = calloc(nv, 4);
+    p->den = calloc((size_t)N, 4);
+}
+
+static void problem_free(struct problem *p)
+{
+    free(p->q), free(p->k), free(p->v), free(p->w), free(p->o), free(p->den);
+    free(p->dq), free(p->dk), free(p->dvv);
+}
+
+static void problem_fill(struct problem *p, double qk_scale)
+{
+    tap_fill_normal(p->q, (size_t)p->N * p->d, qk_scale);
+    tap_fill_normal(p->k, (size_t)p->N * p->d, qk_scale);
+    tap_fill_normal(p->v, (size_t)p->N * p->dv, 1.0);
+    tap_fill_normal(p->w, (size_t)p->N * p->dv, 1.0);
+}
+
+static void make_opts(struct rl_attn_opts *o, const struct cfg *c)
+{
+    memset(o, 0, sizeof *o);
+    rl_rope_opts_default(&o->rope);
+    o->kind             = RL_ATTN_LINEAR;
+    o->fmap             = c->fmap;
+    o->pe               = c->pe == PE_NONE ? RL_ATTN_PE_NONE : RL_ATTN_PE_ROPE;
+    o->causal           = c->causal;
+    o->eps              = 1e-6f;
+    o->rope.layout      = c->halves ? RL_ROPE_LAYOUT_HALVES : RL_ROPE_LAYOUT_PAIRS;
+    o->rope.dims        = c->dims;
+    o->rope_place       = c->pe == PE_INPUT ? RL_ROPE_PLACE_INPUT : RL_ROPE_PLACE_FEATURE;
+    o->rope_denominator = c->pe == PE_ROTATED ? RL_ROPE_DENOM_ROTATED : RL_ROPE_DENOM_PLAIN;
+}
+
+/* Forward (and backward when grads) on the first n rows of p (n <= p->N). */
+static void run_kernel(struct problem *p, const struct cfg *c, int n, int grads)
+{
+    struct rl_attn_opts o;
+    struct rl_rope      rope;
+    make_opts(&o, c);
+    if (c->pe != PE_NONE && rl_rope_init(&rope, p->N, p->d, &o.rope) != RL_OK)
+        tap_bail("rope init: %s", rl_last_error());
+    const struct rl_rope *r = c->pe != PE_NONE ? &rope : NULL;
+    float *s = rl_alloc(rl_attn_linear_scratch_floats(&o, n, p->d, p->dv) * sizeof(float));
+    if (!s) tap_bail("out of memory");
+    rl_attn_linear_forward(p->o, p->den, &p->bad, p->q, p->k, p->v, r, &o, n, p->d, p->dv, s);
+    if (grads)
+        rl_attn_linear_backward(p->dq, p->dk, p->dvv, p->w, p->o, p->den, p->q, p->k, p->v, r,
+                                &o, n, p->d, p->dv, s);
+    rl_free(s);
+    if (r) rl_rope_free(&rope);
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *y = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return y;
+}
+
+/* ---- checks -------------------------------------------------------------------------- */
+
+static const double EPS = 1e-6;
+
+/* Forward against the float64 reference: o, den (incl. eps) and the bad-row count. */
+static void check_forward(const struct cfg *c, int N, int d, int dv, double qk_scale)
+{
+    char           nm[128];
+    struct problem p;
+    cfg_name(nm, sizeof nm, c);
+    problem_alloc(&p, N, d, dv);
+    problem_fill(&p, qk_scale);
+    run_kernel(&p, c, N, 0);
+    double        *q = to_double(p.q, (size_t)N * d), *k = to_double(p.k, (size_t)N * d);
+    double        *v   = to_double(p.v, (size_t)N * dv);
+    double        *buf = malloc(sizeof(double) * (N * dv + 2 * N));
+    struct ref_out r   = {buf, buf + N * dv, buf + N * dv + N};
+    ref_forward(&r, q, k, v, c, N, d, dv, EPS);
+    tap_close_scaled(p.o, r.o, (size_t)N * dv, 1e-4, "forward %s N=%d d=%d dv=%d: o", nm, N, d, dv);
+    double scale = 0;
+    long   bad   = 0;
+    for (int m = 0; m < N; m++) scale = fmax(scale, fabs(r.den[m])), bad += r.raw[m] <= EPS;
+    tap_close(p.den, r.den, (size_t)N, 1e-4, 1e-5 * scale, "forward %s N=%d: den incl. eps", nm, N);
+    tap_ok(p.bad == bad, "forward %s N=%d: n_bad %ld == reference %ld", nm, N, p.bad, bad);
+    free(q), free(k), free(v), free(buf);
+    problem_free(&p);
+}
+
+/* Central difference of the reference loss along direction u (or element i when u = NULL). */
+static double fd(double *x, size_t i, const double *u, size_t n, double h, double *q, double *k,
+                 double *v, const double *w, const struct cfg *c, int N, int d, int dv,
+                 double *scr)
+{
+    double save = u ? 0 : x[i], Lp, Lm;
+    if (u)
+        for (size_t j = 0; j < n; j++) x[j] += h * u[j];
+    else
+        x[i] = save + h;
+    Lp = ref_loss(q, k, v, w, c, N, d, dv, EPS, scr);
+    if (u)
+        for (size_t j = 0; j < n; j++) x[j] -= 2 * h * u[j];
+    else
+        x[i] = save - h;
+    Lm = ref_loss(q, k, v, w, c, N, d, dv, EPS, scr);
+    if (u)
+        for (size_t j = 0; j < n; j++) x[j] += h * u[j];
+    else
+        x[i] = save;
+    return (Lp - Lm) / (2 * h);
+}
+
+/* dq, dk, dv against central differences of the float64 reference: every element when
+ * nsample = 0, else nsample random elements per tensor plus one directional derivative. */
+static void check_grads(const struct cfg *c, int N, int d, int dv, int nsample)
+{
+    char           nm[128];
+    struct problem p;
+    cfg_name(nm, sizeof nm, c);
+    problem_alloc(&p, N, d, dv);
+    problem_fill(&p, 1.0);
+    run_kernel(&p, c, N, 1);
+    double *q = to_double(p.q, (size_t)N * d), *k = to_double(p.k, (size_t)N * d);
+    double *v = to_double(p.v, (size_t)N * dv), *w = to_double(p.w, (size_t)N * dv);
+    double *scr = malloc(sizeof(double) * (N * dv + 2 * N)), h = 1e-5;
+    double *xs[3] = {q, k, v};
+    float  *gs[3] = {p.dq, p.dk, p.dvv};
+    size_t  ns[3] = {(size_t)N * d, (size_t)N * d, (size_t)N * dv};
+    const char *tn[3] = {"dq", "dk", "dv"};
+    for (int t = 0; t < 3; t++) {
+        size_t  cnt = nsample ? (size_t)nsample : ns[t];
+        double *ref = malloc(sizeof(double) * cnt);
+        float  *got = malloc(sizeof(float) * cnt);
+        for (size_t s = 0; s < cnt; s++) {
+            size_t i = nsample ? (size_t)(tap_uniform() * (double)ns[t]) : s;
+            ref[s]   = fd(xs[t], i, NULL, ns[t], h, q, k, v, w, c, N, d, dv, scr);
+            got[s]   = gs[t][i];
+        }
+        if (N > 1)
+            tap_close_scaled(got, ref, cnt, 1e-3, "grad %s N=%d: %s vs central differences (%s)",
+                             nm, N, tn[t], nsample ? "sampled" : "all");
+        else /* o_0 = v_0 den'/(den' + eps): dq, dk are O(eps), so compare absolutely */
+            tap_close(got, ref, cnt, 1e-3, 1e-6, "grad %s N=1: %s vs central differences", nm,
+                      tn[t]);
+        if (nsample) { /* KANN's directional check covers every element at once */
+            double *u = malloc(sizeof(double) * ns[t]), dot = 0, mag = 0;
+            for (size_t i = 0; i < ns[t]; i++) u[i] = tap_normal();
+            for (size_t i = 0; i < ns[t]; i++)
+                dot += (double)gs[t][i] * u[i], mag += fabs((double)gs[t][i] * u[i]);
+            double dd = fd(xs[t], 0, u, ns[t], h, q, k, v, w, c, N, d, dv, scr);
+            tap_ok(fabs(dd - dot) <= 1e-3 * mag, "grad %s N=%d: %s directional: %.9g vs fd %.9g", nm,
+                   N, tn[t], dot, dd);
+            free(u);
+        }
+        free(ref), free(got);
+    }
+    free(q), free(k), free(v), free(w), free(scr);
+    problem_free(&p);
+}
+
+/* A causal row m depends on rows 0..m only and equals the non-causal kernel run on them
+ * (for Shen that is the prefix normaliser's definition). */
+static void check_prefix(const struct cfg *c, int N, int d, int dv)
+{
+    char           nm[128];
+    struct problem p;
+    struct cfg     full = *c;
+    const int      rows[] = {0, 1, 63, 64, 65, 100, N - 1};
+    const int      nr     = (int)(sizeof rows / sizeof rows[0]);
+    full.causal           = 0;
+    cfg_name(nm, sizeof nm, c);
+    problem_alloc(&p, N, d, dv);
+    problem_fill(&p, 1.0);
+    run_kernel(&p, c, N, 0);
+    float  *got = malloc(sizeof(float) * nr * dv);
+    double *ref = malloc(sizeof(double) * nr * dv);
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < dv; j++) got[i * dv + j] = p.o[rows[i] * dv + j];
+    for (int i = 0; i < nr; i++) {
+        run_kernel(&p, &full, rows[i] + 1, 0);
+        for (int j = 0; j < dv; j++) ref[i * dv + j] = p.o[rows[i] * dv + j];
+    }
+    tap_close_scaled(got, ref, (size_t)nr * dv, 2e-5,
+                     "invariant %s N=%d: causal row m == non-causal kernel on rows 0..m", nm, N);
+    free(got), free(ref);
+    problem_free(&p);
+}
+
+/* The rotated denominator (rope_denominator = rotated) with phi = 1: d = 2, q = k = 0,
+ * elu1, so den_m = sum_{n<=m} 2 cos((m - n) theta_0), theta_0 = 1, which goes negative:
+ * the kernel must count exactly those rows, and still compute them. */
+static void check_bad_rows(int causal)
+{
+    const int      N = 100, d = 2, dv = 3;
+    struct cfg     c = {RL_FMAP_ELU1, causal, PE_ROTATED, 0, 0};
+    struct problem p;
+    problem_alloc(&p, N, d, dv);
+    tap_fill_normal(p.v, (size_t)N * dv, 1.0);
+    tap_fill_normal(p.w, (size_t)N * dv, 1.0);
+    run_kernel(&p, &c, N, 1);
+    double        *q = to_double(p.q, (size_t)N * d), *v = to_double(p.v, (size_t)N * dv);
+    double        *buf = malloc(sizeof(double) * (N * dv + 2 * N));
+    struct ref_out r   = {buf, buf + N * dv, buf + N * dv + N};
+    ref_forward(&r, q, q, v, &c, N, d, dv, EPS);
+    long   bad    = 0;
+    double margin = INFINITY;
+    for (int m = 0; m < N; m++) bad += r.raw[m] <= EPS, margin = fmin(margin, fabs(r.raw[m] - EPS));
+    tap_ok(bad > 0 && margin > 1e-4, "bad rows (%s): the constructed case has %ld rows <= eps "
+           "(closest %.3g from eps)", causal ? "causal" : "full", bad, margin);
+    tap_ok(p.bad == bad, "bad rows (%s): kernel counts %ld, reference %ld", causal ? "causal" : "full",
+           p.bad, bad);
+    tap_close_scaled(p.o, r.o, (size_t)N * dv, 1e-4, "bad rows (%s): outputs still computed",
+                     causal ? "causal" : "full");
+    int finite = 1;
+    for (int i = 0; i < N * d; i++) finite &= isfinite(p.dq[i]) && isfinite(p.dk[i]);
+    tap_ok(finite, "bad rows (%s): gradients finite", causal ? "causal" : "full");
+    free(q), free(v), free(buf);
+    problem_free(&p);
+}
+
+/* |q|, |k| up to 30 (SPEC 2.2): no inf/NaN, forward matches the reference. */
+static void check_large(const struct cfg *c)
+{
+    const int      N = 130, d = 8, dv = 4;
+    char           nm[128];
+    struct problem p;
+    cfg_name(nm, sizeof nm, c);
+    problem_alloc(&p, N, d, dv);
+    problem_fill(&p, 1.0);
+    for (int i = 0; i < N * d; i++)
+        p.q[i] = (float)(60 * tap_uniform() - 30), p.k[i] = (float)(60 * tap_uniform() - 30);
+    p.k[3] = 30.0f, p.k[4] = -30.0f, p.q[5] = 30.0f, p.q[6] = -30.0f;
+    run_kernel(&p, c, N, 1);
+    double        *q = to_double(p.q, (size_t)N * d), *k = to_double(p.k, (size_t)N * d);
+    double        *v   = to_double(p.v, (size_t)N * dv);
+    double        *buf = malloc(sizeof(double) * (N * dv + 2 * N));
+    struct ref_out r   = {buf, buf + N * dv, buf + N * dv + N};
+    ref_forward(&r, q, k, v, c, N, d, dv, EPS);
+    int finite = 1;
+    for (int i = 0; i < N * dv; i++) finite &= isfinite(p.o[i]) && isfinite(p.dvv[i]);
+    for (int i = 0; i < N * d; i++) finite &= isfinite(p.dq[i]) && isfinite(p.dk[i]);
+    tap_ok(finite, "large |q|,|k| <= 30 %s: outputs and gradients finite", nm);
+    tap_close_scaled(p.o, r.o, (size_t)N * dv, 1e-4, "large |q|,|k| <= 30 %s: o vs float64", nm);
+    free(q), free(k), free(v), free(buf);
+    problem_free(&p);
+}
+
+int main(void)
+{
+    rl_init(1);
+    tap_seed(20240611);
+    const enum pe_kind pes[] = {PE_NONE, PE_FEATURE, PE_INPUT, PE_ROTATED};
+    for (int f = 0; f < 3; f++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int e = 0; e < 4; e++)
+                for (int halves = 0; halves < (pes[e] == PE_NONE ? 1 : 2); halves++) {
+                    struct cfg c = {(enum rl_fmap)f, causal, pes[e], halves, 0};
+                    check_forward(&c, 150, 8, 6, 1.0); /* 150 = 2 chunks + 22 */
+                    check_grads(&c, 7, 4, 3, 0);
+                    if (!halves) check_grads(&c, 70, 8, 5, 12);
+                    if (e != PE_NONE && !halves) { /* partial rotary: R = 4 of d = 8 */
+                        struct cfg cp = c;
+                        cp.dims       = 4;
+                        check_forward(&cp, 100, 8, 5, 1.0);
+                        check_grads(&cp, 6, 8, 3, 0);
+                    }
+                }
+    for (int f = 0; f < 3; f++) { /* the benchmark shape, N = 1, dv != d */
+        struct cfg c = {(enum rl_fmap)f, 1, PE_FEATURE, 0, 0};
+        check_forward(&c, 200, 32, 32, 0.5);
+        check_prefix(&c, 150, 8, 5);
+        for (int causal = 0; causal < 2; causal++) {
+            c.causal = causal;
+            check_forward(&c, 1, 8, 3, 1.0);
+            check_grads(&c, 1, 4, 3, 0);
+            c.pe = PE_NONE;
+            check_forward(&c, 1, 8, 3, 1.0);
+            c.pe = PE_FEATURE;
+        }
+        c.pe = PE_INPUT, c.causal = 1;
+        check_prefix(&c, 150, 8, 5);
+    }
+    check_bad_rows(1);
+    check_bad_rows(0);
+    for (int f = 0; f < 3; f++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int e = 0; e < 2; e++) {
+                struct cfg c = {(enum rl_fmap)f, causal, pes[e], 0, 0};
+                check_large(&c);
+            }
+    return tap_done();
+}
