@@ -45,8 +45,8 @@ double rl_grad_norm(const float *g, size_t n);
 void rl_clip(float *g, size_t n, double c, double norm);
 
 /* One AdamW update of n contiguous floats; decay: whether weight decay applies. */
-void rl_adamw_update(float *p, const float *g, float *m, float *v, size_t n, int decay,
-                     double lr_t, const struct rl_adamw_opts *o, int64_t t);
+void rl_adamw_update(float *p, const float *g, float *m, float *v, size_t n, int decay, double lr_t,
+                     const struct rl_adamw_opts *o, int64_t t);
 /* The update over a model's whole flat buffers (params, grads, m, v share the layout of
  * the tensor table), tensor by tensor with each tensor's decay flag. */
 void rl_adamw_step(float *params, const float *grads, float *m, float *v,

@@ -12,15 +12,12 @@
 
 #include <string.h>
 
-/* S = gamma S + b v^T, z = gamma z + b */
-static void decay_step(double *S, double *z, const double *b, const float *v, double gamma, int d,
-                       int dv)
+/* t->vT holds v as row-major doubles on the scan path (the FFT path keeps v^T there) */
+static const double *v_double(rl_toeplitz *t, const float *v)
 {
-    for (int f = 0; f < d; f++) {
-        double *s = S + (size_t)f * dv, bf = b[f];
-        for (int j = 0; j < dv; j++) s[j] = gamma * s[j] + bf * v[j];
-        z[f] = gamma * z[f] + bf;
-    }
+    for (size_t i = 0; i < (size_t)t->N * t->dv; i++)
+        t->vT[i] = v[i];
+    return t->vT;
 }
 
 void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
@@ -29,37 +26,49 @@ void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, 
 {
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
     rl_toeplitz_features(t, q, k, o->fmap, 1);
+    const double *vd = v_double(t, v);
     memset(t->S, 0, (size_t)d * dv * sizeof(double));
     memset(t->z, 0, (size_t)d * sizeof(double));
     for (int m = 0; m < N; m++) {
-        const double *a = t->A + (size_t)m * d;
+        const double *a = t->A + (size_t)m * d, *b = t->B + (size_t)m * d;
+        const double *vr = vd + (size_t)m * dv;
         double       *nr = t->num + (size_t)m * dv, dn = 0.0;
-        decay_step(t->S, t->z, t->B + (size_t)m * d, v + (size_t)m * dv, gamma, d, dv);
         memset(nr, 0, (size_t)dv * sizeof(double));
-        for (int f = 0; f < d; f++) {
-            const double *s = t->S + (size_t)f * dv;
-            for (int j = 0; j < dv; j++) nr[j] += a[f] * s[j];
-            dn += a[f] * t->z[f];
+        for (int f = 0; f < d; f++) { /* decay_step fused with num_m = A_m^T S_m */
+            double *s = t->S + (size_t)f * dv, af = a[f], bf = b[f];
+#pragma omp simd
+            for (int j = 0; j < dv; j++) {
+                s[j] = gamma * s[j] + bf * vr[j];
+                nr[j] += af * s[j];
+            }
+            t->z[f] = gamma * t->z[f] + bf;
+            dn += af * t->z[f];
         }
         t->den[m] = dn;
     }
     rl_toeplitz_finish(t, out, den, n_bad, o->eps);
 }
 
-/* Pass 1 (forward in m): dA[m,f] = sum_j dnum[m,j] S_m[f,j] + dden[m] z_m[f]
+/* Pass 1 (forward in m): recompute S_m, z_m and take
+ * dA[m,f] = sum_j dnum[m,j] S_m[f,j] + dden[m] z_m[f]
  * (differentiates num_m = A_m^T S_m, den_m = A_m . z_m). */
-static void decay_dA(rl_toeplitz *t, const float *v, double gamma)
+static void decay_dA(rl_toeplitz *t, const double *v, double gamma)
 {
     int N = t->N, d = t->d, dv = t->dv;
     memset(t->S, 0, (size_t)d * dv * sizeof(double));
     memset(t->z, 0, (size_t)d * sizeof(double));
     for (int m = 0; m < N; m++) {
-        const double *g = t->dnum + (size_t)m * dv;
-        decay_step(t->S, t->z, t->B + (size_t)m * d, v + (size_t)m * dv, gamma, d, dv);
+        const double *g = t->dnum + (size_t)m * dv, *b = t->B + (size_t)m * d;
+        const double *vr = v + (size_t)m * dv;
         for (int f = 0; f < d; f++) {
-            const double *s = t->S + (size_t)f * dv;
-            double        acc = t->dden[m] * t->z[f];
-            for (int j = 0; j < dv; j++) acc += g[j] * s[j];
+            double *s = t->S + (size_t)f * dv, bf = b[f], acc;
+            t->z[f] = gamma * t->z[f] + bf;
+            acc     = t->dden[m] * t->z[f];
+#pragma omp simd reduction(+ : acc)
+            for (int j = 0; j < dv; j++) {
+                s[j] = gamma * s[j] + bf * vr[j];
+                acc += g[j] * s[j];
+            }
             t->dA[(size_t)m * d + f] = acc;
         }
     }
@@ -68,21 +77,22 @@ static void decay_dA(rl_toeplitz *t, const float *v, double gamma)
 /* Pass 2 (reverse): G_m = dL/dS_m = A_m dnum_m^T + gamma G_{m+1} (S_m feeds num_m and
  * S_{m+1}), g_m = A_m dden_m + gamma g_{m+1} likewise for z; then from
  * S_m = gamma S_{m-1} + B_m v_m^T:  dB_m = G_m v_m + g_m,  dv_m = G_m^T B_m. */
-static void decay_reverse(rl_toeplitz *t, float *dv_out, const float *v, double gamma)
+static void decay_reverse(rl_toeplitz *t, float *dv_out, const double *v, double gamma)
 {
     int N = t->N, d = t->d, dv = t->dv;
     memset(t->dS, 0, (size_t)d * dv * sizeof(double));
     memset(t->dz, 0, (size_t)d * sizeof(double));
     for (int m = N - 1; m >= 0; m--) {
         const double *a = t->A + (size_t)m * d, *g = t->dnum + (size_t)m * dv;
-        const double *b = t->B + (size_t)m * d;
-        const float  *vr = v + (size_t)m * dv;
+        const double *b   = t->B + (size_t)m * d;
+        const double *vr  = v + (size_t)m * dv;
         double       *dvr = t->num + (size_t)m * dv; /* dv accumulates in num */
         memset(dvr, 0, (size_t)dv * sizeof(double));
         for (int f = 0; f < d; f++) {
             double *G = t->dS + (size_t)f * dv, acc;
-            t->dz[f] = gamma * t->dz[f] + a[f] * t->dden[m];
-            acc      = t->dz[f];
+            t->dz[f]  = gamma * t->dz[f] + a[f] * t->dden[m];
+            acc       = t->dz[f];
+#pragma omp simd reduction(+ : acc)
             for (int j = 0; j < dv; j++) {
                 G[j] = gamma * G[j] + a[f] * g[j];
                 acc += G[j] * vr[j];
@@ -90,7 +100,8 @@ static void decay_reverse(rl_toeplitz *t, float *dv_out, const float *v, double 
             }
             t->dB[(size_t)m * d + f] = acc;
         }
-        for (int j = 0; j < dv; j++) dv_out[(size_t)m * dv + j] = (float)dvr[j];
+        for (int j = 0; j < dv; j++)
+            dv_out[(size_t)m * dv + j] = (float)dvr[j];
     }
 }
 
@@ -102,7 +113,8 @@ void rl_attn_decay_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, con
     RL_ASSERT(N == t->N && d == t->d && dv_ == t->dv);
     rl_toeplitz_features(t, q, k, o->fmap, 1);
     rl_toeplitz_dout(t, dout, out, den);
-    decay_dA(t, v, gamma);
-    decay_reverse(t, dv, v, gamma);
+    const double *vd = v_double(t, v);
+    decay_dA(t, vd, gamma);
+    decay_reverse(t, dv, vd, gamma);
     rl_toeplitz_features_backward(t, dq, dk, q, k, o->fmap, 1);
 }

@@ -10,10 +10,9 @@
  * P(m) = all n (non-causal) or n <= m (causal).  attn_linear.c builds A, B, C, E from
  * q, k (feature map, RoPE, Shen's normaliser) and maps their gradients back; this file's
  * functions (attn_linear_scan.c) do the O(N D dv) sums:
- *  - non-causal: S = C^T V by associativity, num = A S;
- *  - causal: a prefix scan in chunks of RL_LIN_CHUNK rows, the intra-chunk part a masked
- *    quadratic product, the inter-chunk part through the running state S (D x dv), both
- *    fused into one GEMM per chunk; the state is summed in double from per-chunk GEMMs.
+ *  - non-causal: S = C^T V by associativity, num = A S (GEMMs);
+ *  - causal: a prefix scan (a register-tiled rank-1-update kernel), the float state folded
+ *    into a double one every RL_LIN_CHUNK rows by a GEMM of the chunk's increment.
  * The denominator is O(N Dd): a (prefix) sum of E in double, dotted with B. */
 #ifndef RL_ATTN_LINEAR_IMPL_H
 #define RL_ATTN_LINEAR_IMPL_H
@@ -21,12 +20,12 @@
 #include <stddef.h>
 #include "rope.h"
 
-/* Rows per chunk of the causal scan (measured: docs/attention_linear.md). */
-#define RL_LIN_CHUNK 64
+/* Rows between folds of the causal scan's float state into its double state. */
+#define RL_LIN_CHUNK 256
 /* Rows per block when the non-causal state S = C^T V is summed (double between blocks). */
 #define RL_LIN_BLOCK 1024
 
-/* Floats of workspace for the numerator functions (forward and backward), D, dv as above. */
+/* Floats of workspace for the numerator functions (forward and backward), O(D dv). */
 size_t rl_lin_num_work_floats(int D, int dv);
 
 /* num (N, dv) = the numerator above.  work: rl_lin_num_work_floats, 8-byte aligned. */

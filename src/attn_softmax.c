@@ -39,13 +39,15 @@ enum { SM_BQ = RL_SM_BQ, SM_BK = RL_SM_BK };
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
-static void tile_dims(int N, int *bq, int *bk, int *ld) {
+static void tile_dims(int N, int *bq, int *bk, int *ld)
+{
     *bq = imin(SM_BQ, N);
     *bk = imin(SM_BK, N);
     *ld = (*bk + 15) & ~15; /* 64-byte rows */
 }
 
-size_t rl_attn_softmax_scratch_floats(int N, int d, int dv) {
+size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
+{
     (void)d, (void)dv;
     int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
@@ -53,7 +55,8 @@ size_t rl_attn_softmax_scratch_floats(int N, int d, int dv) {
 }
 
 /* Columns of key tile [j0, j0+nb) that query i sees: all, or n <= i when causal. */
-static int row_cols(int causal, int i, int j0, int nb) {
+static int row_cols(int causal, int i, int j0, int nb)
+{
     if (!causal) return nb;
     int c = i - j0 + 1;
     return c < 0 ? 0 : imin(c, nb);
@@ -64,7 +67,8 @@ static int row_cols(int causal, int i, int j0, int nb) {
  * exp(s - m_new) (0 on columns nc..nb-1, masked), and return exp(m_old - m_new), the
  * factor by which the output row accumulated so far must shrink. */
 RL_SIMD_CLONES
-static float online_row(float *s, const float *bias, int nc, int nb, float *m, float *l) {
+static float online_row(float *s, const float *bias, int nc, int nb, float *m, float *l)
+{
     float mx = *m, sum = 0.0f;
     if (bias) {
 #pragma omp simd
@@ -89,7 +93,8 @@ static float online_row(float *s, const float *bias, int nc, int nb, float *m, f
     return alpha;
 }
 
-static void scale_row(float *x, int n, float a) {
+static void scale_row(float *x, int n, float a)
+{
 #pragma omp simd
     for (int c = 0; c < n; c++)
         x[c] *= a;
@@ -109,7 +114,8 @@ struct sm_call {
 #define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->N - 1) : NULL)
 
 /* One block of query rows [i0, i0+mb): o rows accumulate p v over the key tiles. */
-static void forward_block(const struct sm_call *c, int i0, int mb, float *scratch) {
+static void forward_block(const struct sm_call *c, int i0, int mb, float *scratch)
+{
     int bq, bk, ld;
     tile_dims(c->N, &bq, &bk, &ld);
     float *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
@@ -139,7 +145,8 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
 }
 
 void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
-                             const float *rel, int N, int d, int dv, int causal, float *scratch) {
+                             const float *rel, int N, int d, int dv, int causal, float *scratch)
+{
     const struct sm_call c  = {.q       = q,
                                .k       = k,
                                .v       = v,
@@ -158,7 +165,8 @@ void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *
 
 /* p = exp(s + rel - lse_i) on the valid columns, 0 past them (forward: p = softmax(s)). */
 RL_SIMD_CLONES
-static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i) {
+static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i)
+{
     if (bias) {
 #pragma omp simd
         for (int b = 0; b < nc; b++)
@@ -175,7 +183,8 @@ static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i
 /* ds = p (dp - D_i), written over dp; drel (its slice for this row, or NULL) gathers ds
  * along the diagonal (forward: s[m,n] += rel[(n-m)+N-1]). */
 RL_SIMD_CLONES
-static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, int nb, float D_i) {
+static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, int nb, float D_i)
+{
 #pragma omp simd
     for (int b = 0; b < nc; b++)
         dp[b] = p[b] * (dp[b] - D_i);
@@ -190,7 +199,8 @@ static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, in
 
 /* One (query block, key block) tile of the backward; Drow holds D for the block's rows. */
 static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int nb,
-                          const float *Drow, float *p, float *dp, int ld) {
+                          const float *Drow, float *p, float *dp, int ld)
+{
     const int    d = c->d, dv = c->dv;
     const float *qi = c->q + (size_t)i0 * d, *kj = c->k + (size_t)j0 * d;
     const float *gi = c->dout + (size_t)i0 * dv, *vj = c->v + (size_t)j0 * dv;
@@ -215,7 +225,8 @@ static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int n
 }
 
 /* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
-static void row_dots(float *D, const float *dout, const float *o, int rows, int dv) {
+static void row_dots(float *D, const float *dout, const float *o, int rows, int dv)
+{
     for (int a = 0; a < rows; a++) {
         const float *g = dout + (size_t)a * dv, *y = o + (size_t)a * dv;
         double       acc = 0.0;
@@ -228,7 +239,8 @@ static void row_dots(float *D, const float *dout, const float *o, int rows, int 
 void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, const float *dout,
                               const float *o, const float *lse, const float *q, const float *k,
                               const float *v, const float *rel, int N, int d, int dv, int causal,
-                              float *scratch) {
+                              float *scratch)
+{
     const struct sm_call c = {.q      = q,
                               .k      = k,
                               .v      = v,

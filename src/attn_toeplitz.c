@@ -6,7 +6,8 @@
  *   y_f,j = T (B[:,f] .* v[:,j]),   z_f = T B[:,f]
  * where A, B are the feature maps in double:
  *   elu1, exp:  A = phi_q(q), B = phi_k(k)  (exp: B = exp(k), unshifted -- a shift would
- *               not change the FFT's relative error, and double holds exp(30) easily)
+ *               not change the FFT's relative error, and double holds exp(30) easily,
+ *               so eps enters exactly as written)
  *   softmax:    B = exp(k - c_f), c_f = max_n k[n,f] (cancels exactly), A = phi_q(q) / Z,
  *               Z_m[f] = sum of B[n',f] over all n' (non-causal) or n' <= m (causal).
  * For each feature f the dv + 1 columns (B v_j, B) go through one batched r2c / c2r
@@ -23,13 +24,53 @@ void rl_toeplitz_free(rl_toeplitz *t)
 {
     if (!t) return;
     rl_fft_conv_free(t->conv);
-    float  *fl[] = {t->phq, t->phk, t->dph, t->colmax};
-    double *db[] = {t->E,   t->corr, t->A, t->B,  t->Z, t->dA, t->dB, t->num, t->dnum,
-                    t->den, t->dden, t->S, t->dS, t->z, t->dz, t->w,  t->wg};
-    rl_free(t->cut_x), rl_free(t->cut_y);
-    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) rl_free(fl[i]);
-    for (size_t i = 0; i < sizeof db / sizeof db[0]; i++) rl_free(db[i]);
+    rl_free(t->pool);
     rl_free(t);
+}
+
+/* Every array of the workspace, carved from one 64-byte aligned pool. */
+static size_t carve(rl_toeplitz *t, char *pool)
+{
+    size_t N = (size_t)t->N, d = (size_t)t->d, dv = (size_t)t->dv, off = 0;
+    struct {
+        void **p;
+        size_t bytes;
+    } a[] = {
+        {(void **)&t->phq, N * d * 4},
+        {(void **)&t->dph, N * d * 4},
+        {(void **)&t->colmax, d * 8},
+        {(void **)&t->cut_x, (N + 1) * sizeof(int)},
+        {(void **)&t->cut_y, (N + 1) * sizeof(int)},
+        {(void **)&t->E, (2 * N - 1) * 8},
+        {(void **)&t->corr, (2 * N - 1) * 8},
+        {(void **)&t->A, N * d * 8},
+        {(void **)&t->B, N * d * 8},
+        {(void **)&t->Z, N * d * 8},
+        {(void **)&t->dA, N * d * 8},
+        {(void **)&t->dB, N * d * 8},
+        {(void **)&t->num, N * dv * 8},
+        {(void **)&t->dnum, N * dv * 8},
+        {(void **)&t->vT, N * dv * 8},
+        {(void **)&t->numT, N * dv * 8},
+        {(void **)&t->dnumT, N * dv * 8},
+        {(void **)&t->den, N * 8},
+        {(void **)&t->dden, N * 8},
+        {(void **)&t->w, N * 8},
+        {(void **)&t->wg, N * 8},
+        {(void **)&t->af, N * 8},
+        {(void **)&t->bf, N * 8},
+        {(void **)&t->gaf, N * 8},
+        {(void **)&t->gbf, N * 8},
+        {(void **)&t->S, d * dv * 8},
+        {(void **)&t->dS, d * dv * 8},
+        {(void **)&t->z, d * 8},
+        {(void **)&t->dz, d * 8},
+    };
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+        if (pool) *a[i].p = pool + off;
+        off += (a[i].bytes + 63) / 64 * 64;
+    }
+    return off;
 }
 
 rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
@@ -40,25 +81,14 @@ rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
     rl_toeplitz *t = rl_alloc(sizeof *t);
     if (!t) RL_FAIL(RL_ENOMEM, "toeplitz: out of memory");
     t->N = N, t->d = d, t->dv = dv;
-    size_t nd = (size_t)N * d, nv = (size_t)N * dv, fs = sizeof(float), ds = sizeof(double);
-    t->phq = rl_alloc(nd * fs), t->phk = rl_alloc(nd * fs), t->dph = rl_alloc(nd * fs);
-    t->colmax = rl_alloc((size_t)d * fs);
-    t->E = rl_alloc((2 * (size_t)N - 1) * ds), t->corr = rl_alloc((2 * (size_t)N - 1) * ds);
-    t->A = rl_alloc(nd * ds), t->B = rl_alloc(nd * ds), t->Z = rl_alloc(nd * ds);
-    t->dA = rl_alloc(nd * ds), t->dB = rl_alloc(nd * ds);
-    t->num = rl_alloc(nv * ds), t->dnum = rl_alloc(nv * ds);
-    t->den = rl_alloc((size_t)N * ds), t->dden = rl_alloc((size_t)N * ds);
-    t->S = rl_alloc((size_t)d * dv * ds), t->dS = rl_alloc((size_t)d * dv * ds);
-    t->z = rl_alloc((size_t)d * ds), t->dz = rl_alloc((size_t)d * ds);
-    t->w = rl_alloc((size_t)N * ds), t->wg = rl_alloc((size_t)N * ds);
-    t->cut_x = rl_alloc(((size_t)N + 1) * sizeof(int));
-    t->cut_y = rl_alloc(((size_t)N + 1) * sizeof(int));
-    if (!t->phq || !t->phk || !t->dph || !t->colmax || !t->E || !t->corr || !t->A || !t->B ||
-        !t->Z || !t->dA || !t->dB || !t->num || !t->dnum || !t->den || !t->dden || !t->S ||
-        !t->dS || !t->z || !t->dz || !t->w || !t->wg || !t->cut_x || !t->cut_y) {
+    size_t bytes = carve(t, NULL);
+    t->pool      = rl_alloc(bytes);
+    if (!t->pool) {
         rl_toeplitz_free(t);
-        RL_FAIL(RL_ENOMEM, "toeplitz: out of memory for N=%d, d=%d, dv=%d", N, d, dv);
+        RL_FAIL(RL_ENOMEM, "toeplitz: out of memory (%zu bytes) for N=%d, d=%d, dv=%d", bytes, N, d,
+                dv);
     }
+    carve(t, t->pool);
     rl_status s = rl_fft_conv_create(&t->conv, N, dv + 1);
     if (s != RL_OK) {
         rl_toeplitz_free(t);
@@ -68,15 +98,24 @@ rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
     return RL_OK;
 }
 
-/* A, B (and Z for softmax) from q, k; see the file header. */
+/* A, B (and Z for softmax) from q, k; see the file header.  B is computed here in double
+ * (not by rl_fmap_k_forward in float): exp(k - c) of a key 100 below its column maximum
+ * would underflow in float and leave a zero prefix normaliser. */
 void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
                           int causal)
 {
     int    N = t->N, d = t->d;
     size_t nd = (size_t)N * d;
     rl_fmap_q_forward(t->phq, q, N, d, fm);
-    rl_fmap_k_forward(t->phk, t->colmax, k, N, d, fm);
-    for (size_t i = 0; i < nd; i++) t->A[i] = t->phq[i], t->B[i] = t->phk[i];
+    for (int f = 0; f < d; f++)
+        t->colmax[f] = fm == RL_FMAP_SOFTMAX ? -INFINITY : 0.0;
+    for (size_t i = 0; fm == RL_FMAP_SOFTMAX && i < nd; i++)
+        t->colmax[i % d] = fmax(t->colmax[i % d], (double)k[i]);
+    for (size_t i = 0; i < nd; i++) {
+        double x = k[i];
+        t->A[i]  = t->phq[i];
+        t->B[i]  = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x - t->colmax[i % d]);
+    }
     if (fm != RL_FMAP_SOFTMAX) return;
     /* Z_m[f] = sum_{n'} exp(k[n',f] - c_f) over the prefix n' <= m, or over all n' */
     for (int f = 0; f < d; f++) {
@@ -86,9 +125,11 @@ void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum r
             t->Z[(size_t)m * d + f] = s;
         }
         if (!causal)
-            for (int m = 0; m < N; m++) t->Z[(size_t)m * d + f] = s;
+            for (int m = 0; m < N; m++)
+                t->Z[(size_t)m * d + f] = s;
     }
-    for (size_t i = 0; i < nd; i++) t->A[i] /= t->Z[i];
+    for (size_t i = 0; i < nd; i++)
+        t->A[i] /= t->Z[i];
 }
 
 /* out = num / (den + eps) from t->num, t->den (the sums before eps). */
@@ -113,11 +154,11 @@ void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const
 {
     int N = t->N, dv = t->dv;
     for (int m = 0; m < N; m++) {
-        double inv = 1.0 / den[m], go = 0.0;
+        double inv = 1.0 / (double)den[m], go = 0.0;
         for (int j = 0; j < dv; j++) {
-            size_t i = (size_t)m * dv + j;
-            t->dnum[i] = dout[i] * inv;
-            go += (double)dout[i] * out[i];
+            size_t i   = (size_t)m * dv + j;
+            t->dnum[i] = (double)dout[i] * inv;
+            go += (double)dout[i] * (double)out[i];
         }
         t->dden[m] = -go * inv;
     }
@@ -145,14 +186,17 @@ void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const f
                 t->dB[i] += s;
             }
         }
-        for (size_t i = 0; i < nd; i++) t->dph[i] = (float)(t->dA[i] / t->Z[i]);
+        for (size_t i = 0; i < nd; i++)
+            t->dph[i] = (float)(t->dA[i] / t->Z[i]);
     } else {
-        for (size_t i = 0; i < nd; i++) t->dph[i] = (float)t->dA[i];
+        for (size_t i = 0; i < nd; i++)
+            t->dph[i] = (float)t->dA[i];
     }
     rl_fmap_q_backward(dq, t->dph, q, t->phq, N, d, fm);
-    /* B = exp(k - c) (softmax, exp) or elu1(k): the elementwise derivative */
-    for (size_t i = 0; i < nd; i++) t->dph[i] = (float)t->dB[i];
-    rl_fmap_k_backward(dk, t->dph, k, t->phk, N, d, fm);
+    /* B = exp(k - c) (softmax, exp; c is constant: the map is invariant to it), or
+     * elu1(k) = k + 1 (k > 0), exp(k) = B otherwise */
+    for (size_t i = 0; i < nd; i++)
+        dk[i] = (float)(t->dB[i] * (fm == RL_FMAP_ELU1 && k[i] > 0 ? 1.0 : t->B[i]));
 }
 
 /* Magnitude segments (causal only).  An FFT's rounding error at every output is relative
@@ -182,51 +226,76 @@ static int segments(int *cut, const double *w, int N, int causal, int reverse)
     }
     cut[S] = reverse ? 0 : N;
     for (lo = 0, hi = S; reverse && lo < hi; lo++, hi--) {
-        int c = cut[lo];
+        int c   = cut[lo];
         cut[lo] = cut[hi], cut[hi] = c;
     }
     return S;
 }
 
-/* Columns c < dv of the FFT buffer: B[:,f] .* v[:,c]; column dv: B[:,f]; rows [lo, hi),
- * zero elsewhere. */
-static void load_x(rl_toeplitz *t, const float *v, int f, int lo, int hi)
+/* Columns j < dv of the FFT buffer: x_f,j = B[:,f] .* v[:,j]; column dv: B[:,f]; rows
+ * [lo, hi), zero elsewhere.  Uses the contiguous copies bf (B[:,f]) and vT (v^T). */
+static void load_x(rl_toeplitz *t, int lo, int hi)
 {
-    int     N = t->N, d = t->d, dv = t->dv, L = rl_fft_conv_length(t->conv);
+    int     N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     double *buf = rl_fft_conv_buf(t->conv);
     for (int j = 0; j <= dv; j++) {
-        double *col = buf + (size_t)j * L;
-        memset(col, 0, (size_t)N * sizeof(double));
-        for (int n = lo; n < hi; n++)
-            col[n] = t->B[(size_t)n * d + f] * (j < dv ? v[(size_t)n * dv + j] : 1.0f);
+        double       *col = buf + (size_t)j * L;
+        const double *vj  = t->vT + (size_t)j * N;
+        memset(col, 0, (size_t)lo * sizeof(double));
+        memset(col + hi, 0, (size_t)(N - hi) * sizeof(double));
+        if (j < dv)
+#pragma omp simd
+            for (int n = lo; n < hi; n++)
+                col[n] = t->bf[n] * vj[n];
+        else
+            memcpy(col + lo, t->bf + lo, (size_t)(hi - lo) * sizeof(double));
     }
 }
 
 /* The adjoint inputs dy_f,j[m] = dnum[m,j] A[m,f], dz_f[m] = dden[m] A[m,f], rows [lo, hi). */
-static void load_dy(rl_toeplitz *t, int f, int lo, int hi)
+static void load_dy(rl_toeplitz *t, int lo, int hi)
 {
-    int     N = t->N, d = t->d, dv = t->dv, L = rl_fft_conv_length(t->conv);
+    int     N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     double *buf = rl_fft_conv_buf(t->conv);
     for (int j = 0; j <= dv; j++) {
-        double *col = buf + (size_t)j * L;
-        memset(col, 0, (size_t)N * sizeof(double));
+        double       *col = buf + (size_t)j * L;
+        const double *g   = j < dv ? t->dnumT + (size_t)j * N : t->dden;
+        memset(col, 0, (size_t)lo * sizeof(double));
+        memset(col + hi, 0, (size_t)(N - hi) * sizeof(double));
+#pragma omp simd
         for (int m = lo; m < hi; m++)
-            col[m] = t->A[(size_t)m * d + f] * (j < dv ? t->dnum[(size_t)m * dv + j] : t->dden[m]);
+            col[m] = t->af[m] * g[m];
     }
+}
+
+/* dst (cols x rows) = src^T, src row-major (rows x cols) */
+static void transpose_fd(double *dst, const float *src, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+}
+
+static void transpose_dd(double *dst, const double *src, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+}
+
+/* af = A[:,f], bf = B[:,f] (contiguous) */
+static void gather_feature(rl_toeplitz *t, int f)
+{
+    for (int m = 0; m < t->N; m++)
+        t->af[m] = t->A[(size_t)m * t->d + f], t->bf[m] = t->B[(size_t)m * t->d + f];
 }
 
 static void load_kernel(rl_toeplitz *t, const float *rel, int causal)
 {
     int N = t->N;
-    for (int r = 0; r < 2 * N - 1; r++) t->E[r] = exp((double)rel[r]);
+    for (int r = 0; r < 2 * N - 1; r++)
+        t->E[r] = exp((double)rel[r]);
     rl_fft_conv_set_kernel(t->conv, t->E, causal);
-}
-
-/* Segments of x_f by the running maximum of B[:,f] (into t->cut_x). */
-static int segments_x(rl_toeplitz *t, int f, int causal)
-{
-    for (int m = 0; m < t->N; m++) t->w[m] = t->B[(size_t)m * t->d + f];
-    return segments(t->cut_x, t->w, t->N, causal, 0);
 }
 
 void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
@@ -235,55 +304,67 @@ void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_ba
 {
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
     int           L   = rl_fft_conv_length(t->conv);
-    const double *buf = rl_fft_conv_buf(t->conv);
+    const double *buf = rl_fft_conv_out(t->conv);
     rl_toeplitz_features(t, q, k, o->fmap, o->causal);
     load_kernel(t, rel, o->causal);
-    memset(t->num, 0, (size_t)N * dv * sizeof(double));
+    transpose_fd(t->vT, v, N, dv);
+    memset(t->numT, 0, (size_t)N * dv * sizeof(double));
     memset(t->den, 0, (size_t)N * sizeof(double));
     for (int f = 0; f < d; f++) {
-        int nseg = segments_x(t, f, o->causal);
+        gather_feature(t, f);
+        int nseg = segments(t->cut_x, t->bf, N, o->causal, 0);
         for (int s = 0; s < nseg; s++) {
-            load_x(t, v, f, 0, t->cut_x[s + 1]);
-            rl_fft_conv_apply(t->conv, 0); /* y_f,j = T (B_f v_j), z_f = T B_f */
-            for (int m = t->cut_x[s]; m < t->cut_x[s + 1]; m++) {
-                double  a  = t->A[(size_t)m * d + f];
-                double *nr = t->num + (size_t)m * dv;
-                for (int j = 0; j < dv; j++) nr[j] += a * buf[(size_t)j * L + m];
-                t->den[m] += a * buf[(size_t)dv * L + m];
+            int lo = t->cut_x[s], hi = t->cut_x[s + 1];
+            load_x(t, 0, hi);
+            rl_fft_conv_apply(t->conv, 0); /* y_f,j = T x_f,j, z_f = T B_f */
+            /* num[m,j] += A[m,f] y_f,j[m],  den[m] += A[m,f] z_f[m] */
+            for (int j = 0; j <= dv; j++) {
+                const double *y  = buf + (size_t)j * L;
+                double       *nr = j < dv ? t->numT + (size_t)j * N : t->den;
+#pragma omp simd
+                for (int m = lo; m < hi; m++)
+                    nr[m] += t->af[m] * y[m];
             }
         }
     }
+    transpose_dd(t->num, t->numT, dv, N);
     rl_toeplitz_finish(t, out, den, n_bad, o->eps);
 }
 
-/* dA[m,f] = sum_j dnum[m,j] y_f,j[m] + dden[m] z_f[m] for rows [lo, hi) of the buffer. */
-static void grad_A(rl_toeplitz *t, int f, int lo, int hi)
+/* gaf[m] = dA[m,f] = sum_j dnum[m,j] y_f,j[m] + dden[m] z_f[m], rows [lo, hi) */
+static void grad_A(rl_toeplitz *t, int lo, int hi)
 {
-    int           d = t->d, dv = t->dv, L = rl_fft_conv_length(t->conv);
-    const double *buf = rl_fft_conv_buf(t->conv);
-    for (int m = lo; m < hi; m++) {
-        const double *dn = t->dnum + (size_t)m * dv;
-        double        s  = t->dden[m] * buf[(size_t)dv * L + m];
-        for (int j = 0; j < dv; j++) s += dn[j] * buf[(size_t)j * L + m];
-        t->dA[(size_t)m * d + f] = s;
+    int           N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
+    const double *buf = rl_fft_conv_out(t->conv);
+    for (int j = 0; j <= dv; j++) {
+        const double *y = buf + (size_t)j * L, *g = j < dv ? t->dnumT + (size_t)j * N : t->dden;
+        double       *ga = t->gaf;
+        if (j == 0)
+#pragma omp simd
+            for (int m = lo; m < hi; m++)
+                ga[m] = g[m] * y[m];
+        else
+#pragma omp simd
+            for (int m = lo; m < hi; m++)
+                ga[m] += g[m] * y[m];
     }
 }
 
-/* From dx = T^T dy in the buffer, rows [lo, hi):  x = B_f v_j  =>
- * dB[n,f] = sum_j dx_j[n] v[n,j] + dx_z[n],  dv[n,j] += dx_j[n] B[n,f] (kept in t->num). */
-static void grad_Bv(rl_toeplitz *t, const float *v, int f, int lo, int hi)
+/* From dx = T^T dy in the buffer, rows [lo, hi):  x_f,j = B_f .* v_j  =>
+ * gbf[n] = dB[n,f] = sum_j dx_j[n] v[n,j] + dx_z[n],  dv[n,j] += dx_j[n] B[n,f] (numT). */
+static void grad_Bv(rl_toeplitz *t, int lo, int hi)
 {
-    int           d = t->d, dv = t->dv, L = rl_fft_conv_length(t->conv);
-    const double *buf = rl_fft_conv_buf(t->conv);
-    for (int n = lo; n < hi; n++) {
-        double  b = t->B[(size_t)n * d + f], s = buf[(size_t)dv * L + n];
-        double *dvr = t->num + (size_t)n * dv;
-        for (int j = 0; j < dv; j++) {
-            double dx = buf[(size_t)j * L + n];
-            s += dx * v[(size_t)n * dv + j];
-            dvr[j] += dx * b;
+    int           N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
+    const double *buf = rl_fft_conv_out(t->conv);
+    memcpy(t->gbf + lo, buf + (size_t)dv * L + lo, (size_t)(hi - lo) * sizeof(double));
+    for (int j = 0; j < dv; j++) {
+        const double *dx = buf + (size_t)j * L, *vj = t->vT + (size_t)j * N;
+        double       *gv = t->numT + (size_t)j * N, *gb = t->gbf;
+#pragma omp simd
+        for (int n = lo; n < hi; n++) {
+            gb[n] += dx[n] * vj[n];
+            gv[n] += dx[n] * t->bf[n];
         }
-        t->dB[(size_t)n * d + f] = s;
     }
 }
 
@@ -295,37 +376,42 @@ static void grad_Bv(rl_toeplitz *t, const float *v, int f, int lo, int hi)
  * With one segment each way the spectra of the products are reused for the correlation;
  * otherwise each pair of an x segment and a later-or-overlapping dy segment is
  * correlated on its own (rows outside a segment zero), which sums to the same. */
-static void backward_feature(rl_toeplitz *t, const float *v, int f, int causal, int want_rel)
+static void backward_feature(rl_toeplitz *t, int f, int causal, int want_rel)
 {
-    int N = t->N, nx = segments_x(t, f, causal), ny, fused;
-    for (int m = 0; m < N; m++) t->w[m] = fabs(t->A[(size_t)m * t->d + f]) * t->wg[m];
+    int N = t->N, nx, ny, fused;
+    gather_feature(t, f);
+    for (int m = 0; m < N; m++)
+        t->w[m] = fabs(t->af[m]) * t->wg[m];
+    nx    = segments(t->cut_x, t->bf, N, causal, 0);
     ny    = segments(t->cut_y, t->w, N, causal, 1);
     fused = nx == 1 && ny == 1;
     for (int s = 0; s < nx; s++) {
-        load_x(t, v, f, 0, t->cut_x[s + 1]);
+        load_x(t, 0, t->cut_x[s + 1]);
         rl_fft_conv_r2c(t->conv, 0);
         rl_fft_conv_mul(t->conv, 1, 0, 0);
         rl_fft_conv_c2r(t->conv, 1);
-        grad_A(t, f, t->cut_x[s], t->cut_x[s + 1]);
+        grad_A(t, t->cut_x[s], t->cut_x[s + 1]);
     }
     for (int s = 0; s < ny; s++) {
-        load_dy(t, f, t->cut_y[s], N);
+        load_dy(t, t->cut_y[s], N);
         rl_fft_conv_r2c(t->conv, 1);
         if (fused && want_rel) rl_fft_conv_corr_acc(t->conv, 1, 0);
         rl_fft_conv_mul(t->conv, 1, 1, 1);
         rl_fft_conv_c2r(t->conv, 1);
-        grad_Bv(t, v, f, t->cut_y[s], t->cut_y[s + 1]);
+        grad_Bv(t, t->cut_y[s], t->cut_y[s + 1]);
     }
     for (int a = 0; want_rel && !fused && a < nx; a++) {
-        load_x(t, v, f, t->cut_x[a], t->cut_x[a + 1]);
+        load_x(t, t->cut_x[a], t->cut_x[a + 1]);
         rl_fft_conv_r2c(t->conv, 0);
         for (int b = 0; b < ny; b++) {
             if (t->cut_x[a] >= t->cut_y[b + 1]) continue; /* no pair n <= m */
-            load_dy(t, f, t->cut_y[b], t->cut_y[b + 1]);
+            load_dy(t, t->cut_y[b], t->cut_y[b + 1]);
             rl_fft_conv_r2c(t->conv, 1);
             rl_fft_conv_corr_acc(t->conv, 1, 0);
         }
     }
+    for (int m = 0; m < N; m++)
+        t->dA[(size_t)m * t->d + f] = t->gaf[m], t->dB[(size_t)m * t->d + f] = t->gbf[m];
 }
 
 void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, double *drel,
@@ -337,20 +423,27 @@ void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, 
     rl_toeplitz_features(t, q, k, o->fmap, o->causal);
     load_kernel(t, rel, o->causal);
     rl_toeplitz_dout(t, dout, out, den);
+    transpose_fd(t->vT, v, N, dv_);
+    transpose_dd(t->dnumT, t->dnum, N, dv_);
     for (int m = 0; m < N; m++) { /* row scale of the adjoint inputs, for the segments */
         double s = fabs(t->dden[m]);
-        for (int j = 0; j < dv_; j++) s = fmax(s, fabs(t->dnum[(size_t)m * dv_ + j]));
+        for (int j = 0; j < dv_; j++)
+            s = fmax(s, fabs(t->dnum[(size_t)m * dv_ + j]));
         t->wg[m] = s;
     }
-    memset(t->num, 0, (size_t)N * dv_ * sizeof(double)); /* dv accumulates here */
+    memset(t->numT, 0, (size_t)N * dv_ * sizeof(double)); /* dv^T accumulates here */
     if (drel) rl_fft_conv_corr_zero(t->conv);
-    for (int f = 0; f < d; f++) backward_feature(t, v, f, o->causal, drel != NULL);
+    for (int f = 0; f < d; f++)
+        backward_feature(t, f, o->causal, drel != NULL);
     if (drel) {
         /* rel -> E = exp(rel): d rel[r] = E[r] d E[r]; causal T never uses r = n-m > 0 */
         rl_fft_conv_corr_read(t->conv, t->corr);
         int rmax = o->causal ? N - 1 : 2 * N - 2;
-        for (int r = 0; r <= rmax; r++) drel[r] += t->E[r] * t->corr[r];
+        for (int r = 0; r <= rmax; r++)
+            drel[r] += t->E[r] * t->corr[r];
     }
-    for (size_t i = 0; i < (size_t)N * dv_; i++) dv[i] = (float)t->num[i];
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < dv_; j++)
+            dv[(size_t)n * dv_ + j] = (float)t->numT[(size_t)j * N + n];
     rl_toeplitz_features_backward(t, dq, dk, q, k, o->fmap, o->causal);
 }

@@ -14,16 +14,20 @@
 
 struct rl_toeplitz {
     int          N, d, dv;
-    rl_fft_conv *conv;                    /* dv + 1 columns of length L */
-    float       *phq, *phk, *dph, *colmax; /* float feature maps (featmap.h), N x d */
-    double      *E, *corr;                /* exp(rel), d E (2N-1) */
-    double      *A, *B, *Z;               /* query weights, key features, Shen normaliser (N x d) */
-    double      *dA, *dB;                 /* their gradients (N x d) */
-    double      *num, *dnum;              /* N x dv: numerator (the backward: dv), d num */
-    double      *den, *dden;              /* N: denominator before eps, d den */
-    double      *S, *dS, *z, *dz;         /* scan states (d x dv, d) */
-    double      *w, *wg;                  /* magnitudes for the causal segments (N) */
-    int         *cut_x, *cut_y;           /* segment cuts (N + 1) */
+    rl_fft_conv *conv;                /* dv + 1 columns of length L */
+    void        *pool;                /* every array below */
+    float       *phq, *dph;           /* phi_q (featmap.h) and its gradient, N x d */
+    double      *colmax;              /* softmax: c_f = max_n k[n,f] (d) */
+    int         *cut_x, *cut_y;       /* causal magnitude segments (N + 1) */
+    double      *E, *corr;            /* exp(rel), d E (2N-1) */
+    double      *A, *B, *Z;           /* query weights, key features, Shen normaliser (N x d) */
+    double      *dA, *dB;             /* their gradients (N x d) */
+    double      *num, *dnum;          /* N x dv: numerator, d num (scan: dv) */
+    double      *vT, *numT, *dnumT;   /* dv x N: v^T (scan: v, N x dv), num^T (bwd: dv^T), dnum^T */
+    double      *den, *dden;          /* N: denominator before eps, d den */
+    double      *w, *wg;              /* N: segment magnitudes, adjoint row scale */
+    double      *af, *bf, *gaf, *gbf; /* N: A[:,f], B[:,f] and their gradients */
+    double      *S, *dS, *z, *dz;     /* scan states (d x dv, d) */
 };
 
 void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,

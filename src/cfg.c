@@ -20,15 +20,16 @@
 
 static const char *const names_attention[] = {"softmax", "linear", NULL};
 static const char *const names_fmap[]      = {"elu1", "softmax", "exp", NULL};
-static const char *const names_pe[] = {"none", "sinusoidal", "learned", "t5", "alibi", "rope", NULL};
-static const char *const names_layout[] = {"pairs", "halves", NULL};
-static const char *const names_place[]  = {"feature", "input", NULL};
-static const char *const names_denom[]  = {"plain", "rotated", NULL};
-static const char *const names_task[]   = {"copy",    "reverse", "sort",   "mqar",
-                                           "listops", "charlm",  "tokens", NULL};
+static const char *const names_pe[]        = {"none",  "sinusoidal", "learned", "t5",
+                                              "alibi", "rope",       NULL};
+static const char *const names_layout[]    = {"pairs", "halves", NULL};
+static const char *const names_place[]     = {"feature", "input", NULL};
+static const char *const names_denom[]     = {"plain", "rotated", NULL};
+static const char *const names_task[]      = {"copy",    "reverse", "sort",   "mqar",
+                                              "listops", "charlm",  "tokens", NULL};
 
 #define OFF(f) offsetof(struct rl_cfg, f)
-#define BIG    (1 << 30)
+#define BIG (1 << 30)
 /* clang-format off */
 const struct rl_cfg_key rl_cfg_keys[] = {
     {"experiment", "name",    RL_K_STR, OFF(experiment.name), 0, RL_CFG_NAME, NULL,
@@ -115,8 +116,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
 /* clang-format on */
 const int rl_cfg_nkeys = (int)(sizeof rl_cfg_keys / sizeof rl_cfg_keys[0]);
 
-static const char *const sections[] = {"experiment", "model", "task",
-                                       "train",      "eval",  "sweep"};
+static const char *const sections[] = {"experiment", "model", "task", "train", "eval", "sweep"};
 
 int rl_cfg_num_keys(void) { return rl_cfg_nkeys; }
 
@@ -131,8 +131,7 @@ void rl_cfg_key_info(int i, const char **section, const char **key, const char *
 int rl_cfg_find_key(const char *section, const char *key)
 {
     for (int i = 0; i < rl_cfg_nkeys; i++)
-        if (!strcmp(rl_cfg_keys[i].section, section) && !strcmp(rl_cfg_keys[i].key, key))
-            return i;
+        if (!strcmp(rl_cfg_keys[i].section, section) && !strcmp(rl_cfg_keys[i].key, key)) return i;
     return -1;
 }
 
@@ -151,30 +150,32 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->model.t5_buckets = 32, c->model.t5_max_distance = 128;
     struct rl_task_opts to;
     rl_task_opts_default(&to);
-    c->task.name = RL_TASK_COPY;
+    c->task.name   = RL_TASK_COPY;
     c->task.length = to.length, c->task.vocab = to.vocab, c->task.symbols = to.symbols;
     c->task.kv_pairs = to.kv_pairs, c->task.depth = to.depth, c->task.args = to.args;
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
     c->train.log_every = 10;
-    c->eval.batches = 8;
+    c->eval.batches    = 8;
 }
 
 /* ---- values ---- */
 
 static char *trim(char *s)
 {
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = 0;
     return s;
 }
 
 static int parse_long(const char *s, long long lo, long long hi, long long *out)
 {
-    char *e = NULL;
-    errno   = 0;
+    char *e     = NULL;
+    errno       = 0;
     long long v = strtoll(s, &e, 10);
     if (errno || e == s || *e || v < lo || v > hi) return 1;
     *out = v;
@@ -183,18 +184,25 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
 
 static void int_expectation(char *buf, size_t len, long lo, long hi)
 {
-    if (lo == 1 && hi >= BIG) snprintf(buf, len, "a positive integer");
-    else if (lo == 0 && hi >= BIG) snprintf(buf, len, "a non-negative integer");
-    else snprintf(buf, len, "an integer in [%ld, %ld]", lo, hi);
+    if (lo == 1 && hi >= BIG)
+        snprintf(buf, len, "a positive integer");
+    else if (lo == 0 && hi >= BIG)
+        snprintf(buf, len, "a non-negative integer");
+    else
+        snprintf(buf, len, "an integer in [%ld, %ld]", lo, hi);
 }
 
 static const char *dbl_expectation(int range)
 {
     switch (range) {
-    case RL_D_POS: return "a number > 0";
-    case RL_D_NONNEG: return "a number >= 0";
-    case RL_D_UNIT_OPEN: return "a number in [0, 1)";
-    case RL_D_UNIT: return "a number in [0, 1]";
+    case RL_D_POS:
+        return "a number > 0";
+    case RL_D_NONNEG:
+        return "a number >= 0";
+    case RL_D_UNIT_OPEN:
+        return "a number in [0, 1)";
+    case RL_D_UNIT:
+        return "a number in [0, 1]";
     }
     return "a finite number";
 }
@@ -203,17 +211,22 @@ static int dbl_ok(double v, int range)
 {
     if (!isfinite(v)) return 0;
     switch (range) {
-    case RL_D_POS: return v > 0;
-    case RL_D_NONNEG: return v >= 0;
-    case RL_D_UNIT_OPEN: return v >= 0 && v < 1;
-    case RL_D_UNIT: return v >= 0 && v <= 1;
+    case RL_D_POS:
+        return v > 0;
+    case RL_D_NONNEG:
+        return v >= 0;
+    case RL_D_UNIT_OPEN:
+        return v >= 0 && v < 1;
+    case RL_D_UNIT:
+        return v >= 0 && v <= 1;
     }
     return 1;
 }
 
 static int parse_bool(const char *s, int *out)
 {
-    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no",
+                                                                                "off", "0"};
     for (int i = 0; i < 4; i++) {
         if (!strcasecmp(s, yes[i])) return *out = 1, 0;
         if (!strcasecmp(s, no[i])) return *out = 0, 0;
@@ -228,7 +241,8 @@ static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
     if (!*trim(buf)) return 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         long long x;
         if (parse_long(trim(tok), 1, BIG, &x)) {
             snprintf(why, len, "expected a comma-separated list of positive integers, got '%s'", s);
@@ -267,8 +281,8 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
         return *(uint64_t *)p = (uint64_t)u, 0;
     }
     case RL_K_DBL: {
-        char *e = NULL;
-        errno   = 0;
+        char *e  = NULL;
+        errno    = 0;
         double v = strtod(value, &e);
         if (!errno && e != value && !*e && dbl_ok(v, (int)k->lo)) return *(double *)p = v, 0;
         snprintf(why, len, "expected %s, got '%s'", dbl_expectation((int)k->lo), value);
@@ -291,14 +305,15 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
             snprintf(why, len, "value longer than %ld characters", k->hi - 1);
             return 1;
         }
-        if (k->off == OFF(experiment.name) && (!*value || strchr(value, '/') ||
-                                               !strcmp(value, ".") || !strcmp(value, ".."))) {
+        if (k->off == OFF(experiment.name) &&
+            (!*value || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, ".."))) {
             snprintf(why, len, "expected a directory name (no '/'), got '%s'", value);
             return 1;
         }
         memcpy(p, value, strlen(value) + 1);
         return 0;
-    case RL_K_LENGTHS: return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
+    case RL_K_LENGTHS:
+        return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
     }
     return 1;
 }
@@ -308,7 +323,8 @@ static int edit_distance(const char *a, const char *b)
 {
     int la = (int)strlen(a), lb = (int)strlen(b), row[64];
     if (la > 63 || lb > 63) return 99;
-    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
     for (int i = 1; i <= la; i++) {
         int diag = row[0];
         row[0]   = i;
@@ -348,13 +364,13 @@ static int known_section(const char *s)
 static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
                            const char *where, int line)
 {
-    char sec[64], why[512];
+    char        sec[64], why[512];
     const char *dot = strchr(name, '.');
     if (!dot || dot - name >= (ptrdiff_t)sizeof sec)
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: expected section.key", where, name);
     memcpy(sec, name, (size_t)(dot - name));
     sec[dot - name] = 0;
-    int i = rl_cfg_find_key(sec, dot + 1);
+    int i           = rl_cfg_find_key(sec, dot + 1);
     if (i < 0 || !strcmp(sec, "experiment"))
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: no such key to sweep", where, name);
     for (int j = 0; j < c->sweep.n_keys; j++)
@@ -370,7 +386,8 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     char buf[sizeof s->values];
     snprintf(buf, sizeof buf, "%s", values);
     int n = 0, bad = 0;
-    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t && !bad; t = strtok_r(NULL, ",", &sv), n++)
+    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t && !bad;
+         t = strtok_r(NULL, ",", &sv), n++)
         bad = parse_value(scratch, i, trim(t), why, sizeof why);
     free(scratch);
     if (bad) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: %s", where, name, why);
@@ -378,12 +395,13 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     snprintf(s->key, sizeof s->key, "%s", name);
     snprintf(s->values, sizeof s->values, "%s", values);
     s->n_values = n, s->line = line;
+    snprintf(s->where, sizeof s->where, "%s", where);
     c->sweep.n_keys++;
     return RL_OK;
 }
 
-rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key,
-                         const char *value, const char *where)
+rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
+                         const char *where)
 {
     char why[512];
     if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0);
@@ -419,13 +437,13 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
 
 struct parse_state {
     struct rl_cfg *c;
-    const char    *name;   /* file name for messages */
-    const char    *text;   /* rl_cfg_load_string: the remaining text */
+    const char    *name; /* file name for messages */
+    const char    *text; /* rl_cfg_load_string: the remaining text */
     FILE          *f;
-    int            line;   /* line the reader returned last */
+    int            line; /* line the reader returned last */
     int            continuation;
     int            seen[RL_CFG_MAX_KEYS];
-    rl_status      st;     /* first error */
+    rl_status      st; /* first error */
     char           msg[1024];
 };
 
@@ -474,8 +492,10 @@ static char *reader(char *str, int num, void *stream)
         char *e = strchr(t, ']');
         if (e) *e = 0;
         if (!known_section(trim(t + 1))) {
-            state_fail(ps, "%s:%d: unknown section [%s] (sections: experiment, model, task, "
-                       "train, eval, sweep)", ps->name, ps->line, trim(t + 1));
+            state_fail(ps,
+                       "%s:%d: unknown section [%s] (sections: experiment, model, task, "
+                       "train, eval, sweep)",
+                       ps->name, ps->line, trim(t + 1));
             return NULL;
         }
     }
@@ -513,12 +533,15 @@ static int handler(void *user, const char *section, const char *name, const char
     if (i >= 0 && ps->seen[i]) {
         if (ps->continuation)
             return state_fail(ps, "%s: [%s] %s: values cannot span lines", where, section, name), 0;
-        return state_fail(ps, "%s: [%s] %s: given twice (first at line %d)", where, section,
-                          name, ps->seen[i]), 0;
+        return state_fail(ps, "%s: [%s] %s: given twice (first at line %d)", where, section, name,
+                          ps->seen[i]),
+               0;
     }
     ps->st = rl_cfg_set_key(ps->c, section, name, val, where);
-    if (ps->st != RL_OK) snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
-    else ps->seen[i] = ps->line;
+    if (ps->st != RL_OK)
+        snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
+    else
+        ps->seen[i] = ps->line;
     return ps->st == RL_OK;
 }
 
@@ -526,7 +549,9 @@ static rl_status parse(struct parse_state *ps)
 {
     int r = ini_parse_stream(reader, ps, handler, ps);
     if (ps->st != RL_OK) RL_FAIL(ps->st, "%s", ps->msg);
-    if (r > 0) RL_FAIL(RL_EFORMAT, "%s:%d: malformed line (expected key = value or [section])", ps->name, r);
+    if (r > 0)
+        RL_FAIL(RL_EFORMAT, "%s:%d: malformed line (expected key = value or [section])", ps->name,
+                r);
     if (r < 0) RL_FAIL(RL_ENOMEM, "%s: libinih failed (%d)", ps->name, r);
     snprintf(ps->c->file, sizeof ps->c->file, "%s", ps->name);
     if (!ps->c->experiment.name[0]) { /* default name: the file stem */

@@ -6,8 +6,8 @@
  *
  * Life of a configuration:
  *   rl_cfg_defaults(c)                 every key at its SPEC 6 default (0 / "" = automatic)
- *   rl_cfg_load(c, "exp.ini")          the file, key by key; errors "exp.ini:12: [model] heads: ..."
- *   rl_cfg_set(c, "model.heads=8")     a --set override; errors "--set model.heads=x: ..."
+ *   rl_cfg_load(c, "exp.ini")          the file, key by key; errors "exp.ini:12: [model] heads:
+ * ..." rl_cfg_set(c, "model.heads=8")     a --set override; errors "--set model.heads=x: ..."
  *   rl_cfg_check(c)                    combinations that need no data (d_model % heads, ...)
  *   rl_cfg_resolve(c, task_length, task_max_length)
  *                                      automatic values made explicit (task length, max_len,
@@ -27,12 +27,12 @@
 #include "status.h"
 #include "task.h"
 
-#define RL_CFG_PATH        1024
-#define RL_CFG_NAME        128
+#define RL_CFG_PATH 1024
+#define RL_CFG_NAME 128
 #define RL_CFG_MAX_LENGTHS 32
-#define RL_CFG_MAX_SWEEP   16
-#define RL_CFG_MAX_KEYS    80
-#define RL_CFG_WHERE       160
+#define RL_CFG_MAX_SWEEP 16
+#define RL_CFG_MAX_KEYS 80
+#define RL_CFG_WHERE 160
 
 /* model.pe: input-level (none, sinusoidal, learned) or attention-level (t5, alibi, rope). */
 enum rl_cfg_pe {
@@ -48,7 +48,8 @@ struct rl_cfg_sweep_key {
     char key[64];     /* "section.key" */
     char values[512]; /* the raw list "v1, v2, ..." */
     int  n_values;
-    int  line;
+    int  line;                /* 0 when the key came from --set */
+    char where[RL_CFG_WHERE]; /* "exp.ini:12" or "--set sweep.model.pe=..." */
 };
 
 struct rl_cfg {
@@ -101,7 +102,7 @@ struct rl_cfg {
     char where[RL_CFG_MAX_KEYS][RL_CFG_WHERE];
 };
 
-void      rl_cfg_defaults(struct rl_cfg *c);
+void rl_cfg_defaults(struct rl_cfg *c);
 /* Read an INI file into c (on top of what c holds). */
 rl_status rl_cfg_load(struct rl_cfg *c, const char *path);
 /* Parse INI text; `name` stands for the file in messages. */
@@ -110,8 +111,8 @@ rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *nam
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment);
 /* Set one key from its text value; `where` names the origin in messages.  Used by
  * rl_cfg_set and by a sweep expansion (one point = the base config + one value per key). */
-rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key,
-                         const char *value, const char *where);
+rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
+                         const char *where);
 /* Combination checks that need no data. */
 rl_status rl_cfg_check(const struct rl_cfg *c);
 /* Fill the automatic values from the task (its training length and the largest length it
@@ -128,14 +129,14 @@ int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags);
 int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len);
 
 /* The pieces of the configuration other modules take. */
-void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o);
-void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,
-                         struct rl_model_config *mc);
+void        rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o);
+void        rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,
+                                struct rl_model_config *mc);
 const char *rl_cfg_pe_name(enum rl_cfg_pe pe);
 const char *rl_cfg_attention_name(enum rl_attn_kind k);
 
 /* The key table, for documentation and tools: section, key, and a one-line meaning. */
-int rl_cfg_num_keys(void);
+int  rl_cfg_num_keys(void);
 void rl_cfg_key_info(int i, const char **section, const char **key, const char **doc);
 
 #endif

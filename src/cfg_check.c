@@ -11,8 +11,8 @@
 
 /* Where the first of the named keys that was set got its value ("exp.ini:12",
  * "--set ..."), else the file: combination errors point at a line the user wrote. */
-static const char *where_of(const struct rl_cfg *c, const char *s1, const char *k1,
-                            const char *s2, const char *k2)
+static const char *where_of(const struct rl_cfg *c, const char *s1, const char *k1, const char *s2,
+                            const char *k2)
 {
     int i = rl_cfg_find_key(s1, k1), j = s2 ? rl_cfg_find_key(s2, k2) : -1;
     RL_ASSERT(i >= 0);
@@ -21,11 +21,11 @@ static const char *where_of(const struct rl_cfg *c, const char *s1, const char *
     return c->file[0] ? c->file : "(defaults)";
 }
 
-#define CHECK_FAIL(s1, k1, s2, k2, ...)                                                         \
-    do {                                                                                       \
-        char m_[512];                                                                          \
-        snprintf(m_, sizeof m_, __VA_ARGS__);                                                  \
-        RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where_of(c, s1, k1, s2, k2), s1, k1, m_);        \
+#define CHECK_FAIL(s1, k1, s2, k2, ...)                                                            \
+    do {                                                                                           \
+        char m_[512];                                                                              \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                                                      \
+        RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where_of(c, s1, k1, s2, k2), s1, k1, m_);            \
     } while (0)
 
 static rl_status check_rope(const struct rl_cfg *c)
@@ -35,7 +35,8 @@ static rl_status check_rope(const struct rl_cfg *c)
         if (!c->model.rope_dims && d % 2)
             CHECK_FAIL("model", "heads", "model", "d_model",
                        "head dim d_model/heads = %d is odd; RoPE needs it even (or an even "
-                       "rope_dims for partial rotary)", d);
+                       "rope_dims for partial rotary)",
+                       d);
         if (R % 2 || R > d)
             CHECK_FAIL("model", "rope_dims", NULL, NULL, "must be even and <= head dim %d, got %d",
                        d, R);
@@ -57,8 +58,8 @@ static rl_status check_rope(const struct rl_cfg *c)
 rl_status rl_cfg_check(const struct rl_cfg *c)
 {
     if (c->model.d_model % c->model.heads)
-        CHECK_FAIL("model", "heads", "model", "d_model", "d_model = %d is not divisible by heads = %d",
-                   c->model.d_model, c->model.heads);
+        CHECK_FAIL("model", "heads", "model", "d_model",
+                   "d_model = %d is not divisible by heads = %d", c->model.d_model, c->model.heads);
     RL_TRY(check_rope(c));
     if (c->train.batch % c->train.accumulate)
         CHECK_FAIL("train", "accumulate", "train", "batch",
@@ -68,12 +69,13 @@ rl_status rl_cfg_check(const struct rl_cfg *c)
         CHECK_FAIL("task", "path", "task", "name", "the tokens task needs path (an .npy file)");
     if (c->model.pe == RL_CFG_PE_T5) {
         /* the bucket formula divides by log(max_distance / max_exact) */
-        int exact = c->task.name == RL_TASK_LISTOPS ? c->model.t5_buckets / 4
-                                                    : c->model.t5_buckets / 2;
+        int exact =
+            c->task.name == RL_TASK_LISTOPS ? c->model.t5_buckets / 4 : c->model.t5_buckets / 2;
         if (exact < 1 || c->model.t5_max_distance <= exact)
             CHECK_FAIL("model", "t5_max_distance", "model", "t5_buckets",
                        "must exceed the exact-bucket range %d (t5_buckets = %d%s)", exact,
-                       c->model.t5_buckets, c->task.name == RL_TASK_LISTOPS ? ", bidirectional" : "");
+                       c->model.t5_buckets,
+                       c->task.name == RL_TASK_LISTOPS ? ", bidirectional" : "");
     }
     return RL_OK;
 }
@@ -122,12 +124,24 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
     const struct rl_cfg_key *k = &rl_cfg_keys[i];
     const char              *p = (const char *)c + k->off;
     switch (k->type) {
-    case RL_K_INT: snprintf(buf, len, "%d", *(const int *)p); return;
-    case RL_K_U64: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p); return;
-    case RL_K_DBL: fmt_double(buf, len, *(const double *)p); return;
-    case RL_K_BOOL: snprintf(buf, len, "%s", *(const int *)p ? "true" : "false"); return;
-    case RL_K_ENUM: snprintf(buf, len, "%s", k->names[*(const int *)p]); return;
-    case RL_K_STR: snprintf(buf, len, "%s", p); return;
+    case RL_K_INT:
+        snprintf(buf, len, "%d", *(const int *)p);
+        return;
+    case RL_K_U64:
+        snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p);
+        return;
+    case RL_K_DBL:
+        fmt_double(buf, len, *(const double *)p);
+        return;
+    case RL_K_BOOL:
+        snprintf(buf, len, "%s", *(const int *)p ? "true" : "false");
+        return;
+    case RL_K_ENUM:
+        snprintf(buf, len, "%s", k->names[*(const int *)p]);
+        return;
+    case RL_K_STR:
+        snprintf(buf, len, "%s", p);
+        return;
     case RL_K_LENGTHS: {
         size_t n = 0;
         buf[0]   = 0;
@@ -148,10 +162,10 @@ int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags)
     size_t      n    = 0;
     const char *prev = "";
     char        v[RL_CFG_PATH + 64];
-#define PUT(...)                                                                                \
-    do {                                                                                       \
-        int w_ = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__);     \
-        n += (size_t)(w_ > 0 ? w_ : 0);                                                        \
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int w_ = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__);          \
+        n += (size_t)(w_ > 0 ? w_ : 0);                                                            \
     } while (0)
     if (len) buf[0] = 0;
     PUT("# ropelab resolved configuration: every key with its effective value\n");
@@ -182,7 +196,8 @@ static void join3(char *dst, size_t cap, const char *a, const char *b, const cha
     const char *parts[3] = {a, b, c};
     size_t      n        = 0;
     for (int i = 0; i < 3; i++)
-        for (const char *p = parts[i]; *p && n + 1 < cap; p++) dst[n++] = *p;
+        for (const char *p = parts[i]; *p && n + 1 < cap; p++)
+            dst[n++] = *p;
     dst[n] = 0;
 }
 
@@ -207,9 +222,11 @@ static int read_pairs(const char *text, struct kv *kv, int max)
             join3(section, sizeof section, line + 1, "", "");
         } else if (eq && line[0] != '#' && line[0] != ';') {
             char *k = line, *v = eq + 1;
-            *eq     = 0;
-            while (*v == ' ') v++;
-            for (char *t = eq - 1; t >= k && *t == ' '; t--) *t = 0;
+            *eq = 0;
+            while (*v == ' ')
+                v++;
+            for (char *t = eq - 1; t >= k && *t == ' '; t--)
+                *t = 0;
             if (!strcmp(section, "experiment") && is_runtime_key(section, k)) continue;
             join3(kv[n].key, sizeof kv[n].key, section, ".", k);
             join3(kv[n].value, sizeof kv[n].value, v, "", "");
@@ -267,29 +284,29 @@ void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_cl
     memset(mc, 0, sizeof *mc);
     mc->vocab = vocab, mc->d_model = c->model.d_model, mc->heads = c->model.heads;
     mc->layers = c->model.layers, mc->n_classes = n_classes;
-    mc->input_pe = c->model.pe == RL_CFG_PE_SINUSOIDAL ? RL_INPUT_PE_SINUSOIDAL
-                   : c->model.pe == RL_CFG_PE_LEARNED  ? RL_INPUT_PE_LEARNED
-                                                       : RL_INPUT_PE_NONE;
-    mc->max_len      = c->model.max_len;
-    mc->t5_per_layer = c->model.t5_per_layer;
+    mc->input_pe           = c->model.pe == RL_CFG_PE_SINUSOIDAL ? RL_INPUT_PE_SINUSOIDAL
+                             : c->model.pe == RL_CFG_PE_LEARNED  ? RL_INPUT_PE_LEARNED
+                                                                 : RL_INPUT_PE_NONE;
+    mc->max_len            = c->model.max_len;
+    mc->t5_per_layer       = c->model.t5_per_layer;
     struct rl_attn_opts *a = &mc->attn;
     rl_attn_opts_default(a);
-    a->kind   = c->model.attention;
-    a->fmap   = c->model.feature_map;
-    a->pe     = c->model.pe == RL_CFG_PE_ROPE ? RL_ATTN_PE_ROPE
-                : c->model.pe == RL_CFG_PE_T5 ? RL_ATTN_PE_T5
-                : c->model.pe == RL_CFG_PE_ALIBI ? RL_ATTN_PE_ALIBI
-                                                 : RL_ATTN_PE_NONE;
-    a->causal = causal;
-    a->eps    = (float)c->model.eps;
+    a->kind      = c->model.attention;
+    a->fmap      = c->model.feature_map;
+    a->pe        = c->model.pe == RL_CFG_PE_ROPE    ? RL_ATTN_PE_ROPE
+                   : c->model.pe == RL_CFG_PE_T5    ? RL_ATTN_PE_T5
+                   : c->model.pe == RL_CFG_PE_ALIBI ? RL_ATTN_PE_ALIBI
+                                                    : RL_ATTN_PE_NONE;
+    a->causal    = causal;
+    a->eps       = (float)c->model.eps;
     a->rope.base = c->model.rope_base, a->rope.layout = c->model.rope_layout;
     a->rope.dims = c->model.rope_dims, a->rope.scale = c->model.rope_scale;
-    a->rope.ntk  = c->model.rope_ntk;
+    a->rope.ntk         = c->model.rope_ntk;
     a->rope_place       = c->model.rope_place;
     a->rope_denominator = c->model.rope_denominator;
     a->t5_buckets       = c->model.t5_buckets;
     a->t5_max_distance  = c->model.t5_max_distance;
     /* alibi_scan is a preference: it applies where the scan exists (causal linear ALiBi) */
-    a->alibi_scan = c->model.alibi_scan && a->pe == RL_ATTN_PE_ALIBI && causal &&
-                    a->kind == RL_ATTN_LINEAR;
+    a->alibi_scan =
+        c->model.alibi_scan && a->pe == RL_ATTN_PE_ALIBI && causal && a->kind == RL_ATTN_LINEAR;
 }

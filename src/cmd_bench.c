@@ -5,6 +5,7 @@
 #include "attn.h"
 #include "cli.h"
 #include "gemm.h"
+#include "train.h"
 #include "util.h"
 
 #include <math.h>
@@ -32,7 +33,10 @@ static const char bench_usage[] =
     "  --mem-gb G                      skip a point predicted to need more than G GiB (default 4)\n"
     "  --threads N                     threads (default OMP_NUM_THREADS or all cores)\n"
     "  --out DIR                       write DIR/bench_attn.csv (default: no CSV)\n"
-    "  --train                         training throughput (tokens/s) instead of kernels\n"
+    "  --train                         training throughput instead: vocab 64, D 128, 4 heads,\n"
+    "                                  2 layers, causal, RoPE, 4096 tokens/update, N = 256 and\n"
+    "                                  4096, softmax and linear elu1 (with --steps S, --warmup W,\n"
+    "                                  --threads N, --out DIR for DIR/bench_train.csv)\n"
     "  -h, --help                      this help\n";
 
 struct bench_cfg {
@@ -195,6 +199,36 @@ static double predicted_bytes(const struct rl_attn_opts *o, double N, int H, int
 
 static int bench_kernels(int argc, char **argv);
 
+/* `ropelab bench --train [--threads N] [--steps S] [--warmup W] [--out DIR]` */
+static int bench_train(int argc, char **argv)
+{
+    int         threads = 0, steps = 10, warmup = 2;
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int         e = 0;
+        if (!strcmp(a, "--train")) continue;
+        if (!(v = rl_opt_value("bench", argc, argv, &i))) return RL_EXIT_USAGE;
+        if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
+        else if (!strcmp(a, "--steps")) e = rl_parse_int("bench", a, v, 1, 100000, &steps);
+        else if (!strcmp(a, "--warmup")) e = rl_parse_int("bench", a, v, 0, 100000, &warmup);
+        else if (!strcmp(a, "--out")) out = v;
+        else return rl_usage_error("bench", "unknown option '%s' with --train", a);
+        if (e) return RL_EXIT_USAGE;
+    }
+    rl_init(threads);
+    char csv[4096];
+    if (out) {
+        snprintf(csv, sizeof csv, "%s/bench_train.csv", out);
+        if (rl_mkdir_p(out) != RL_OK) {
+            fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
+            return RL_EXIT_FAIL;
+        }
+    }
+    printf("# ropelab bench --train: threads=%d BLIS=%s\n", rl_threads_get(), rl_blis_arch());
+    return rl_bench_train(stdout, warmup, steps, out ? csv : NULL) ? RL_EXIT_FAIL : RL_EXIT_OK;
+}
+
 int rl_cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -202,10 +236,7 @@ int rl_cmd_bench(int argc, char **argv)
             fputs(bench_usage, stdout);
             return RL_EXIT_OK;
         }
-        if (!strcmp(argv[i], "--train")) {
-            fprintf(stderr, "ropelab bench: --train: not built yet\n");
-            return RL_EXIT_FAIL;
-        }
+        if (!strcmp(argv[i], "--train")) return bench_train(argc, argv);
     }
     return bench_kernels(argc, argv);
 }

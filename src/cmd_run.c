@@ -63,8 +63,8 @@ static int parse_args(struct run_args *a, int argc, char **argv)
         } else if (o[0] == '-' && o[1]) {
             return rl_usage_error("run", "unknown option '%s'", o);
         } else if (a->ini) {
-            return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'",
-                                  a->ini, o);
+            return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
+                                  o);
         } else {
             a->ini = o;
         }
@@ -78,17 +78,18 @@ static int load_config(struct rl_cfg *c, const struct run_args *a)
 {
     rl_cfg_defaults(c);
     rl_status st = rl_cfg_load(c, a->ini);
-    for (int i = 0; st == RL_OK && i < a->n_set; i++) st = rl_cfg_set(c, a->set[i]);
+    for (int i = 0; st == RL_OK && i < a->n_set; i++)
+        st = rl_cfg_set(c, a->set[i]);
     if (st == RL_OK && a->out) st = rl_cfg_set_key(c, "experiment", "out", a->out, "--out");
     if (st == RL_OK && c->sweep.n_keys)
         st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
-                             "%s:%d: [sweep] %s: sweeps are not supported by this build yet; run "
-                             "one point at a time with --set", c->file, c->sweep.keys[0].line,
-                             c->sweep.keys[0].key);
+                             "%s: [sweep] %s: sweeps are not supported by this build yet; run "
+                             "one point at a time with --set",
+                             c->sweep.keys[0].where, c->sweep.keys[0].key);
     if (st == RL_OK) st = rl_cfg_check(c);
     if (st == RL_OK) return RL_EXIT_OK;
     fprintf(stderr, "ropelab: %s\n", rl_last_error());
-    return st == RL_EIO ? RL_EXIT_FAIL : RL_EXIT_USAGE;
+    return RL_EXIT_USAGE;
 }
 
 int rl_cmd_run(int argc, char **argv)
@@ -115,8 +116,8 @@ int rl_cmd_run(int argc, char **argv)
     if (rc == RL_EXIT_OK) {
         char dir[2 * RL_CFG_PATH];
         snprintf(dir, sizeof dir, "%s/%s", c->experiment.out, c->experiment.name);
-        struct rl_train_opts o = {.resume = a.resume, .log = a.quiet ? NULL : stdout,
-                                  .table = stdout};
+        struct rl_train_opts o = {
+            .resume = a.resume, .log = a.quiet ? NULL : stdout, .table = stdout};
         struct rl_train_result r;
         rl_status              st = rl_train_run(c, task, dir, &o, &r);
         if (st != RL_OK) {

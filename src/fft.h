@@ -8,9 +8,10 @@
  * reaches the N outputs used) with double-precision real transforms (r2c / c2r).
  *
  * An rl_fft_conv works on `cols` columns at once, each of length L and contiguous
- * (column c of the real buffer starts at buf + c*L; rows 0..N-1 are the data, the
- * helpers zero the padding): one batched FFTW plan (fftw_plan_many_dft_r2c) serves all
- * columns.  It has two spectrum slots so that the backward can keep the spectrum of x
+ * (column c of the input buffer starts at buf + c*L; rows 0..N-1 are the data, rows
+ * N..L-1 are the zero padding, which callers never write; results go to a separate
+ * output buffer of the same layout): one batched FFTW plan (fftw_plan_many_dft_r2c)
+ * serves all columns.  It has two spectrum slots so that the backward can keep the spectrum of x
  * while it transforms dy.  Plans are FFTW_ESTIMATE (deterministic) and are created and
  * destroyed under a process-wide lock, because FFTW's planner is not thread-safe;
  * executing them is.  One rl_fft_conv is used by one thread at a time. */
@@ -28,19 +29,20 @@ rl_status rl_fft_conv_create(rl_fft_conv **out, int N, int cols);
 void      rl_fft_conv_free(rl_fft_conv *c);
 
 int     rl_fft_conv_length(const rl_fft_conv *c); /* L */
-double *rl_fft_conv_buf(rl_fft_conv *c);          /* real, cols x L, column-contiguous */
+double *rl_fft_conv_buf(rl_fft_conv *c); /* input, cols x L: write rows 0..N-1 of each column */
+double *rl_fft_conv_out(rl_fft_conv *c); /* output, cols x L: read rows 0..N-1 */
 
 /* Kernel spectrum of T from E (2N-1); stored scaled by 1/L (FFTW is unnormalised). */
 void rl_fft_conv_set_kernel(rl_fft_conv *c, const double *E, int causal);
 
-/* buf <- T buf (transpose = 0) or T^T buf (transpose = 1), every column: rows 0..N-1 in,
- * rows 0..N-1 out (the padding rows are overwritten).  Uses spectrum slot 0. */
+/* out <- T buf (transpose = 0) or T^T buf (transpose = 1), every column, rows 0..N-1.
+ * Uses spectrum slot 0; buf is kept. */
 void rl_fft_conv_apply(rl_fft_conv *c, int transpose);
 
 /* The steps of apply, for callers that keep a spectrum (slot 0 or 1):
- *   r2c: zero the padding rows of buf, slot <- FFT(buf)
+ *   r2c: slot <- FFT(buf)
  *   mul: slot dst <- H * slot src (transpose: conj(H) *), dst may equal src
- *   c2r: buf <- IFFT(slot) (destroys the slot) */
+ *   c2r: out <- IFFT(slot) (destroys the slot) */
 void rl_fft_conv_r2c(rl_fft_conv *c, int slot);
 void rl_fft_conv_mul(rl_fft_conv *c, int dst, int src, int transpose);
 void rl_fft_conv_c2r(rl_fft_conv *c, int slot);

@@ -24,7 +24,8 @@ static int peek(const struct parser *p)
 
 static void skip_ws(struct parser *p)
 {
-    for (int c = peek(p); c == ' ' || c == '\t' || c == '\n' || c == '\r'; c = peek(p)) p->pos++;
+    for (int c = peek(p); c == ' ' || c == '\t' || c == '\n' || c == '\r'; c = peek(p))
+        p->pos++;
 }
 
 #define PFAIL(p, ...)                                                                              \
@@ -71,10 +72,14 @@ static int hex4(const struct parser *p, size_t at, unsigned *u)
     if (at > p->len || p->len - at < 4) return 0;
     for (int i = 0; i < 4; i++) {
         int c = (unsigned char)p->s[at + (size_t)i], d;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        else return 0;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return 0;
         *u = (*u << 4) | (unsigned)d;
     }
     return 1;
@@ -118,7 +123,7 @@ static rl_status parse_escape(struct parser *p, char *o, size_t *n)
     int c = peek(p);
     p->pos++;
     const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
-    const char *e    = c > 0 ? strchr(from, c) : NULL;
+    const char *e = c > 0 ? strchr(from, c) : NULL;
     if (e) {
         o[0] = to[e - from];
         *n   = 1;
@@ -136,7 +141,8 @@ static rl_status parse_string(struct parser *p, char **out, size_t *out_len)
 {
     p->pos++;
     size_t start = p->pos, end = start;
-    while (end < p->len && p->s[end] != '"') end += p->s[end] == '\\' ? 2 : 1;
+    while (end < p->len && p->s[end] != '"')
+        end += p->s[end] == '\\' ? 2 : 1;
     if (end >= p->len) PFAIL(p, "unterminated string");
     char *buf = malloc(end - start + 1);
     if (!buf) RL_FAIL(RL_ENOMEM, "JSON: out of memory");
@@ -168,7 +174,8 @@ static rl_status parse_string(struct parser *p, char **out, size_t *out_len)
 static size_t digits(struct parser *p)
 {
     size_t n = 0;
-    for (int c = peek(p); c >= '0' && c <= '9'; c = peek(p)) p->pos++, n++;
+    for (int c = peek(p); c >= '0' && c <= '9'; c = peek(p))
+        p->pos++, n++;
     return n;
 }
 
@@ -177,8 +184,10 @@ static rl_status parse_number(struct parser *p, struct rl_json *v)
     size_t start = p->pos;
     int    frac  = 0;
     if (peek(p) == '-') p->pos++;
-    if (peek(p) == '0') p->pos++;
-    else if (digits(p) == 0) PFAIL(p, "bad number");
+    if (peek(p) == '0')
+        p->pos++;
+    else if (digits(p) == 0)
+        PFAIL(p, "bad number");
     if (peek(p) >= '0' && peek(p) <= '9') PFAIL(p, "leading zero in number");
     if (peek(p) == '.') {
         p->pos++, frac = 1;
@@ -197,10 +206,10 @@ static rl_status parse_number(struct parser *p, struct rl_json *v)
     v->type   = RL_JSON_NUMBER;
     v->number = strtod(tmp, NULL);
     if (!frac) {
-        errno      = 0;
+        errno       = 0;
         long long i = strtoll(tmp, NULL, 10);
-        v->is_int  = errno == 0;
-        v->integer = v->is_int ? (int64_t)i : 0;
+        v->is_int   = errno == 0;
+        v->integer  = v->is_int ? (int64_t)i : 0;
     }
     free(tmp);
     return RL_OK;
@@ -280,29 +289,41 @@ static rl_status parse_value(struct parser *p, struct rl_json *v)
 {
     skip_ws(p);
     switch (peek(p)) {
-    case '{': return parse_container(p, v, 1);
-    case '[': return parse_container(p, v, 0);
-    case '"': v->type = RL_JSON_STRING; return parse_string(p, &v->string, &v->len);
-    case 't': v->type = RL_JSON_TRUE; return expect_word(p, "true");
-    case 'f': v->type = RL_JSON_FALSE; return expect_word(p, "false");
-    case 'n': v->type = RL_JSON_NULL; return expect_word(p, "null");
-    case -1: PFAIL(p, "unexpected end of text");
-    default: return parse_number(p, v);
+    case '{':
+        return parse_container(p, v, 1);
+    case '[':
+        return parse_container(p, v, 0);
+    case '"':
+        v->type = RL_JSON_STRING;
+        return parse_string(p, &v->string, &v->len);
+    case 't':
+        v->type = RL_JSON_TRUE;
+        return expect_word(p, "true");
+    case 'f':
+        v->type = RL_JSON_FALSE;
+        return expect_word(p, "false");
+    case 'n':
+        v->type = RL_JSON_NULL;
+        return expect_word(p, "null");
+    case -1:
+        PFAIL(p, "unexpected end of text");
+    default:
+        return parse_number(p, v);
     }
 }
 
 rl_status rl_json_parse(struct rl_json **out, const char *text, size_t len)
 {
-    *out             = NULL;
-    struct parser p  = {text, len, 0, 0};
+    *out              = NULL;
+    struct parser   p = {text, len, 0, 0};
     struct rl_json *v = calloc(1, sizeof *v);
     if (!v) RL_FAIL(RL_ENOMEM, "JSON: out of memory");
     rl_status st = parse_value(&p, v);
     if (st == RL_OK) {
         skip_ws(&p);
         if (p.pos < p.len)
-            st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
-                                 "JSON: trailing text at byte %zu", p.pos);
+            st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "JSON: trailing text at byte %zu",
+                                 p.pos);
     }
     if (st != RL_OK) {
         rl_json_free(v);
@@ -337,10 +358,7 @@ const char *rl_json_type_name(enum rl_json_type t)
 
 /* --- writer ------------------------------------------------------------------------- */
 
-void rl_json_buf_init(struct rl_json_buf *b)
-{
-    memset(b, 0, sizeof *b);
-}
+void rl_json_buf_init(struct rl_json_buf *b) { memset(b, 0, sizeof *b); }
 
 void rl_json_buf_free(struct rl_json_buf *b)
 {
@@ -353,7 +371,8 @@ static int reserve(struct rl_json_buf *b, size_t extra)
     if (b->failed) return 0;
     if (b->len + extra + 1 <= b->cap) return 1;
     size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + extra + 1) nc *= 2;
+    while (nc < b->len + extra + 1)
+        nc *= 2;
     char *p = realloc(b->p, nc);
     if (!p) return b->failed = 1, 0;
     b->p = p, b->cap = nc;
@@ -368,10 +387,7 @@ void rl_json_buf_append(struct rl_json_buf *b, const char *s, size_t n)
     b->p[b->len] = 0;
 }
 
-void rl_json_buf_puts(struct rl_json_buf *b, const char *s)
-{
-    rl_json_buf_append(b, s, strlen(s));
-}
+void rl_json_buf_puts(struct rl_json_buf *b, const char *s) { rl_json_buf_append(b, s, strlen(s)); }
 
 void rl_json_buf_printf(struct rl_json_buf *b, const char *fmt, ...)
 {
@@ -394,9 +410,12 @@ size_t rl_json_escape(char *dst, size_t cap, const char *src, size_t n)
         char          e[8];
         size_t        k = 0;
         const char   *m = strchr("\"\\\b\f\n\r\t", c);
-        if (c && m) e[0] = '\\', e[1] = "\"\\bfnrt"[m - "\"\\\b\f\n\r\t"], k = 2;
-        else if (c < 0x20) k = (size_t)snprintf(e, sizeof e, "\\u%04x", c);
-        else e[0] = (char)c, k = 1;
+        if (c && m)
+            e[0] = '\\', e[1] = "\"\\bfnrt"[m - "\"\\\b\f\n\r\t"], k = 2;
+        else if (c < 0x20)
+            k = (size_t)snprintf(e, sizeof e, "\\u%04x", c);
+        else
+            e[0] = (char)c, k = 1;
         for (size_t t = 0; t < k; t++, out++)
             if (cap && out < cap - 1) dst[out] = e[t];
     }
@@ -417,6 +436,8 @@ void rl_json_buf_string(struct rl_json_buf *b, const char *s, size_t n)
 
 void rl_json_buf_number(struct rl_json_buf *b, double x)
 {
-    if (!isfinite(x)) rl_json_buf_puts(b, "null");
-    else rl_json_buf_printf(b, "%.17g", x);
+    if (!isfinite(x))
+        rl_json_buf_puts(b, "null");
+    else
+        rl_json_buf_printf(b, "%.17g", x);
 }

@@ -33,14 +33,14 @@ enum rl_json_type {
 
 struct rl_json {
     enum rl_json_type type;
-    double            number;  /* NUMBER */
-    int               is_int;  /* NUMBER written as an integer (no fraction/exponent) that fits int64 */
-    int64_t           integer; /* NUMBER with is_int */
-    char             *string;  /* STRING: decoded UTF-8, NUL-terminated (may hold NULs: see len) */
-    size_t            len;     /* STRING: bytes in string */
-    int               n;       /* ARRAY/OBJECT: number of children */
-    struct rl_json   *items;   /* ARRAY/OBJECT: children */
-    char            **keys;    /* OBJECT: key of each child, decoded, NUL-terminated */
+    double            number; /* NUMBER */
+    int     is_int;        /* NUMBER written as an integer (no fraction/exponent) that fits int64 */
+    int64_t integer;       /* NUMBER with is_int */
+    char   *string;        /* STRING: decoded UTF-8, NUL-terminated (may hold NULs: see len) */
+    size_t  len;           /* STRING: bytes in string */
+    int     n;             /* ARRAY/OBJECT: number of children */
+    struct rl_json *items; /* ARRAY/OBJECT: children */
+    char          **keys;  /* OBJECT: key of each child, decoded, NUL-terminated */
 };
 
 /* Parse text[0 .. len).  On success *out owns the tree (free with rl_json_free). */
@@ -50,12 +50,12 @@ void      rl_json_free(struct rl_json *j);
 /* Member of an object by key (first match), NULL if absent or j is not an object. */
 const struct rl_json *rl_json_get(const struct rl_json *j, const char *key);
 /* Index of a duplicated key in an object, or -1 if all keys are distinct. */
-int rl_json_has_duplicate_keys(const struct rl_json *j);
+int         rl_json_has_duplicate_keys(const struct rl_json *j);
 const char *rl_json_type_name(enum rl_json_type t);
 
 /* Writer. */
 struct rl_json_buf {
-    char  *p;      /* NUL-terminated text (NULL until the first append) */
+    char  *p; /* NUL-terminated text (NULL until the first append) */
     size_t len, cap;
     int    failed; /* an allocation failed: the text is incomplete */
 };

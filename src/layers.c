@@ -7,7 +7,17 @@
 #include <math.h>
 #include <string.h>
 
-#define COL_BLOCK 32 /* columns per task in column reductions (128 bytes of floats) */
+/* Column reductions (bias and LayerNorm parameter gradients) stream the rows in order with
+ * one accumulator per column: each thread owns a contiguous chunk of at most COL_MAX
+ * columns, so every column is summed in row order whatever the thread count. */
+#define COL_MAX 1024
+
+static int col_chunk(int C)
+{
+    int w = (C + rl_threads_get() - 1) / rl_threads_get();
+    w     = (w + 15) & ~15;
+    return w < 16 ? 16 : w > COL_MAX ? COL_MAX : w;
+}
 
 /* --- embedding ---------------------------------------------------------------------- */
 
@@ -20,7 +30,8 @@ void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const fl
         const float *e = wte + (size_t)tok[t] * C;
         const float *p = pos ? pos + (t % N) * C : NULL;
         if (p)
-            for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
+            for (int c = 0; c < C; c++)
+                o[c] = e[c] + p[c];
         else
             memcpy(o, e, (size_t)C * sizeof *o);
     }
@@ -33,10 +44,12 @@ void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_
     for (long t = 0; t < (long)B * N; t++) {
         const float *g = dout + t * C;
         float       *e = dwte + (size_t)tok[t] * C;
-        for (int c = 0; c < C; c++) e[c] += g[c];
+        for (int c = 0; c < C; c++)
+            e[c] += g[c];
         if (dpos) {
             float *p = dpos + (t % N) * C;
-            for (int c = 0; c < C; c++) p[c] += g[c];
+            for (int c = 0; c < C; c++)
+                p[c] += g[c];
         }
     }
 }
@@ -45,72 +58,99 @@ void rl_sinusoid_table(float *p, int N, int C)
 {
     for (int m = 0; m < N; m++)
         for (int c = 0; c < C; c++) {
-            int    t     = c / 2;
-            double angle = m / pow(10000.0, 2.0 * t / C);
+            int    t             = c / 2;
+            double angle         = m / pow(10000.0, 2.0 * t / C);
             p[(size_t)m * C + c] = (float)(c % 2 ? cos(angle) : sin(angle));
         }
 }
 
 /* --- LayerNorm ---------------------------------------------------------------------- */
 
+/* one row: out = (x - mean) * rstd * w + b; returns mean and rstd */
+RL_SIMD_CLONES
+static void layernorm_row(float *o, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, int C)
+{
+    float s = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int c = 0; c < C; c++)
+        s += x[c];
+    const float mu = s / (float)C;
+#pragma omp simd reduction(+ : v)
+    for (int c = 0; c < C; c++)
+        v += (x[c] - mu) * (x[c] - mu);
+    const float r = 1.0f / sqrtf(v / (float)C + RL_LN_EPS);
+#pragma omp simd
+    for (int c = 0; c < C; c++)
+        o[c] = (x[c] - mu) * r * w[c] + b[c];
+    *mean = mu;
+    *rstd = r;
+}
+
 void rl_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, int T, int C)
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++) {
-        const float *xr = x + (size_t)t * C;
-        float       *o  = out + (size_t)t * C;
-        float        s = 0.0f, v = 0.0f;
-        for (int c = 0; c < C; c++) s += xr[c];
-        const float mu = s / (float)C;
-        for (int c = 0; c < C; c++) v += (xr[c] - mu) * (xr[c] - mu);
-        const float r = 1.0f / sqrtf(v / (float)C + RL_LN_EPS);
-        for (int c = 0; c < C; c++) o[c] = (xr[c] - mu) * r * w[c] + b[c];
-        mean[t] = mu;
-        rstd[t] = r;
-    }
+    for (int t = 0; t < T; t++)
+        layernorm_row(out + (size_t)t * C, mean + t, rstd + t, x + (size_t)t * C, w, b, C);
 }
 
 /* dw[c] += sum_t dout[t,c] xhat[t,c];  db[c] += sum_t dout[t,c]  (column blocks) */
+RL_SIMD_CLONES
+static void ln_grad_row(float *aw, float *ab, const float *g, const float *x, float mu, float r,
+                        int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) {
+        aw[c] += g[c] * (x[c] - mu) * r;
+        ab[c] += g[c];
+    }
+}
+
+/* dw[c] += sum_t dout[t,c] xhat[t,c];  db[c] += sum_t dout[t,c]  (rows in order) */
 static void layernorm_param_grads(float *dw, float *db, const float *dout, const float *x,
                                   const float *mean, const float *rstd, int T, int C)
 {
-    const int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+    const int w = col_chunk(C), nblk = (C + w - 1) / w;
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (int blk = 0; blk < nblk; blk++) {
-        const int c0 = blk * COL_BLOCK, c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
-        float     aw[COL_BLOCK] = {0}, ab[COL_BLOCK] = {0};
-        for (int t = 0; t < T; t++) {
-            const float *g = dout + (size_t)t * C, *xr = x + (size_t)t * C;
-            for (int c = c0; c < c1; c++) {
-                aw[c - c0] += g[c] * (xr[c] - mean[t]) * rstd[t];
-                ab[c - c0] += g[c];
-            }
-        }
-        for (int c = c0; c < c1; c++) dw[c] += aw[c - c0], db[c] += ab[c - c0];
+        const int c0 = blk * w, n = c0 + w < C ? w : C - c0;
+        float     aw[COL_MAX] = {0}, ab[COL_MAX] = {0};
+        for (int t = 0; t < T; t++)
+            ln_grad_row(aw, ab, dout + (size_t)t * C + c0, x + (size_t)t * C + c0, mean[t],
+                        rstd[t], n);
+        for (int c = 0; c < n; c++)
+            dw[c0 + c] += aw[c], db[c0 + c] += ab[c];
     }
+}
+
+/* forward: out = xhat * w + b, xhat = (x - mean) * rstd.  With gh = dout * w:
+ * dx = rstd * (gh - mean_c(gh) - xhat * mean_c(gh * xhat))   (added to d) */
+RL_SIMD_CLONES
+static void layernorm_backward_row(float *d, const float *g, const float *x, float mu, float r,
+                                   const float *w, int C)
+{
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+    for (int c = 0; c < C; c++) {
+        float gh = g[c] * w[c];
+        s1 += gh;
+        s2 += gh * (x[c] - mu) * r;
+    }
+    s1 /= (float)C;
+    s2 /= (float)C;
+#pragma omp simd
+    for (int c = 0; c < C; c++)
+        d[c] += r * (g[c] * w[c] - s1 - (x[c] - mu) * r * s2);
 }
 
 void rl_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *mean, const float *rstd, const float *w, int T, int C)
 {
-    /* forward: out = xhat * w + b, xhat = (x - mean) * rstd.  With gh = dout * w:
-     * dx = rstd * (gh - mean_c(gh) - xhat * mean_c(gh * xhat)) */
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++) {
-        const float *g = dout + (size_t)t * C, *xr = x + (size_t)t * C;
-        float       *d = dx + (size_t)t * C;
-        const float  mu = mean[t], r = rstd[t];
-        float        s1 = 0.0f, s2 = 0.0f;
-        for (int c = 0; c < C; c++) {
-            float gh = g[c] * w[c];
-            s1 += gh;
-            s2 += gh * (xr[c] - mu) * r;
-        }
-        s1 /= (float)C;
-        s2 /= (float)C;
-        for (int c = 0; c < C; c++) d[c] += r * (g[c] * w[c] - s1 - (xr[c] - mu) * r * s2);
-    }
+    for (int t = 0; t < T; t++)
+        layernorm_backward_row(dx + (size_t)t * C, dout + (size_t)t * C, x + (size_t)t * C, mean[t],
+                               rstd[t], w, C);
     layernorm_param_grads(dw, db, dout, x, mean, rstd, T, C);
 }
 
@@ -124,7 +164,8 @@ void rl_linear_forward(float *out, const float *x, const float *W, const float *
         for (int t = 0; t < T; t++) {
             float *o = out + (size_t)t * OC;
             if (accumulate)
-                for (int j = 0; j < OC; j++) o[j] += b[j];
+                for (int j = 0; j < OC; j++)
+                    o[j] += b[j];
             else
                 memcpy(o, b, (size_t)OC * sizeof *o);
         }
@@ -134,18 +175,25 @@ void rl_linear_forward(float *out, const float *x, const float *W, const float *
              out, OC);
 }
 
+RL_SIMD_CLONES
+static void add_row(float *acc, const float *r, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        acc[c] += r[c];
+}
+
 void rl_colsum_add(float *db, const float *x, int T, int C)
 {
-    const int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+    const int w = col_chunk(C), nblk = (C + w - 1) / w;
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (int blk = 0; blk < nblk; blk++) {
-        const int c0 = blk * COL_BLOCK, c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
-        float     acc[COL_BLOCK] = {0};
-        for (int t = 0; t < T; t++) {
-            const float *r = x + (size_t)t * C;
-            for (int c = c0; c < c1; c++) acc[c - c0] += r[c];
-        }
-        for (int c = c0; c < c1; c++) db[c] += acc[c - c0];
+        const int c0 = blk * w, n = c0 + w < C ? w : C - c0;
+        float     acc[COL_MAX] = {0};
+        for (int t = 0; t < T; t++)
+            add_row(acc, x + (size_t)t * C + c0, n);
+        for (int c = 0; c < n; c++)
+            db[c0 + c] += acc[c];
     }
 }
 
@@ -166,27 +214,50 @@ void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, cons
 #define GELU_S 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
+/* g = gelu(h + b) for one row, keeping h + b in h.  The exact identity
+ * 0.5 x (1 + tanh u) = x / (1 + exp(-2u)) needs one exp and no select (a float select is a
+ * branch under GCC's default -ftrapping-math and would keep the loop scalar); x -> -inf
+ * gives x / inf = -0, x -> +inf gives x / 1. */
+RL_SIMD_CLONES
+static void bias_gelu_row(float *g, float *h, const float *b, int C)
+{
+#pragma omp simd
+    for (int c = 0; c < C; c++) {
+        float x = h[c] + b[c];
+        float u = GELU_S * (x + GELU_A * x * x * x);
+        h[c]    = x;
+        g[c]    = x / (1.0f + rl_expf_inline(-2.0f * u));
+    }
+}
+
+RL_SIMD_CLONES
+static void gelu_row(float *g, const float *h, int C)
+{
+#pragma omp simd
+    for (int c = 0; c < C; c++) {
+        float x = h[c];
+        float u = GELU_S * (x + GELU_A * x * x * x);
+        g[c]    = x / (1.0f + rl_expf_inline(-2.0f * u));
+    }
+}
+
 void rl_bias_gelu_forward(float *g, float *h, const float *b, int T, int C)
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (int t = 0; t < T; t++) {
-        float *hr = h + (size_t)t * C, *gr = g + (size_t)t * C;
-#pragma omp simd
-        for (int c = 0; c < C; c++) {
-            float x = b ? hr[c] + b[c] : hr[c];
-            float u = GELU_S * (x + GELU_A * x * x * x);
-            hr[c]   = x;
-            /* 0.5 x (1 + tanh u) = x / (1 + exp(-2u)) */
-            gr[c] = x / (1.0f + rl_expf_inline(-2.0f * u));
-        }
+        if (b)
+            bias_gelu_row(g + (size_t)t * C, h + (size_t)t * C, b, C);
+        else
+            gelu_row(g + (size_t)t * C, h + (size_t)t * C, C);
     }
 }
 
-void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n)
+/* forward: g = x sig, sig = sigmoid(2u), u = S (x + A x^3)
+ * dg/dx = sig + x sig (1 - sig) 2 S (1 + 3 A x^2) */
+RL_SIMD_CLONES
+static void gelu_backward_chunk(float *dh, const float *dg, const float *h, size_t n)
 {
-    /* forward: g = x sig, sig = sigmoid(2u), u = S (x + A x^3)
-     * dg/dx = sig + x sig (1 - sig) 2 S (1 + 3 A x^2) */
-#pragma omp parallel for simd schedule(static) num_threads(rl_threads_get())
+#pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float x   = h[i];
         float u   = GELU_S * (x + GELU_A * x * x * x);
@@ -196,10 +267,22 @@ void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n)
     }
 }
 
+#define GELU_CHUNK 4096
+
+void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n)
+{
+    const long nchunk = (long)((n + GELU_CHUNK - 1) / GELU_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
+    for (long k = 0; k < nchunk; k++) {
+        size_t i0 = (size_t)k * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+        gelu_backward_chunk(dh + i0, dg + i0, h + i0, len);
+    }
+}
+
 /* --- heads layout ------------------------------------------------------------------- */
 
-void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B,
-                    int N, int H, int d)
+void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
+                    int H, int d)
 {
     const int C = H * d;
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
@@ -263,7 +346,8 @@ void rl_meanpool_forward(float *out, const float *x, int B, int N, int C)
     for (int b = 0; b < B; b++)
         for (int c = 0; c < C; c++) {
             double s = 0.0;
-            for (int n = 0; n < N; n++) s += (double)x[((size_t)b * N + n) * C + c];
+            for (int n = 0; n < N; n++)
+                s += (double)x[((size_t)b * N + n) * C + c];
             out[(size_t)b * C + c] = (float)(s / N);
         }
 }
@@ -279,13 +363,16 @@ void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C)
 
 /* --- softmax + cross-entropy -------------------------------------------------------- */
 
+RL_SIMD_CLONES
 static float row_lse(const float *l, int V)
 {
     float mx = l[0];
-    for (int j = 1; j < V; j++) mx = l[j] > mx ? l[j] : mx;
+    for (int j = 1; j < V; j++)
+        mx = l[j] > mx ? l[j] : mx;
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-    for (int j = 0; j < V; j++) s += rl_expf_inline(l[j] - mx);
+    for (int j = 0; j < V; j++)
+        s += rl_expf_inline(l[j] - mx);
     return mx + logf(s);
 }
 
@@ -332,7 +419,8 @@ void rl_softmax_ce_backward(float *dlogits, const float *logits, const float *ls
         }
         const float m = lse[r];
 #pragma omp simd
-        for (int j = 0; j < V; j++) d[j] = scale * rl_expf_inline(l[j] - m);
+        for (int j = 0; j < V; j++)
+            d[j] = scale * rl_expf_inline(l[j] - m);
         d[targets[r]] -= scale;
     }
 }

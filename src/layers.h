@@ -59,8 +59,8 @@ void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n);
 /* --- heads layout ----------------------------------------------------------------------
  * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias
  * (3C) -> q, k, v each (B, H, N, d) with d = C/H (head h = features h*d .. h*d+d-1). */
-void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B,
-                    int N, int H, int d);
+void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
+                    int H, int d);
 /* dqkv (T, 3C) = the inverse gather of dq, dk, dv (overwrites). */
 void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int N,
                      int H, int d);

@@ -33,7 +33,7 @@ src_libropelab_la_SOURCES += \
 src_libropelab_la_SOURCES += \
 	%D%/rng.c %D%/rng.h %D%/json.c %D%/json.h \
 	%D%/layers.c %D%/layers.h %D%/model.c \
-	%D%/adamw.c %D%/adamw.h
+	%D%/adamw.c %D%/adamw.h %D%/checkpoint.c %D%/checkpoint.h
 
 ## --- tasks ---
 src_libropelab_la_SOURCES += \

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NAME_LEN   64
-#define MAX_PLANS  8
+#define NAME_LEN 64
+#define MAX_PLANS 8
 
 struct block_view { /* pointers into params or grads */
     float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
@@ -39,10 +39,10 @@ struct block_acts {
 };
 
 struct acts {
-    float             *x;    /* (L+1) x (T, D): residual stream entering each block, and out */
-    struct block_acts *blk;  /* layers */
+    float             *x;   /* (L+1) x (T, D): residual stream entering each block, and out */
+    struct block_acts *blk; /* layers */
     float             *lnf, *meanf, *rstdf, *pooled, *logits, *lse;
-    float             *qkv;  /* (T, 3D) scratch; the backward reuses it as dqkv */
+    float             *qkv; /* (T, 3D) scratch; the backward reuses it as dqkv */
     float             *dres, *dln, *dq, *dk, *dv, *dout, *dom, *dh, *dlogits, *dpooled;
 };
 
@@ -51,21 +51,21 @@ struct rl_model {
     int                    D, H, d, L, Vo; /* Vo: head outputs (vocab or n_classes) */
     int                    n_tensors;
     struct rl_tensor_info *tensors;
-    char                 (*names)[NAME_LEN];
-    size_t                 n_params;
-    float                 *params, *grads;
-    struct view            p, g;
+    char (*names)[NAME_LEN];
+    size_t      n_params;
+    float      *params, *grads;
+    struct view p, g;
     /* activations for the last (B, N) */
-    int                    B, N, have_forward;
-    struct acts            a;
-    float                 *arena;
-    size_t                 arena_floats;
-    int32_t               *tok, *tgt;
-    uint8_t               *mask;
-    double                *row_loss;
-    size_t                 ints_cap;
-    float                 *sinus; /* sinusoidal table rows 0 .. sinus_rows-1 */
-    int                    sinus_rows;
+    int         B, N, have_forward;
+    struct acts a;
+    float      *arena;
+    size_t      arena_floats;
+    int32_t    *tok, *tgt;
+    uint8_t    *mask;
+    double     *row_loss;
+    size_t      ints_cap;
+    float      *sinus; /* sinusoidal table rows 0 .. sinus_rows-1 */
+    int         sinus_rows;
     struct {
         int      N;
         rl_attn *a;
@@ -130,7 +130,8 @@ static void build_table(rl_model *m)
     if (m->c.input_pe == RL_INPUT_PE_LEARNED) add_tensor(m, "pos.weight", m->c.max_len, m->D, 0);
     if (m->c.attn.pe == RL_ATTN_PE_T5 && !m->c.t5_per_layer)
         add_tensor(m, "t5.bias", m->H, m->c.attn.t5_buckets, 0);
-    for (int i = 0; i < m->L; i++) add_block_tensors(m, i);
+    for (int i = 0; i < m->L; i++)
+        add_block_tensors(m, i);
     add_tensor(m, "ln_f.weight", m->D, 0, 0);
     add_tensor(m, "ln_f.bias", m->D, 0, 0);
     add_tensor(m, "head.weight", m->Vo, m->D, 1);
@@ -141,36 +142,38 @@ static void build_table(rl_model *m)
 static float *at(float *base, const rl_model *m, const char *name, int i)
 {
     char nm[NAME_LEN];
-    if (i < 0) snprintf(nm, sizeof nm, "%s", name);
-    else snprintf(nm, sizeof nm, "blocks.%d.%s", i, name);
+    if (i < 0)
+        snprintf(nm, sizeof nm, "%s", name);
+    else
+        snprintf(nm, sizeof nm, "blocks.%d.%s", i, name);
     const struct rl_tensor_info *t = rl_model_tensor_by_name(m, nm);
     return t ? base + t->offset : NULL;
 }
 
 static void build_view(struct view *v, float *base, const rl_model *m)
 {
-    v->wte   = at(base, m, "embed.weight", -1);
-    v->pos   = at(base, m, "pos.weight", -1);
-    v->lnfw  = at(base, m, "ln_f.weight", -1);
-    v->lnfb  = at(base, m, "ln_f.bias", -1);
-    v->headw = at(base, m, "head.weight", -1);
-    v->headb = at(base, m, "head.bias", -1);
+    v->wte    = at(base, m, "embed.weight", -1);
+    v->pos    = at(base, m, "pos.weight", -1);
+    v->lnfw   = at(base, m, "ln_f.weight", -1);
+    v->lnfb   = at(base, m, "ln_f.bias", -1);
+    v->headw  = at(base, m, "head.weight", -1);
+    v->headb  = at(base, m, "head.bias", -1);
     float *t5 = at(base, m, "t5.bias", -1);
     for (int i = 0; i < m->L; i++) {
         struct block_view *b = &v->blk[i];
-        b->ln1w = at(base, m, "ln1.weight", i);
-        b->ln1b = at(base, m, "ln1.bias", i);
-        b->wqkv = at(base, m, "attn.wq.weight", i); /* wq, wk, wv adjacent */
-        b->bqkv = at(base, m, "attn.wq.bias", i);
-        b->wo   = at(base, m, "attn.wo.weight", i);
-        b->bo   = at(base, m, "attn.wo.bias", i);
-        b->t5   = m->c.t5_per_layer ? at(base, m, "attn.t5.bias", i) : t5;
-        b->ln2w = at(base, m, "ln2.weight", i);
-        b->ln2b = at(base, m, "ln2.bias", i);
-        b->fc1w = at(base, m, "mlp.fc1.weight", i);
-        b->fc1b = at(base, m, "mlp.fc1.bias", i);
-        b->fc2w = at(base, m, "mlp.fc2.weight", i);
-        b->fc2b = at(base, m, "mlp.fc2.bias", i);
+        b->ln1w              = at(base, m, "ln1.weight", i);
+        b->ln1b              = at(base, m, "ln1.bias", i);
+        b->wqkv              = at(base, m, "attn.wq.weight", i); /* wq, wk, wv adjacent */
+        b->bqkv              = at(base, m, "attn.wq.bias", i);
+        b->wo                = at(base, m, "attn.wo.weight", i);
+        b->bo                = at(base, m, "attn.wo.bias", i);
+        b->t5                = m->c.t5_per_layer ? at(base, m, "attn.t5.bias", i) : t5;
+        b->ln2w              = at(base, m, "ln2.weight", i);
+        b->ln2b              = at(base, m, "ln2.bias", i);
+        b->fc1w              = at(base, m, "mlp.fc1.weight", i);
+        b->fc1b              = at(base, m, "mlp.fc1.bias", i);
+        b->fc2w              = at(base, m, "mlp.fc2.weight", i);
+        b->fc2b              = at(base, m, "mlp.fc2.bias", i);
     }
 }
 
@@ -199,8 +202,8 @@ rl_status rl_model_create(rl_model **out, const struct rl_model_config *c)
     rl_model *m = calloc(1, sizeof *m);
     if (!m) RL_FAIL(RL_ENOMEM, "model: out of memory");
     m->c = *c, m->D = c->d_model, m->H = c->heads, m->d = c->d_model / c->heads;
-    m->L  = c->layers;
-    m->Vo = c->n_classes > 0 ? c->n_classes : c->vocab;
+    m->L            = c->layers;
+    m->Vo           = c->n_classes > 0 ? c->n_classes : c->vocab;
     int max_tensors = 8 + 18 * m->L;
     m->tensors      = calloc((size_t)max_tensors, sizeof *m->tensors);
     m->names        = calloc((size_t)max_tensors, sizeof *m->names);
@@ -225,7 +228,8 @@ rl_status rl_model_create(rl_model **out, const struct rl_model_config *c)
 void rl_model_free(rl_model *m)
 {
     if (!m) return;
-    for (int i = 0; i < MAX_PLANS; i++) rl_attn_free(m->plans[i].a);
+    for (int i = 0; i < MAX_PLANS; i++)
+        rl_attn_free(m->plans[i].a);
     rl_free(m->params);
     rl_free(m->grads);
     rl_free(m->arena);
@@ -243,11 +247,11 @@ void rl_model_free(rl_model *m)
 }
 
 const struct rl_model_config *rl_model_config_get(const rl_model *m) { return &m->c; }
-size_t rl_model_num_params(const rl_model *m) { return m->n_params; }
-float *rl_model_params(rl_model *m) { return m->params; }
-float *rl_model_grads(rl_model *m) { return m->grads; }
-int    rl_model_num_tensors(const rl_model *m) { return m->n_tensors; }
-const float *rl_model_logits(const rl_model *m) { return m->a.logits; }
+size_t                        rl_model_num_params(const rl_model *m) { return m->n_params; }
+float                        *rl_model_params(rl_model *m) { return m->params; }
+float                        *rl_model_grads(rl_model *m) { return m->grads; }
+int                           rl_model_num_tensors(const rl_model *m) { return m->n_tensors; }
+const float                  *rl_model_logits(const rl_model *m) { return m->a.logits; }
 
 const struct rl_tensor_info *rl_model_tensor(const rl_model *m, int i)
 {
@@ -261,10 +265,7 @@ const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const ch
     return NULL;
 }
 
-void rl_model_zero_grad(rl_model *m)
-{
-    memset(m->grads, 0, m->n_params * sizeof(float));
-}
+void rl_model_zero_grad(rl_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
 
 /* --- initialisation ------------------------------------------------------------------- */
 
@@ -280,8 +281,8 @@ void rl_model_init_weights(rl_model *m, uint64_t seed)
     rl_rng_seed(&rng, seed);
     const double resid = 0.02 / sqrt(2.0 * m->L); /* GPT-2: residual projections */
     for (int i = 0; i < m->n_tensors; i++) {
-        const struct rl_tensor_info *t = &m->tensors[i];
-        float                       *p = m->params + t->offset;
+        const struct rl_tensor_info *t   = &m->tensors[i];
+        float                       *p   = m->params + t->offset;
         double                       std = 0.0, fill = 0.0;
         if (t->decay || strcmp(t->name, "pos.weight") == 0) /* embedding, Linear weights, pos */
             std = ends_with(t->name, "attn.wo.weight") || ends_with(t->name, "mlp.fc2.weight")
@@ -311,7 +312,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     const size_t rows = m->c.n_classes > 0 ? (size_t)B : T;
     size_t       off  = 0;
     struct acts *a    = &m->a;
-    a->x = carve(base, &off, (size_t)(m->L + 1) * T * D);
+    a->x              = carve(base, &off, (size_t)(m->L + 1) * T * D);
     for (int l = 0; l < m->L; l++) {
         struct block_acts *b = &a->blk[l];
         b->ln1 = carve(base, &off, T * D), b->mean1 = carve(base, &off, T);
@@ -326,7 +327,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);
     a->logits = carve(base, &off, rows * (size_t)m->Vo), a->lse = carve(base, &off, rows);
-    a->qkv = carve(base, &off, 3 * T * D);
+    a->qkv  = carve(base, &off, 3 * T * D);
     a->dres = carve(base, &off, T * D), a->dln = carve(base, &off, T * D);
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
@@ -381,13 +382,13 @@ static rl_status get_plan(rl_model *m, int N, rl_attn **out)
 {
     for (int i = 0; i < MAX_PLANS; i++)
         if (m->plans[i].a && m->plans[i].N == N) return *out = m->plans[i].a, RL_OK;
-    int slot = m->next_plan;
+    int slot     = m->next_plan;
     m->next_plan = (slot + 1) % MAX_PLANS;
     rl_attn_free(m->plans[slot].a);
     m->plans[slot].a = NULL;
     RL_TRY(rl_attn_create(&m->plans[slot].a, &m->c.attn, m->H, N, m->d, m->d));
     m->plans[slot].N = N;
-    *out = m->plans[slot].a;
+    *out             = m->plans[slot].a;
     return RL_OK;
 }
 
@@ -395,10 +396,13 @@ static rl_status get_plan(rl_model *m, int N, rl_attn **out)
 
 static rl_status check_batch(const rl_model *m, const struct rl_batch *b)
 {
-    if (b->B <= 0 || b->N <= 0) RL_FAIL(RL_EINVAL, "batch: B=%d, N=%d must be positive", b->B, b->N);
+    if (b->B <= 0 || b->N <= 0)
+        RL_FAIL(RL_EINVAL, "batch: B=%d, N=%d must be positive", b->B, b->N);
     if (m->c.input_pe == RL_INPUT_PE_LEARNED && b->N > m->c.max_len)
-        RL_FAIL(RL_EINVAL, "sequence length N=%d exceeds the learned PE's max_len=%d "
-                "(n/a: learned PE has max_len rows)", b->N, m->c.max_len);
+        RL_FAIL(RL_EINVAL,
+                "sequence length N=%d exceeds the learned PE's max_len=%d "
+                "(n/a: learned PE has max_len rows)",
+                b->N, m->c.max_len);
     const long T = (long)b->B * b->N;
     for (long t = 0; t < T; t++) {
         if (b->inputs[t] < 0 || b->inputs[t] >= m->c.vocab)
@@ -406,8 +410,8 @@ static rl_status check_batch(const rl_model *m, const struct rl_batch *b)
                     m->c.vocab);
         if (m->c.n_classes == 0 && (!b->mask || b->mask[t]) &&
             (b->targets[t] < 0 || b->targets[t] >= m->c.vocab))
-            RL_FAIL(RL_EINVAL, "batch: target %ld is %d, outside vocab [0, %d)", t,
-                    b->targets[t], m->c.vocab);
+            RL_FAIL(RL_EINVAL, "batch: target %ld is %d, outside vocab [0, %d)", t, b->targets[t],
+                    m->c.vocab);
     }
     if (m->c.n_classes > 0) {
         if (!b->label) RL_FAIL(RL_EINVAL, "batch: a classifier needs labels");
@@ -424,7 +428,8 @@ static void residual_bias(float *out, const float *x, const float *b, int T, int
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (int t = 0; t < T; t++)
-        for (int c = 0; c < C; c++) out[(size_t)t * C + c] = x[(size_t)t * C + c] + b[c];
+        for (int c = 0; c < C; c++)
+            out[(size_t)t * C + c] = x[(size_t)t * C + c] + b[c];
 }
 
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
@@ -460,12 +465,14 @@ static void copy_batch(rl_model *m, const struct rl_batch *b)
         return;
     }
     memcpy(m->tgt, b->targets, T * sizeof *m->tgt);
-    if (b->mask) memcpy(m->mask, b->mask, T * sizeof *m->mask);
-    else memset(m->mask, 1, T * sizeof *m->mask);
+    if (b->mask)
+        memcpy(m->mask, b->mask, T * sizeof *m->mask);
+    else
+        memset(m->mask, 1, T * sizeof *m->mask);
 }
 
-rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum,
-                           long *n_targets, long *n_correct)
+rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum, long *n_targets,
+                           long *n_correct)
 {
     m->have_forward = 0;
     RL_TRY(check_batch(m, b));
@@ -478,18 +485,19 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
     const float *pos = m->c.input_pe == RL_INPUT_PE_LEARNED      ? m->p.pos
                        : m->c.input_pe == RL_INPUT_PE_SINUSOIDAL ? m->sinus
                                                                  : NULL;
-    struct acts *a = &m->a;
+    struct acts *a   = &m->a;
     rl_embed_forward(a->x, m->tok, m->p.wte, pos, B, N, D);
-    for (int l = 0; l < m->L; l++) RL_TRY(block_forward(m, l, plan));
+    for (int l = 0; l < m->L; l++)
+        RL_TRY(block_forward(m, l, plan));
     rl_layernorm_forward(a->lnf, a->meanf, a->rstdf, a->x + (size_t)m->L * T * D, m->p.lnfw,
                          m->p.lnfb, T, D);
     if (cls) rl_meanpool_forward(a->pooled, a->lnf, B, N, D);
     const int rows = cls ? B : T;
     rl_linear_forward(a->logits, cls ? a->pooled : a->lnf, m->p.headw, m->p.headb, rows, D, m->Vo,
                       0);
-    double    s  = rl_softmax_ce_forward(a->lse, m->row_loss, n_targets, n_correct, a->logits,
-                                         m->tgt, cls ? NULL : m->mask, rows, m->Vo);
-    *loss_sum       = s;
+    double s  = rl_softmax_ce_forward(a->lse, m->row_loss, n_targets, n_correct, a->logits, m->tgt,
+                                     cls ? NULL : m->mask, rows, m->Vo);
+    *loss_sum = s;
     m->have_forward = 1;
     return RL_OK;
 }
@@ -531,11 +539,11 @@ rl_status rl_model_backward(rl_model *m, float scale)
     rl_attn     *plan = NULL;
     RL_TRY(get_plan(m, N, &plan));
     /* loss = sum over targets of CE(logits): fused softmax-CE gradient, times scale */
-    rl_softmax_ce_backward(a->dlogits, a->logits, a->lse, m->tgt, cls ? NULL : m->mask, scale,
-                           rows, m->Vo);
+    rl_softmax_ce_backward(a->dlogits, a->logits, a->lse, m->tgt, cls ? NULL : m->mask, scale, rows,
+                           m->Vo);
     if (cls) { /* logits = pooled Whead^T + b, pooled = mean_n lnf */
-        rl_linear_backward(a->dpooled, m->g.headw, m->g.headb, a->dlogits, a->pooled, m->p.headw,
-                           B, D, m->Vo, 0);
+        rl_linear_backward(a->dpooled, m->g.headw, m->g.headb, a->dlogits, a->pooled, m->p.headw, B,
+                           D, m->Vo, 0);
         rl_meanpool_backward(a->dln, a->dpooled, B, N, D);
     } else {
         rl_linear_backward(a->dln, m->g.headw, m->g.headb, a->dlogits, a->lnf, m->p.headw, T, D,
@@ -544,7 +552,8 @@ rl_status rl_model_backward(rl_model *m, float scale)
     memset(a->dres, 0, (size_t)T * D * sizeof(float));
     rl_layernorm_backward(a->dres, m->g.lnfw, m->g.lnfb, a->dln, a->x + (size_t)m->L * T * D,
                           a->meanf, a->rstdf, m->p.lnfw, T, D);
-    for (int l = m->L - 1; l >= 0; l--) RL_TRY(block_backward(m, l, plan));
+    for (int l = m->L - 1; l >= 0; l--)
+        RL_TRY(block_backward(m, l, plan));
     rl_embed_backward(m->g.wte, m->c.input_pe == RL_INPUT_PE_LEARNED ? m->g.pos : NULL, a->dres,
                       m->tok, B, N, D);
     return RL_OK;

@@ -15,15 +15,13 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 void rl_rng_seed(struct rl_rng *r, uint64_t seed)
 {
     uint64_t x = seed;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
     /* splitmix64 never yields four zero words in a row, so the state is never all zero */
 }
 
@@ -41,10 +39,7 @@ uint64_t rl_rng_u64(struct rl_rng *r)
     return result;
 }
 
-double rl_rng_uniform(struct rl_rng *r)
-{
-    return (double)(rl_rng_u64(r) >> 11) * 0x1.0p-53;
-}
+double rl_rng_uniform(struct rl_rng *r) { return (double)(rl_rng_u64(r) >> 11) * 0x1.0p-53; }
 
 double rl_rng_normal(struct rl_rng *r)
 {
@@ -59,7 +54,8 @@ uint64_t rl_rng_below(struct rl_rng *r, uint64_t n)
     RL_ASSERT(n > 0);
     uint64_t limit = UINT64_MAX - UINT64_MAX % n; /* accept x < limit: a multiple of n values */
     uint64_t x;
-    do x = rl_rng_u64(r);
+    do
+        x = rl_rng_u64(r);
     while (x >= limit);
     return x % n;
 }
@@ -74,15 +70,20 @@ char *rl_rng_to_string(const struct rl_rng *r, char *buf, size_t len)
 static int parse_hex64(uint64_t *out, const char **p)
 {
     const char *s = *p;
-    while (*s == ' ') s++;
+    while (*s == ' ')
+        s++;
     uint64_t v = 0;
     int      n = 0;
     for (; n < 16; n++, s++) {
         int c = (unsigned char)*s, dgt;
-        if (c >= '0' && c <= '9') dgt = c - '0';
-        else if (c >= 'a' && c <= 'f') dgt = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') dgt = c - 'A' + 10;
-        else break;
+        if (c >= '0' && c <= '9')
+            dgt = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            dgt = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            dgt = c - 'A' + 10;
+        else
+            break;
         v = (v << 4) | (uint64_t)dgt;
     }
     if (n == 0 || (*s != ' ' && *s != '\0')) return 0;
@@ -102,7 +103,8 @@ rl_status rl_rng_from_string(struct rl_rng *r, const char *s)
     for (int i = 0; i < 4; i++)
         if (!parse_hex64(&t.s[i], &p))
             RL_FAIL(RL_EFORMAT, "rng state \"%.100s\": word %d is not a 64-bit hex number", s, i);
-    while (*p == ' ') p++;
+    while (*p == ' ')
+        p++;
     if (*p) RL_FAIL(RL_EFORMAT, "rng state \"%.100s\": trailing text", s);
     if (!(t.s[0] | t.s[1] | t.s[2] | t.s[3]))
         RL_FAIL(RL_EFORMAT, "rng state \"%.100s\": the all-zero state is invalid", s);

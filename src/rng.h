@@ -29,7 +29,7 @@ double   rl_rng_normal(struct rl_rng *r);  /* N(0, 1), Box-Muller */
 uint64_t rl_rng_below(struct rl_rng *r, uint64_t n);
 
 /* Writes the state as text into buf (len >= RL_RNG_STRING_LEN); returns buf. */
-char     *rl_rng_to_string(const struct rl_rng *r, char *buf, size_t len);
+char *rl_rng_to_string(const struct rl_rng *r, char *buf, size_t len);
 /* Parses rl_rng_to_string's text; RL_EFORMAT with a message on anything else. */
 rl_status rl_rng_from_string(struct rl_rng *r, const char *s);
 

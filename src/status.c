@@ -23,10 +23,13 @@ const char *rl_strerror(rl_status s)
 
 rl_status rl_error_report(rl_status s, const char *file, int line, const char *fmt, ...)
 {
+    /* format into a local buffer first: a message may quote rl_last_error() itself */
+    char    msg[sizeof rl_errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rl_errbuf, sizeof rl_errbuf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(rl_errbuf, msg, sizeof msg);
     if (getenv("RL_TRACE_ERRORS")) fprintf(stderr, "ropelab: %s:%d: %s\n", file, line, rl_errbuf);
     return s;
 }

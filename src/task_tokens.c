@@ -27,8 +27,10 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
     if (st != RL_OK) RL_FAIL(st, "[task] %s: %s", key, rl_last_error());
     if (n.dtype != RL_NPY_I32 && n.dtype != RL_NPY_I64) {
         rl_npy_free(&n);
-        RL_FAIL(RL_EFORMAT, "[task] %s: %s holds floating-point numbers; token ids must be "
-                "int32 or int64 (np.asarray(ids, dtype=np.int32))", key, path);
+        RL_FAIL(RL_EFORMAT,
+                "[task] %s: %s holds floating-point numbers; token ids must be "
+                "int32 or int64 (np.asarray(ids, dtype=np.int32))",
+                key, path);
     }
     if (n.ndim != 2 || n.shape[0] < 1 || n.shape[1] < 2 || n.shape[1] - 1 > (1 << 30)) {
         char shp[96] = "";
@@ -36,8 +38,10 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
             k += snprintf(shp + k, sizeof shp - (size_t)k, "%s%lld", i ? ", " : "",
                           (long long)n.shape[i]);
         rl_npy_free(&n);
-        RL_FAIL(RL_ESHAPE, "[task] %s: %s has shape (%s); expected S x (N+1) with S >= 1, "
-                "N >= 1 (one sequence of N+1 ids per row)", key, path, shp);
+        RL_FAIL(RL_ESHAPE,
+                "[task] %s: %s has shape (%s); expected S x (N+1) with S >= 1, "
+                "N >= 1 (one sequence of N+1 ids per row)",
+                key, path, shp);
     }
     a->S   = n.shape[0];
     a->N   = (int)(n.shape[1] - 1);
@@ -48,14 +52,16 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
     }
     *max_id = -1;
     for (size_t i = 0; i < n.count; i++) {
-        int64_t v = n.dtype == RL_NPY_I32 ? ((const int32_t *)n.data)[i]
-                                          : ((const int64_t *)n.data)[i];
+        int64_t v =
+            n.dtype == RL_NPY_I32 ? ((const int32_t *)n.data)[i] : ((const int64_t *)n.data)[i];
         if (v < 0 || v > INT32_MAX - 1) {
             size_t cols = (size_t)n.shape[1];
             free(a->ids), a->ids = NULL;
             rl_npy_free(&n);
-            RL_FAIL(RL_EFORMAT, "[task] %s: %s: id %lld at row %zu, column %zu is out of range "
-                    "(ids must be in [0, 2^31 - 1))", key, path, (long long)v, i / cols, i % cols);
+            RL_FAIL(RL_EFORMAT,
+                    "[task] %s: %s: id %lld at row %zu, column %zu is out of range "
+                    "(ids must be in [0, 2^31 - 1))",
+                    key, path, (long long)v, i / cols, i % cols);
         }
         a->ids[i] = (int32_t)v;
         if (v > *max_id) *max_id = v;
@@ -71,9 +77,10 @@ static rl_status check_vocab(const struct tokens_array *a, int vocab, const char
     size_t cols = (size_t)a->N + 1, n = (size_t)a->S * cols;
     for (size_t i = 0; i < n; i++)
         if (a->ids[i] >= vocab)
-            RL_FAIL(RL_EINVAL, "[task] vocab: %s (%s) holds id %d at row %zu, column %zu, but "
-                    "vocab = %d (ids must be < vocab; leave vocab unset to infer it)", path, key,
-                    a->ids[i], i / cols, i % cols, vocab);
+            RL_FAIL(RL_EINVAL,
+                    "[task] vocab: %s (%s) holds id %d at row %zu, column %zu, but "
+                    "vocab = %d (ids must be < vocab; leave vocab unset to infer it)",
+                    path, key, a->ids[i], i / cols, i % cols, vocab);
     return RL_OK;
 }
 
@@ -90,9 +97,10 @@ static rl_status open_arrays(struct rl_task_tokens *t, const struct rl_task_opts
     RL_TRY(check_vocab(&t->train, t->vocab, o->path, "path"));
     if (t->valid.ids) RL_TRY(check_vocab(&t->valid, t->vocab, o->valid_path, "valid_path"));
     if (o->length > 0 && o->length != t->train.N)
-        RL_FAIL(RL_EINVAL, "[task] length: %s holds sequences of N = %d tokens (rows of %d ids), "
-                "but length = %d (leave length unset to use the data's)", o->path, t->train.N,
-                t->train.N + 1, o->length);
+        RL_FAIL(RL_EINVAL,
+                "[task] length: %s holds sequences of N = %d tokens (rows of %d ids), "
+                "but length = %d (leave length unset to use the data's)",
+                o->path, t->train.N, t->train.N + 1, o->length);
     return RL_OK;
 }
 

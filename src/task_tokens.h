@@ -23,9 +23,9 @@ struct rl_task_tokens;
 rl_status rl_task_tokens_open(struct rl_task_tokens **t, const struct rl_task_opts *o);
 void      rl_task_tokens_free(struct rl_task_tokens *t);
 int       rl_task_tokens_vocab(const struct rl_task_tokens *t);
-int       rl_task_tokens_length(const struct rl_task_tokens *t);     /* training N */
+int       rl_task_tokens_length(const struct rl_task_tokens *t); /* training N */
 /* Longest evaluation length: the validation array's N (the training N without one). */
-int       rl_task_tokens_max_length(const struct rl_task_tokens *t);
+int rl_task_tokens_max_length(const struct rl_task_tokens *t);
 /* Rows of the array a split reads. */
 int64_t   rl_task_tokens_rows(const struct rl_task_tokens *t, int split);
 rl_status rl_task_tokens_batch(struct rl_task_tokens *t, struct rl_batch *b, int split,

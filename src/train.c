@@ -16,13 +16,15 @@ rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task 
     struct rl_model_config mc;
     rl_cfg_model_config(c, rl_task_vocab(task), rl_task_causal(task), rl_task_n_classes(task), &mc);
     RL_TRY(rl_model_create(&t->m, &mc));
-    t->n_params = rl_model_num_params(t->m);
-    t->mom_m    = rl_alloc(t->n_params * sizeof(float));
-    t->mom_v    = rl_alloc(t->n_params * sizeof(float));
+    t->n_params  = rl_model_num_params(t->m);
+    t->mom_m     = rl_alloc(t->n_params * sizeof(float));
+    t->mom_v     = rl_alloc(t->n_params * sizeof(float));
     rl_status st = rl_batch_alloc(&t->batch, c->train.batch, c->task.length);
     if (st == RL_OK && (!t->mom_m || !t->mom_v))
-        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "trainer: cannot allocate the "
-                             "AdamW moments (%zu parameters)", t->n_params);
+        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__,
+                             "trainer: cannot allocate the "
+                             "AdamW moments (%zu parameters)",
+                             t->n_params);
     if (st != RL_OK) {
         rl_trainer_free(t);
         return st;
@@ -51,7 +53,8 @@ static long count_targets(const rl_task *task, const struct rl_batch *b)
     if (rl_task_n_classes(task) > 0) return b->B;
     long   n = 0;
     size_t T = (size_t)b->B * b->N;
-    for (size_t i = 0; i < T; i++) n += b->mask[i] != 0;
+    for (size_t i = 0; i < T; i++)
+        n += b->mask[i] != 0;
     return n;
 }
 
@@ -59,9 +62,12 @@ static long count_targets(const rl_task *task, const struct rl_batch *b)
 static struct rl_batch micro_batch(const struct rl_batch *b, int i, int rows)
 {
     size_t          off = (size_t)i * rows * b->N;
-    struct rl_batch m   = {.B = rows, .N = b->N, .inputs = b->inputs + off,
-                           .targets = b->targets + off, .mask = b->mask + off};
-    m.label = b->label ? b->label + (size_t)i * rows : NULL;
+    struct rl_batch m   = {.B       = rows,
+                           .N       = b->N,
+                           .inputs  = b->inputs + off,
+                           .targets = b->targets + off,
+                           .mask    = b->mask + off};
+    m.label             = b->label ? b->label + (size_t)i * rows : NULL;
     return m;
 }
 
@@ -74,12 +80,12 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     RL_TRY(rl_task_batch(t->task, &t->batch, 0, t->step));
     long total = count_targets(t->task, &t->batch);
     if (total == 0) RL_FAIL(RL_EINVAL, "update %lld: the batch has no targets", (long long)t->step);
-    s->lr = rl_lr_schedule(t->step, c->train.lr, c->train.warmup, c->train.min_lr_ratio,
-                           c->train.steps);
+    s->lr     = rl_lr_schedule(t->step, c->train.lr, c->train.warmup, c->train.min_lr_ratio,
+                               c->train.steps);
     double tz = rl_now_ms();
     rl_model_zero_grad(t->m);
     s->ms_optimizer = rl_now_ms() - tz;
-    double loss = 0;
+    double loss     = 0;
     long   got = 0, correct = 0;
     for (int i = 0; i < A; i++) {
         struct rl_batch mb = micro_batch(&t->batch, i, rows);
@@ -101,9 +107,10 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     float *g     = rl_model_grads(t->m);
     s->grad_norm = rl_grad_norm(g, t->n_params);
     if (!isfinite(s->grad_norm) || !isfinite(loss))
-        RL_FAIL(RL_EINVAL, "update %lld: loss %g, gradient norm %g: training diverged (lower "
-                "train.lr, add train.warmup or keep train.clip > 0)", (long long)t->step + 1,
-                loss / (double)total, s->grad_norm);
+        RL_FAIL(RL_EINVAL,
+                "update %lld: loss %g, gradient norm %g: training diverged (lower "
+                "train.lr, add train.warmup or keep train.clip > 0)",
+                (long long)t->step + 1, loss / (double)total, s->grad_norm);
     rl_clip(g, t->n_params, c->train.clip, s->grad_norm);
     rl_adamw_step(rl_model_params(t->m), g, t->mom_m, t->mom_v, rl_model_tensor(t->m, 0),
                   rl_model_num_tensors(t->m), s->lr, &t->ao, t->step + 1);

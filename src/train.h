@@ -32,8 +32,8 @@ struct rl_train_opts {
     int     resume;     /* continue from the latest checkpoint in the run directory */
     int64_t stop_after; /* > 0: stop after this many updates as if killed (no checkpoint, no
                            evaluation) -- for tests of resume and for time-boxed runs */
-    FILE   *log;        /* progress lines; NULL = quiet */
-    FILE   *table;      /* the evaluation table; NULL = none */
+    FILE *log;          /* progress lines; NULL = quiet */
+    FILE *table;        /* the evaluation table; NULL = none */
 };
 
 struct rl_eval_row {
@@ -48,7 +48,7 @@ struct rl_eval_row {
 struct rl_train_result {
     int64_t            steps_done;
     double             last_loss, last_acc;
-    double             tokens_per_s;                        /* mean over this process's updates */
+    double             tokens_per_s;                          /* mean over this process's updates */
     double             ms_forward, ms_backward, ms_optimizer; /* per update, same mean */
     int                n_eval;
     struct rl_eval_row eval[RL_CFG_MAX_LENGTHS];

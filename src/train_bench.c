@@ -43,7 +43,8 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
     double              *ms  = malloc(4 * (size_t)steps * sizeof(double));
     struct rl_adamw_opts ao;
     rl_adamw_opts_default(&ao);
-    rl_status st = mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
+    rl_status st =
+        mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
     const float scale = 1.0f / (float)((size_t)b->B * b->N);
     for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
         double t0 = rl_now_ms(), ls;
@@ -60,11 +61,11 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
                       rl_model_num_tensors(m), 1e-3, &ao, s + 1);
         double t4 = rl_now_ms();
         if (s < warmup) continue;
-        int i                 = s - warmup;
-        ms[i]                 = t2 - t1;                /* forward */
-        ms[steps + i]         = t3 - t2;                /* backward */
-        ms[2 * steps + i]     = (t1 - t0) + (t4 - t3);  /* zero-grad, norm, clip, AdamW */
-        ms[3 * steps + i]     = t4 - t0;
+        int i             = s - warmup;
+        ms[i]             = t2 - t1;               /* forward */
+        ms[steps + i]     = t3 - t2;               /* backward */
+        ms[2 * steps + i] = (t1 - t0) + (t4 - t3); /* zero-grad, norm, clip, AdamW */
+        ms[3 * steps + i] = t4 - t0;
     }
     if (st == RL_OK) {
         cell->ms_forward   = median(ms, steps);
@@ -108,20 +109,24 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
     static const struct {
         enum rl_attn_kind kind;
         int               N, B;
-    } cells[] = {{RL_ATTN_SOFTMAX, 256, 16}, {RL_ATTN_LINEAR, 256, 16},
-                 {RL_ATTN_SOFTMAX, 4096, 1}, {RL_ATTN_LINEAR, 4096, 1}};
+    } cells[] = {{RL_ATTN_SOFTMAX, 256, 16},
+                 {RL_ATTN_LINEAR, 256, 16},
+                 {RL_ATTN_SOFTMAX, 4096, 1},
+                 {RL_ATTN_LINEAR, 4096, 1}};
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
     if (csv_path && !csv) {
         fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
         return 1;
     }
-    fprintf(out, "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
+    fprintf(out,
+            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
             "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
             rl_threads_get(), rl_threads_get() == 1 ? "" : "s", rl_blis_arch(), steps);
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s\n", "attention", "N", "batch",
-            "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms");
-    if (csv) fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
-                          "ms_optimizer,ms_step\n");
+    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s\n", "attention", "N", "batch", "tokens/s",
+            "fwd ms", "bwd ms", "opt ms", "step ms");
+    if (csv)
+        fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
+                     "ms_optimizer,ms_step\n");
     int rc = 0;
     for (size_t i = 0; i < sizeof cells / sizeof cells[0] && !rc; i++) {
         struct rl_bench_train_cell c = {.kind = cells[i].kind, .N = cells[i].N, .B = cells[i].B};

@@ -27,10 +27,10 @@ struct rl_trainer {
     float               *mom_m, *mom_v; /* AdamW moments, the layout of the parameters */
     size_t               n_params;
     struct rl_adamw_opts ao;
-    struct rl_batch      batch;         /* train.batch rows of the training length */
-    struct rl_rng        rng;           /* checkpointed; data order depends on (seed, step) only */
-    int64_t              step;          /* updates done */
-    char                 dir[2200];     /* run directory */
+    struct rl_batch      batch;     /* train.batch rows of the training length */
+    struct rl_rng        rng;       /* checkpointed; data order depends on (seed, step) only */
+    int64_t              step;      /* updates done */
+    char                 dir[2200]; /* run directory */
 };
 
 rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task *task);
@@ -42,7 +42,7 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows);
 
 /* train_io.c: the run directory's files. */
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
-rl_status rl_trainer_save(struct rl_trainer *t);                  /* checkpoints/step-<step> */
+rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
 /* Latest checkpoints/step-<k>.safetensors; *k = -1 when there is none. */
 rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);

@@ -3,10 +3,7 @@
  * table; see train_impl.h. */
 #include "config.h"
 #include "train_impl.h"
-#if __has_include("checkpoint.h") /* TEMPORARY until checkpoint.h lands */
 #include "checkpoint.h"
-#define HAVE_CKPT 1
-#endif
 #include "json.h"
 #include "util.h"
 
@@ -53,16 +50,6 @@ rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, si
     return *k >= 0 ? checkpoint_path(path, len, dir, *k) : RL_OK;
 }
 
-#ifndef HAVE_CKPT
-rl_status rl_trainer_save(struct rl_trainer *t)
-{
-    RL_FAIL(RL_EINVAL, "%s: checkpoints are not built yet", t->dir);
-}
-rl_status rl_trainer_load(struct rl_trainer *t, const char *path)
-{
-    RL_FAIL(RL_EINVAL, "%s: %s: checkpoints are not built yet", t->dir, path);
-}
-#else
 rl_status rl_trainer_save(struct rl_trainer *t)
 {
     char path[2300], rng[RL_RNG_STRING_LEN];
@@ -70,35 +57,36 @@ rl_status rl_trainer_save(struct rl_trainer *t)
     char *text = malloc(1 << 16);
     if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
     rl_cfg_render(t->c, text, 1 << 16, 0);
-    struct rl_checkpoint_meta meta = {.step = t->step, .config = text,
-                                      .rng = rl_rng_to_string(&t->rng, rng, sizeof rng)};
-    rl_status st = rl_checkpoint_save(path, t->m, t->mom_m, t->mom_v, &meta);
+    rl_status st = rl_checkpoint_save(path, t->m, t->mom_m, t->mom_v, t->step, text,
+                                      rl_rng_to_string(&t->rng, rng, sizeof rng));
     free(text);
     return st;
 }
 
+/* The configuration is compared before any tensor is read, so a changed model reports
+ * the key that changed rather than the first tensor whose shape no longer fits. */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path)
 {
-    struct rl_checkpoint_meta meta;
-    char                     *text = malloc(1 << 16), msg[1024];
-    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
-    rl_cfg_render(t->c, text, 1 << 16, 0);
-    rl_status st = rl_checkpoint_load(path, t->m, t->mom_m, t->mom_v, &meta);
-    if (st == RL_OK && rl_cfg_text_diff(meta.config ? meta.config : "", text, msg, sizeof msg))
-        st = rl_error_report(RL_EINVAL, __FILE__, __LINE__, "%s: the configuration differs from "
+    char   *now = malloc(1 << 16), *then = NULL, *rng = NULL, msg[1024];
+    int64_t step = -1;
+    if (!now) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_cfg_render(t->c, now, 1 << 16, 0);
+    rl_status st = rl_checkpoint_read_meta(path, &step, &then, &rng);
+    if (st == RL_OK && rl_cfg_text_diff(then ? then : "", now, msg, sizeof msg))
+        st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                             "%s: the configuration differs from "
                              "the checkpoint's (%s; checkpoint vs now): resume with the same "
                              "configuration, or start a new run with another name or --out",
                              path, msg);
-    if (st == RL_OK) st = rl_rng_from_string(&t->rng, meta.rng ? meta.rng : "");
-    if (st == RL_OK && (meta.step < 0 || meta.step > t->c->train.steps))
-        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: step %lld outside [0, %d]",
-                             path, (long long)meta.step, t->c->train.steps);
-    if (st == RL_OK) t->step = meta.step;
-    rl_checkpoint_meta_free(&meta);
-    free(text);
+    if (st == RL_OK && (step < 0 || step > t->c->train.steps))
+        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: step %lld outside [0, %d]", path,
+                             (long long)step, t->c->train.steps);
+    if (st == RL_OK) st = rl_rng_from_string(&t->rng, rng ? rng : "");
+    if (st == RL_OK) st = rl_checkpoint_load(path, t->m, t->mom_m, t->mom_v, NULL, NULL, NULL);
+    if (st == RL_OK) t->step = step;
+    free(now), free(then), free(rng);
     return st;
 }
-#endif
 
 rl_status rl_jsonl_append(const char *path, const char *line)
 {
@@ -151,9 +139,12 @@ rl_status rl_jsonl_truncate(const char *path, int64_t k)
 
 static void csv_num(FILE *f, double x, int na)
 {
-    if (na) fputs(",n/a", f);
-    else if (isnan(x)) fputs(",", f);
-    else fprintf(f, ",%.6g", x);
+    if (na)
+        fputs(",n/a", f);
+    else if (isnan(x))
+        fputs(",", f);
+    else
+        fprintf(f, ",%.6g", x);
 }
 
 rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
@@ -197,8 +188,10 @@ void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_r
             continue;
         }
         fprintf(f, "%8d  %9.4f  %7.4f  ", r->length, r->loss, r->acc);
-        if (causal) fprintf(f, "%10.4g", r->ppl);
-        else fprintf(f, "%10s", "");
+        if (causal)
+            fprintf(f, "%10.4g", r->ppl);
+        else
+            fprintf(f, "%10s", "");
         fprintf(f, "  %12.3f\n", r->ms_per_1k_tokens);
     }
     fflush(f);

@@ -17,13 +17,13 @@ struct interval {
 };
 
 struct run {
-    struct rl_trainer   tr;
+    struct rl_trainer           tr;
     const struct rl_train_opts *o;
-    char                 metrics[2300], evals[2300];
-    struct interval      iv;
-    struct interval      all; /* this process's updates, for the result */
-    int64_t              first_step;
-    double               t_start;
+    char                        metrics[2300], evals[2300];
+    struct interval             iv;
+    struct interval             all; /* this process's updates, for the result */
+    int64_t                     first_step;
+    double                      t_start;
 };
 
 static void interval_add(struct interval *iv, const struct rl_update_stats *s, double tokens)
@@ -38,7 +38,8 @@ static rl_status write_record(struct run *r, const struct rl_update_stats *s)
     struct interval   *iv = &r->iv;
     struct rl_json_buf b;
     rl_json_buf_init(&b);
-    rl_json_buf_printf(&b, "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
+    rl_json_buf_printf(&b,
+                       "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
                        "\"grad_norm\": %.9g, \"tokens_per_s\": %.6g, \"ms_forward\": %.6g, "
                        "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g}\n",
                        (long long)r->tr.step, s->loss, s->acc, s->lr, s->grad_norm,
@@ -56,10 +57,12 @@ static void progress(struct run *r, const struct rl_update_stats *s)
     const struct rl_cfg *c    = r->tr.c;
     double               done = (double)(r->tr.step - r->first_step);
     double eta = (rl_now_ms() - r->t_start) / 1000.0 / done * (double)(c->train.steps - r->tr.step);
-    fprintf(r->o->log, "step %*lld/%d  loss %.4f  acc %.3f  lr %.3g  grad_norm %.3g  %.0f tok/s"
-            "  eta %dm%02ds\n", (int)snprintf(NULL, 0, "%d", c->train.steps),
-            (long long)r->tr.step, c->train.steps, s->loss, s->acc, s->lr, s->grad_norm,
-            r->iv.tokens / (r->iv.ms_total / 1000.0), (int)(eta / 60), (int)fmod(eta, 60));
+    fprintf(r->o->log,
+            "step %*lld/%d  loss %.4f  acc %.3f  lr %.3g  grad_norm %.3g  %.0f tok/s"
+            "  eta %dm%02ds\n",
+            (int)snprintf(NULL, 0, "%d", c->train.steps), (long long)r->tr.step, c->train.steps,
+            s->loss, s->acc, s->lr, s->grad_norm, r->iv.tokens / (r->iv.ms_total / 1000.0),
+            (int)(eta / 60), (int)fmod(eta, 60));
     fflush(r->o->log);
 }
 
@@ -75,9 +78,11 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
             rl_json_buf_puts(&b, "}");
             continue;
         }
-        rl_json_buf_printf(&b, "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
-                           "\"ms_per_1k_tokens\": %.6g}", i ? ", " : "", rows[i].length,
-                           rows[i].loss, rows[i].acc, rows[i].ms_per_1k_tokens);
+        rl_json_buf_printf(&b,
+                           "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
+                           "\"ms_per_1k_tokens\": %.6g}",
+                           i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
+                           rows[i].ms_per_1k_tokens);
     }
     rl_json_buf_puts(&b, "]}\n");
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
@@ -105,8 +110,10 @@ static rl_status open_run(struct run *r, const char *dir)
     RL_TRY(rl_train_path(r->evals, sizeof r->evals, dir, "eval.jsonl"));
     RL_TRY(rl_train_latest_checkpoint(dir, &k, ck, sizeof ck));
     if (!r->o->resume && (k >= 0 || file_exists(r->metrics)))
-        RL_FAIL(RL_EINVAL, "%s already holds a run; continue it with --resume, or choose "
-                "another --out or [experiment] name", dir);
+        RL_FAIL(RL_EINVAL,
+                "%s already holds a run; continue it with --resume, or choose "
+                "another --out or [experiment] name",
+                dir);
     if (r->o->resume && k >= 0) {
         RL_TRY(rl_trainer_load(&r->tr, ck));
         if (r->o->log)

@@ -2,8 +2,9 @@
 #include "config.h"
 #include "vexp.h"
 
-RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n) {
-#pragma omp         simd
+RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n)
+{
+#pragma omp simd
     for (size_t i = 0; i < n; i++)
         y[i] = rl_expf_inline(x[i]);
 }

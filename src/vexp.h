@@ -41,13 +41,15 @@
 #define RL_SIMD_CLONES
 #endif
 
-static RL_INLINE float rl_f32_from_bits_(uint32_t b) {
+static RL_INLINE float rl_f32_from_bits_(uint32_t b)
+{
     float f;
     memcpy(&f, &b, sizeof f);
     return f;
 }
 
-static RL_INLINE uint32_t rl_f32_bits_(float f) {
+static RL_INLINE uint32_t rl_f32_bits_(float f)
+{
     uint32_t b;
     memcpy(&b, &f, sizeof b);
     return b;
@@ -56,16 +58,19 @@ static RL_INLINE uint32_t rl_f32_bits_(float f) {
 /* An integer key with the order of the floats (negative floats have their magnitude bits
  * flipped), so clamping is an integer min/max: GCC turns a float `x < lo ? lo : x` into a
  * branch under its default -ftrapping-math and then will not vectorise the loop. */
-static RL_INLINE int32_t rl_f32_key_(float f) {
+static RL_INLINE int32_t rl_f32_key_(float f)
+{
     int32_t b = (int32_t)rl_f32_bits_(f);
     return b ^ (int32_t)((uint32_t)(b >> 31) >> 1);
 }
 
-static RL_INLINE float rl_f32_unkey_(int32_t k) {
+static RL_INLINE float rl_f32_unkey_(int32_t k)
+{
     return rl_f32_from_bits_((uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) >> 1)));
 }
 
-static RL_INLINE float rl_expf_inline(float x) {
+static RL_INLINE float rl_expf_inline(float x)
+{
     const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;
     const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     /* clamp to [-104, 88.8]: exp(-104) rounds to 0 and exp(88.8) overflows to +inf by

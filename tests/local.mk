@@ -28,10 +28,12 @@ check_PROGRAMS += tests/t_attn_toeplitz
 tests_t_attn_toeplitz_LDADD = $(TEST_LIBS)
 
 ## --- model tests ---
-check_PROGRAMS += tests/t_layers tests/t_adamw tests/t_model
+check_PROGRAMS += tests/t_layers tests/t_adamw tests/t_model tests/t_checkpoint
 tests_t_layers_LDADD = $(TEST_LIBS)
 tests_t_adamw_LDADD  = $(TEST_LIBS)
 tests_t_model_LDADD  = $(TEST_LIBS)
+tests_t_checkpoint_LDADD = $(TEST_LIBS)
+dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
@@ -41,9 +43,10 @@ tests_t_task_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/t_config tests/t_train
 tests_t_config_LDADD = $(TEST_LIBS)
 tests_t_train_LDADD  = $(TEST_LIBS)
+dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
-dist_check_SCRIPTS = tests/t_cli.sh tests/t_attn_cli.sh
+dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
 dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py

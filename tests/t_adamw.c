@@ -25,12 +25,14 @@ static void test_schedule(void)
         int    W;
         double r;
         long   steps;
-    } cases[] = {{0, 0.0, 100}, {10, 0.1, 100}, {5, 0.0, 6}, {8, 0.5, 4}, {0, 0.0, 1}, {3, 0.2, 50}};
+    } cases[] = {{0, 0.0, 100}, {10, 0.1, 100}, {5, 0.0, 6},
+                 {8, 0.5, 4},   {0, 0.0, 1},    {3, 0.2, 50}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         double worst = 0;
         for (long s = 0; s < cases[c].steps; s++) {
             double got = rl_lr_schedule(s, 3e-3, cases[c].W, cases[c].r, cases[c].steps);
-            worst = fmax(worst, fabs(got - ref_lr(s, 3e-3, cases[c].W, cases[c].r, cases[c].steps)));
+            worst =
+                fmax(worst, fabs(got - ref_lr(s, 3e-3, cases[c].W, cases[c].r, cases[c].steps)));
         }
         tap_ok(worst <= 1e-15, "schedule W=%d r=%g steps=%ld matches the formula (max err %.2g)",
                cases[c].W, cases[c].r, cases[c].steps, worst);
@@ -55,7 +57,8 @@ static void test_clip(void)
     tap_fill_normal(g, n, 0.3);
     memcpy(g0, g, n * sizeof *g);
     double ref = 0;
-    for (size_t i = 0; i < n; i++) ref += (double)g[i] * g[i];
+    for (size_t i = 0; i < n; i++)
+        ref += (double)g[i] * g[i];
     ref         = sqrt(ref);
     double norm = rl_grad_norm(g, n);
     tap_ok(fabs(norm - ref) <= 1e-12 * ref, "grad norm %.12g vs float64 %.12g", norm, ref);
@@ -65,7 +68,8 @@ static void test_clip(void)
     tap_ok(memcmp(g, g0, n * sizeof *g) == 0, "clip with ||g|| < c leaves g unchanged");
     rl_clip(g, n, 1.0, norm);
     double *want = malloc(n * sizeof *want);
-    for (size_t i = 0; i < n; i++) want[i] = g0[i] * (1.0 / (norm + 1e-6));
+    for (size_t i = 0; i < n; i++)
+        want[i] = g0[i] * (1.0 / (norm + 1e-6));
     tap_close(g, want, n, 1e-6, 0, "clip g * c/(||g|| + 1e-6) (||g|| = %.3g, c = 1)", norm);
     tap_ok(fabs(rl_grad_norm(g, n) - norm / (norm + 1e-6)) < 1e-6, "clipped norm ~ c");
     free(g), free(g0), free(want);
@@ -77,8 +81,8 @@ static void ref_adamw(double *p, const double *g, double *m, double *v, size_t n
 {
     for (size_t i = 0; i < n; i++) {
         p[i] *= 1 - lr * (decay ? o->weight_decay : 0);
-        m[i]  = o->beta1 * m[i] + (1 - o->beta1) * g[i];
-        v[i]  = o->beta2 * v[i] + (1 - o->beta2) * g[i] * g[i];
+        m[i]       = o->beta1 * m[i] + (1 - o->beta1) * g[i];
+        v[i]       = o->beta2 * v[i] + (1 - o->beta2) * g[i] * g[i];
         double den = sqrt(v[i]) / sqrt(1 - pow(o->beta2, (double)t)) + o->eps;
         p[i] -= lr / (1 - pow(o->beta1, (double)t)) * m[i] / den;
     }
@@ -93,20 +97,25 @@ static void test_update(int decay)
     float  *p = malloc(n * 4), *g = malloc(n * 4), *m = calloc(n, 4), *v = calloc(n, 4);
     double *rp = malloc(n * 8), *rg = malloc(n * 8), *rm = calloc(n, 8), *rv = calloc(n, 8);
     tap_fill_normal(p, n, 1.0);
-    for (size_t i = 0; i < n; i++) rp[i] = p[i];
+    for (size_t i = 0; i < n; i++)
+        rp[i] = p[i];
     double worst = 0;
     for (long t = 1; t <= 8; t++) {
         tap_fill_normal(g, n, t % 2 ? 1e-2 : 1.0); /* gradient scale changes between steps */
         g[3] = 0.0f;
-        for (size_t i = 0; i < n; i++) rg[i] = g[i];
+        for (size_t i = 0; i < n; i++)
+            rg[i] = g[i];
         double lr = rl_lr_schedule(t - 1, o.lr, 2, 0.1, 8);
         rl_adamw_update(p, g, m, v, n, decay, lr, &o, t);
         ref_adamw(rp, rg, rm, rv, n, decay, lr, &o, t);
         /* per update, |p| <= ~3 rounds to 2.4e-7; 8 updates stay within a few ulps */
-        for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(p[i] - rp[i]) / (fabs(rp[i]) + 1e-2));
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(p[i] - rp[i]) / (fabs(rp[i]) + 1e-2));
     }
-    tap_ok(worst <= 1e-6, "AdamW %s decay, 8 updates vs float64: max |p - p_ref|/(|p_ref| + 0.01) "
-           "= %.2g", decay ? "with" : "without", worst);
+    tap_ok(worst <= 1e-6,
+           "AdamW %s decay, 8 updates vs float64: max |p - p_ref|/(|p_ref| + 0.01) "
+           "= %.2g",
+           decay ? "with" : "without", worst);
     tap_close(m, rm, n, 1e-5, 1e-7, "first moments vs float64");
     tap_close(v, rv, n, 1e-5, 1e-10, "second moments vs float64");
     free(p), free(g), free(m), free(v), free(rp), free(rg), free(rm), free(rv);
@@ -115,9 +124,10 @@ static void test_update(int decay)
 /* Decay only on flagged tensors: with zero gradients a step is p * (1 - lr wd) exactly. */
 static void test_decay_set(void)
 {
-    struct rl_tensor_info t[3] = {
-        {"a.weight", 2, {3, 4}, 0, 12, 1}, {"a.bias", 1, {3, 0}, 12, 3, 0}, {"b.weight", 2, {2, 2}, 15, 4, 1}};
-    float p[19], g[19] = {0}, m[19] = {0}, v[19] = {0}, p0[19];
+    struct rl_tensor_info t[3] = {{"a.weight", 2, {3, 4}, 0, 12, 1},
+                                  {"a.bias", 1, {3, 0}, 12, 3, 0},
+                                  {"b.weight", 2, {2, 2}, 15, 4, 1}};
+    float                 p[19], g[19] = {0}, m[19] = {0}, v[19] = {0}, p0[19];
     tap_fill_normal(p, 19, 1.0);
     memcpy(p0, p, sizeof p);
     struct rl_adamw_opts o;

@@ -6,7 +6,8 @@
  * feature place (eq. 19), at the input, feature place with the rotated denominator} x
  * {pairs, halves} and a partial rope_dims; (2) gradients against central differences of
  * that reference (all elements at N = 7, sampled elements plus a directional derivative
- * at N = 70, which is not a multiple of the chunk); (3) invariants: a causal row equals the
+ * at N = 70 and at N = 300, past the causal scan's 256-row fold and not a multiple of it);
+ * (3) invariants: a causal row equals the
  * non-causal kernel on its prefix, the rotated-denominator instability is counted row by
  * row, N = 1, dv != d, |q|, |k| up to 30. */
 #include "config.h"
@@ -39,16 +40,34 @@ static void cfg_name(char *buf, size_t len, const struct cfg *c)
 
 /* ---- float64 reference --------------------------------------------------------------- */
 
-/* y = R_m x (SPEC 2.3), angles in double, base 10000 */
-static void ref_rotate(double *y, const double *x, int m, const struct cfg *c, int d)
+/* cos / sin of m theta_i in double for m < N, i < R/2 (SPEC 2.3, base 10000) */
+struct ref_rope {
+    int     R, halves;
+    double *c, *s;
+};
+
+static void ref_rope_init(struct ref_rope *t, const struct cfg *c, int N, int d)
 {
-    int R = c->dims ? c->dims : d;
+    t->R = c->dims ? c->dims : d, t->halves = c->halves;
+    int h = t->R / 2;
+    t->c = malloc(sizeof(double) * (size_t)(N * h + 1)), t->s = malloc(sizeof(double) * (size_t)(N * h + 1));
+    for (int m = 0; m < N; m++)
+        for (int i = 0; i < h; i++) {
+            double a = m * pow(10000.0, -2.0 * i / t->R);
+            t->c[m * h + i] = cos(a), t->s[m * h + i] = sin(a);
+        }
+}
+
+/* y = R_m x: the pairs (2i, 2i+1) or (i, i + R/2) written out */
+static void ref_rotate(double *y, const double *x, int m, const struct ref_rope *t, int d)
+{
+    int h = t->R / 2;
     for (int j = 0; j < d; j++) y[j] = x[j];
-    for (int i = 0; i < R / 2; i++) {
-        double a = m * pow(10000.0, -2.0 * i / R);
-        int    p = c->halves ? i : 2 * i, q = c->halves ? i + R / 2 : 2 * i + 1;
-        y[p]     = x[p] * cos(a) - x[q] * sin(a);
-        y[q]     = x[p] * sin(a) + x[q] * cos(a);
+    for (int i = 0; i < h; i++) {
+        double cs = t->c[m * h + i], sn = t->s[m * h + i];
+        int    p = t->halves ? i : 2 * i, q = t->halves ? i + h : 2 * i + 1;
+        y[p]     = x[p] * cs - x[q] * sn;
+        y[q]     = x[p] * sn + x[q] * cs;
     }
 }
 
@@ -75,10 +94,12 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
     double *xq = malloc(sizeof(double) * N * d), *xk = malloc(sizeof(double) * N * d);
     double *pq = malloc(sizeof(double) * N * d), *ek = malloc(sizeof(double) * N * d);
     double *Z = malloc(sizeof(double) * d), t[64], kap[64], kr[64], rq[64];
+    struct ref_rope rt;
+    ref_rope_init(&rt, c, N, d);
     for (int n = 0; n < N; n++) {
         if (c->pe == PE_INPUT) { /* phi(R q), phi(R k) */
-            ref_rotate(xq + n * d, q + n * d, n, c, d);
-            ref_rotate(xk + n * d, k + n * d, n, c, d);
+            ref_rotate(xq + n * d, q + n * d, n, &rt, d);
+            ref_rotate(xk + n * d, k + n * d, n, &rt, d);
         } else
             memcpy(xq + n * d, q + n * d, sizeof(double) * d), memcpy(xk + n * d, k + n * d, sizeof(double) * d);
         ref_fmap_q(pq + n * d, xq + n * d, d, c->fmap);
@@ -95,7 +116,7 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
             for (int n = 0; n <= last; n++) Z[f] += ek[n * d + f];
         }
         if (rot)
-            ref_rotate(rq, pq + m * d, m, c, d);
+            ref_rotate(rq, pq + m * d, m, &rt, d);
         else
             memcpy(rq, pq + m * d, sizeof(double) * d);
         double sden = 0;
@@ -103,7 +124,7 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
         for (int n = 0; n <= last; n++) {
             for (int f = 0; f < d; f++) kap[f] = ek[n * d + f] / (c->fmap == RL_FMAP_SOFTMAX ? Z[f] : 1);
             if (rot)
-                ref_rotate(kr, kap, n, c, d);
+                ref_rotate(kr, kap, n, &rt, d);
             else
                 memcpy(kr, kap, sizeof(double) * d);
             double sn = 0, sd = 0;
@@ -115,7 +136,7 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
         r->raw[m] = sden, r->den[m] = sden + eps;
         for (int j = 0; j < dv; j++) r->o[m * dv + j] = t[j] / (sden + eps);
     }
-    free(xq), free(xk), free(pq), free(ek), free(Z);
+    free(xq), free(xk), free(pq), free(ek), free(Z), free(rt.c), free(rt.s);
 }
 
 /* L = sum_m w_m . o_m in float64 */
@@ -308,7 +329,7 @@ static void check_prefix(const struct cfg *c, int N, int d, int dv)
     char           nm[128];
     struct problem p;
     struct cfg     full = *c;
-    const int      rows[] = {0, 1, 63, 64, 65, 100, N - 1};
+    const int      rows[] = {0, 1, 100, 254, 255, 256, 257, N - 1};
     const int      nr     = (int)(sizeof rows / sizeof rows[0]);
     full.causal           = 0;
     cfg_name(nm, sizeof nm, c);
@@ -334,7 +355,7 @@ static void check_prefix(const struct cfg *c, int N, int d, int dv)
  * the kernel must count exactly those rows, and still compute them. */
 static void check_bad_rows(int causal)
 {
-    const int      N = 100, d = 2, dv = 3;
+    const int      N = 300, d = 2, dv = 3;
     struct cfg     c = {RL_FMAP_ELU1, causal, PE_ROTATED, 0, 0};
     struct problem p;
     problem_alloc(&p, N, d, dv);
@@ -364,7 +385,7 @@ static void check_bad_rows(int causal)
 /* |q|, |k| up to 30 (SPEC 2.2): no inf/NaN, forward matches the reference. */
 static void check_large(const struct cfg *c)
 {
-    const int      N = 130, d = 8, dv = 4;
+    const int      N = 300, d = 8, dv = 4;
     char           nm[128];
     struct problem p;
     cfg_name(nm, sizeof nm, c);
@@ -398,7 +419,7 @@ int main(void)
             for (int e = 0; e < 4; e++)
                 for (int halves = 0; halves < (pes[e] == PE_NONE ? 1 : 2); halves++) {
                     struct cfg c = {(enum rl_fmap)f, causal, pes[e], halves, 0};
-                    check_forward(&c, 150, 8, 6, 1.0); /* 150 = 2 chunks + 22 */
+                    check_forward(&c, 300, 8, 6, 1.0); /* 300 = one 256-row fold + 44 */
                     check_grads(&c, 7, 4, 3, 0);
                     if (!halves) check_grads(&c, 70, 8, 5, 12);
                     if (e != PE_NONE && !halves) { /* partial rotary: R = 4 of d = 8 */
@@ -408,10 +429,14 @@ int main(void)
                         check_grads(&cp, 6, 8, 3, 0);
                     }
                 }
-    for (int f = 0; f < 3; f++) { /* the benchmark shape, N = 1, dv != d */
+    for (int f = 0; f < 3; f++) { /* long causal grads, the benchmark shape, N = 1, dv != d */
         struct cfg c = {(enum rl_fmap)f, 1, PE_FEATURE, 0, 0};
-        check_forward(&c, 200, 32, 32, 0.5);
-        check_prefix(&c, 150, 8, 5);
+        check_grads(&c, 300, 8, 5, 8);
+        c.pe = f == RL_FMAP_ELU1 ? PE_ROTATED : PE_INPUT;
+        check_grads(&c, 300, 8, 5, 8);
+        c.pe = PE_FEATURE;
+        check_forward(&c, 280, 32, 32, 0.5);
+        check_prefix(&c, 300, 8, 5);
         for (int causal = 0; causal < 2; causal++) {
             c.causal = causal;
             check_forward(&c, 1, 8, 3, 1.0);
@@ -421,7 +446,7 @@ int main(void)
             c.pe = PE_FEATURE;
         }
         c.pe = PE_INPUT, c.causal = 1;
-        check_prefix(&c, 150, 8, 5);
+        check_prefix(&c, 300, 8, 5);
     }
     check_bad_rows(1);
     check_bad_rows(0);

@@ -24,7 +24,8 @@
 
 /* ---------------------------------------------------------------- vectorised exp */
 
-static double ulp_err(float got, double ref) {
+static double ulp_err(float got, double ref)
+{
     if (ref < (double)FLT_MIN) /* subnormal result: in units of the smallest subnormal */
         return fabs((double)got - ref) / ldexp(1.0, -149);
     int e;
@@ -32,7 +33,8 @@ static double ulp_err(float got, double ref) {
     return fabs((double)got - ref) / ldexp(1.0, e - 24);
 }
 
-static void test_vexp(void) {
+static void test_vexp(void)
+{
     const int n = 400001;
     float    *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     for (int i = 0; i < n; i++)
@@ -77,7 +79,8 @@ struct ref {
 
 /* p (N x N, row-major) = softmax of the materialised scores; masked entries are 0. */
 static void ref_probs(double *p, double *lse, const double *q, const double *k, const double *rel,
-                      int N, int d, int causal) {
+                      int N, int d, int causal)
+{
     for (int m = 0; m < N; m++) {
         double mx = -INFINITY, sum = 0;
         int    nn = causal ? m + 1 : N;
@@ -101,7 +104,8 @@ static void ref_probs(double *p, double *lse, const double *q, const double *k, 
 }
 
 static void ref_forward(double *o, double *lse, double *p, const double *q, const double *k,
-                        const double *v, const double *rel, int N, int d, int dv, int causal) {
+                        const double *v, const double *rel, int N, int d, int dv, int causal)
+{
     ref_probs(p, lse, q, k, rel, N, d, causal);
     for (int m = 0; m < N; m++)
         for (int c = 0; c < dv; c++) {
@@ -114,7 +118,8 @@ static void ref_forward(double *o, double *lse, double *p, const double *q, cons
 
 /* Analytic backward of ref_forward given its p and o; drel accumulated (2N-1). */
 static void ref_backward(struct ref *r, const double *p, const double *dout, const double *q,
-                         const double *k, const double *v, int N, int d, int dv) {
+                         const double *k, const double *v, int N, int d, int dv)
+{
     double is = 1.0 / sqrt((double)d);
     memset(r->dq, 0, sizeof(double) * N * d);
     memset(r->dk, 0, sizeof(double) * N * d);
@@ -143,7 +148,8 @@ static void ref_backward(struct ref *r, const double *p, const double *dout, con
 /* ---------------------------------------------------------------- finite differences */
 
 static double fd_loss(const double *q, const double *k, const double *v, const double *rel,
-                      const double *dout, int N, int d, int dv, int causal) {
+                      const double *dout, int N, int d, int dv, int causal)
+{
     double *o = malloc(sizeof(double) * N * dv), *lse = malloc(sizeof(double) * N);
     double *p = malloc(sizeof(double) * N * N), L = 0;
     ref_forward(o, lse, p, q, k, v, rel, N, d, dv, causal);
@@ -156,7 +162,8 @@ static double fd_loss(const double *q, const double *k, const double *v, const d
 /* max |analytic - central difference| over every entry of x, relative to max |analytic| */
 static double fd_check(double *x, const double *g, int n, const double *q, const double *k,
                        const double *v, const double *rel, const double *dout, int N, int d, int dv,
-                       int causal) {
+                       int causal)
+{
     const double h   = 1e-5; /* truncation h^2 ~ 1e-10, rounding 1e-16/h ~ 1e-11 */
     double       err = 0, gmax = 0;
     for (int i = 0; i < n; i++) {
@@ -172,7 +179,8 @@ static double fd_check(double *x, const double *g, int n, const double *q, const
     return err / gmax;
 }
 
-static double *dvec(int n, double scale) {
+static double *dvec(int n, double scale)
+{
     double *x = malloc(sizeof(double) * n);
     for (int i = 0; i < n; i++)
         x[i] = scale * tap_normal();
@@ -181,7 +189,8 @@ static double *dvec(int n, double scale) {
 
 /* The float64 backward used as the gradient reference is itself checked against central
  * differences of the float64 forward, on tiny shapes (every entry of q, k, v, rel). */
-static void test_reference_fd(int causal) {
+static void test_reference_fd(int causal)
+{
     const int N = 6, d = 4, dv = 3;
     double   *q = dvec(N * d, 1), *k = dvec(N * d, 1), *v = dvec(N * dv, 1);
     double   *rel = dvec(2 * N - 1, 0.5), *dout = dvec(N * dv, 1),
@@ -215,14 +224,16 @@ struct kcase {
     double    scale; /* of q and k */
 };
 
-static double *to_double(const float *x, size_t n) {
+static double *to_double(const float *x, size_t n)
+{
     double *y = malloc(sizeof(double) * n);
     for (size_t i = 0; i < n; i++)
         y[i] = x[i];
     return y;
 }
 
-static void make_rel(float *rel, enum bias b, int N, int causal) {
+static void make_rel(float *rel, enum bias b, int N, int causal)
+{
     if (b == BIAS_T5) { /* a random table through the real bucket map */
         float B[32];
         tap_fill_normal(B, 32, 1.0);
@@ -236,7 +247,8 @@ static void make_rel(float *rel, enum bias b, int N, int causal) {
     }
 }
 
-static int all_finite(const float *x, size_t n) {
+static int all_finite(const float *x, size_t n)
+{
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i])) return 0;
     return 1;
@@ -248,7 +260,8 @@ struct kbuf {
     size_t  nscr;
 };
 
-static void kbuf_alloc(struct kbuf *b, const struct kcase *c) {
+static void kbuf_alloc(struct kbuf *b, const struct kcase *c)
+{
     const size_t N = (size_t)c->N, nq = N * c->d, nv = N * c->dv;
     b->nscr = rl_attn_softmax_scratch_floats(c->N, c->d, c->dv);
     b->q = malloc(sizeof(float) * nq), b->k = malloc(sizeof(float) * nq);
@@ -268,14 +281,16 @@ static void kbuf_alloc(struct kbuf *b, const struct kcase *c) {
         b->scr[b->nscr + i] = 1234.5f;
 }
 
-static void kbuf_free(struct kbuf *b) {
+static void kbuf_free(struct kbuf *b)
+{
     free(b->q), free(b->k), free(b->v), free(b->dout), free(b->rel), free(b->o), free(b->lse);
     free(b->dq), free(b->dk), free(b->dv), free(b->scr), free(b->drel);
 }
 
 /* forward + backward of the kernel; dq/dk/dv start as garbage (must be overwritten) and
  * drel starts at 1 (must be accumulated into: 1 is subtracted again here). */
-static void kernel_run(struct kbuf *b, const struct kcase *c) {
+static void kernel_run(struct kbuf *b, const struct kcase *c)
+{
     const size_t nq = (size_t)c->N * c->d, nv = (size_t)c->N * c->dv;
     rl_attn_softmax_forward(b->o, b->lse, b->q, b->k, b->v, b->rel, c->N, c->d, c->dv, c->causal,
                             b->scr);
@@ -292,7 +307,8 @@ static void kernel_run(struct kbuf *b, const struct kcase *c) {
 }
 
 /* tol_f, tol_g: SPEC 5 (1e-4 forward, 1e-3 gradients, relative to the largest magnitude) */
-static void check_case(const struct kcase *c, double tol_f, double tol_g) {
+static void check_case(const struct kcase *c, double tol_f, double tol_g)
+{
     const int    N = c->N, d = c->d, dv = c->dv;
     const size_t nq = (size_t)N * d, nv = (size_t)N * dv, nr = 2 * (size_t)N - 1;
     struct kbuf  b;
@@ -336,7 +352,8 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g) {
 
 /* ---------------------------------------------------------------- invariants */
 
-static void test_invariants(int causal) {
+static void test_invariants(int causal)
+{
     const struct kcase c  = {300, 16, 8, causal, BIAS_T5, 1.0};
     const size_t       nv = (size_t)c.N * c.dv, nr = 2 * (size_t)c.N - 1;
     struct kbuf        b;
@@ -371,7 +388,8 @@ static void test_invariants(int causal) {
     kbuf_free(&b);
 }
 
-int main(void) {
+int main(void)
+{
     rl_init(1);
     tap_seed(20240521);
     test_vexp();

@@ -20,21 +20,29 @@ static const char *fm_name[] = {"elu1", "softmax", "exp"};
 
 /* ---- float64 reference: sim(m,n) = phi_q(q_m) . phi_k(k_n) exp(rel[(n-m)+N-1]) ---- */
 
-struct shape { int N, d, dv, causal; enum rl_fmap fm; double eps; };
+struct shape {
+    int          N, d, dv, causal;
+    enum rl_fmap fm;
+    double       eps;
+};
 
 static void ref_phi(double *pq, double *ek, const double *q, const double *k, struct shape s)
 {
     for (int m = 0; m < s.N; m++) {
         const double *x = q + (size_t)m * s.d;
         double       *p = pq + (size_t)m * s.d, mx = x[0], z = 0;
-        for (int f = 0; f < s.d; f++) mx = fmax(mx, x[f]);
+        for (int f = 0; f < s.d; f++)
+            mx = fmax(mx, x[f]);
         for (int f = 0; f < s.d; f++) {
-            if (s.fm == RL_FMAP_ELU1) p[f] = x[f] > 0 ? x[f] + 1 : exp(x[f]);
-            else z += p[f] = exp(x[f] - mx);
+            if (s.fm == RL_FMAP_ELU1)
+                p[f] = x[f] > 0 ? x[f] + 1 : exp(x[f]);
+            else
+                z += p[f] = exp(x[f] - mx);
         }
-        for (int f = 0; f < s.d && s.fm != RL_FMAP_ELU1; f++) p[f] /= z;
+        for (int f = 0; f < s.d && s.fm != RL_FMAP_ELU1; f++)
+            p[f] /= z;
         for (int f = 0; f < s.d; f++) {
-            double kv = k[(size_t)m * s.d + f];
+            double kv               = k[(size_t)m * s.d + f];
             ek[(size_t)m * s.d + f] = s.fm == RL_FMAP_ELU1 ? (kv > 0 ? kv + 1 : exp(kv)) : exp(kv);
         }
     }
@@ -50,7 +58,7 @@ static void ref_forward(double *o, double *den, const double *q, const double *k
     ref_phi(pq, ek, q, k, s);
     for (int f = 0; f < d; f++) /* Shen: phi_k normalised over all n, or n <= m */
         for (int m = 0, first = 1; m < N; m++, first = 0) {
-            double prev = first ? 0 : Z[(size_t)(m - 1) * d + f];
+            double prev          = first ? 0 : Z[(size_t)(m - 1) * d + f];
             Z[(size_t)m * d + f] = prev + ek[(size_t)m * d + f];
         }
     for (int m = 0; m < N; m++) {
@@ -58,15 +66,18 @@ static void ref_forward(double *o, double *den, const double *q, const double *k
         for (int n = 0; n < (s.causal ? m + 1 : N); n++) {
             double a = 0;
             for (int f = 0; f < d; f++) {
-                double z = s.fm != RL_FMAP_SOFTMAX ? 1.0 : Z[(size_t)(s.causal ? m : N - 1) * d + f];
+                double z =
+                    s.fm != RL_FMAP_SOFTMAX ? 1.0 : Z[(size_t)(s.causal ? m : N - 1) * d + f];
                 a += pq[(size_t)m * d + f] * ek[(size_t)n * d + f] / z;
             }
             a *= exp(rel[n - m + N - 1]);
             dn += a;
-            for (int j = 0; j < dv; j++) num[j] += a * v[(size_t)n * dv + j];
+            for (int j = 0; j < dv; j++)
+                num[j] += a * v[(size_t)n * dv + j];
         }
         den[m] = dn;
-        for (int j = 0; j < dv; j++) o[(size_t)m * dv + j] = num[j] / (dn + s.eps);
+        for (int j = 0; j < dv; j++)
+            o[(size_t)m * dv + j] = num[j] / (dn + s.eps);
     }
     free(pq), free(ek), free(Z);
 }
@@ -76,7 +87,8 @@ static double ref_loss(const double *w, const double *q, const double *k, const 
 {
     double *o = malloc(sizeof(double) * s.N * s.dv), *den = malloc(sizeof(double) * s.N), l = 0;
     ref_forward(o, den, q, k, v, rel, s);
-    for (int i = 0; i < s.N * s.dv; i++) l += w[i] * o[i];
+    for (int i = 0; i < s.N * s.dv; i++)
+        l += w[i] * o[i];
     free(o), free(den);
     return l;
 }
@@ -92,14 +104,15 @@ struct prob {
 static double *to_double(const float *x, size_t n)
 {
     double *y = malloc(sizeof(double) * n);
-    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i];
     return y;
 }
 
 /* bias 0: T5-like (random table through the real buckets), 1: ALiBi with `slope` */
 static struct prob prob_make(struct shape s, int bias, double slope, double qk_scale)
 {
-    struct prob p = {.s = s};
+    struct prob p  = {.s = s};
     size_t      nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv, nr = 2 * (size_t)s.N - 1;
     p.q = malloc(sizeof(float) * nd), p.k = malloc(sizeof(float) * nd);
     p.v = malloc(sizeof(float) * nv), p.w = malloc(sizeof(float) * nv);
@@ -135,19 +148,26 @@ static struct rl_attn_opts opts_of(struct shape s)
 }
 
 /* kernel outputs for one instance (FFT path, or the scan with gamma when scan != 0) */
-struct result { float *o, *den, *dq, *dk, *dv; double *drel; long bad; };
+struct result {
+    float  *o, *den, *dq, *dk, *dv;
+    double *drel;
+    long    bad;
+};
 
 static struct result run_kernel(const struct prob *p, int scan, double gamma, int backward)
 {
-    struct shape        s = p->s;
-    struct rl_attn_opts o = opts_of(s);
-    struct result       r = {0};
+    struct shape        s  = p->s;
+    struct rl_attn_opts o  = opts_of(s);
+    struct result       r  = {0};
     size_t              nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
     rl_toeplitz        *t;
     if (rl_toeplitz_create(&t, s.N, s.d, s.dv) != RL_OK) tap_bail("create: %s", rl_last_error());
     r.o = malloc(sizeof(float) * nv), r.den = malloc(sizeof(float) * s.N);
-    if (scan) rl_attn_decay_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, gamma, &o, s.N, s.d, s.dv);
-    else rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, p->rel, &o, s.N, s.d, s.dv);
+    if (scan)
+        rl_attn_decay_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, gamma, &o, s.N, s.d, s.dv);
+    else
+        rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, p->rel, &o, s.N, s.d,
+                                 s.dv);
     if (backward) {
         r.dq = malloc(sizeof(float) * nd), r.dk = malloc(sizeof(float) * nd);
         r.dv = malloc(sizeof(float) * nv), r.drel = calloc(2 * (size_t)s.N - 1, sizeof(double));
@@ -170,21 +190,23 @@ static void result_free(struct result *r)
 static float *drel_float(const struct result *r, int N)
 {
     float *x = malloc(sizeof(float) * (2 * N - 1));
-    for (int i = 0; i < 2 * N - 1; i++) x[i] = (float)r->drel[i];
+    for (int i = 0; i < 2 * N - 1; i++)
+        x[i] = (float)r->drel[i];
     return x;
 }
 
 #define DESC "%s %s %s N=%d d=%d dv=%d"
-#define DARGS(s, bias) fm_name[(s).fm], (s).causal ? "causal" : "non-causal", bias, (s).N, (s).d, (s).dv
-
+#define DARGS(s, bias)                                                                             \
+    fm_name[(s).fm], (s).causal ? "causal" : "non-causal", bias, (s).N, (s).d, (s).dv
 
 /* ---- fft.c: Toeplitz product, its transpose and the correlation vs direct sums ---- */
 
 static double max_rel_err(const double *got, const double *ref, size_t n)
 {
     double e = 0, sc = 0;
-    for (size_t i = 0; i < n; i++) e = fmax(e, fabs(got[i] - ref[i])), sc = fmax(sc, fabs(ref[i]));
-    return isnan(e) ? INFINITY : e / (sc > 0 ? sc : 1);
+    for (size_t i = 0; i < n; i++)
+        e = fmax(e, fabs(got[i] - ref[i])), sc = fmax(sc, fabs(ref[i]));
+    return isnan(e) ? (double)INFINITY : e / (sc > 0 ? sc : 1);
 }
 
 static void check_fft_case(int N, int causal)
@@ -192,13 +214,15 @@ static void check_fft_case(int N, int causal)
     int          C = 3;
     rl_fft_conv *c;
     if (rl_fft_conv_create(&c, N, C) != RL_OK) tap_bail("fft conv: %s", rl_last_error());
-    int     L = rl_fft_conv_length(c);
+    int     L   = rl_fft_conv_length(c);
     double *buf = rl_fft_conv_buf(c), *E = malloc(sizeof(double) * (2 * N - 1));
     double *x = malloc(sizeof(double) * N * C), *y = malloc(sizeof(double) * N * C);
     double *ref = malloc(sizeof(double) * N * C), *got = malloc(sizeof(double) * N * C);
     double *cr = calloc(2 * N - 1, sizeof(double)), *cg = malloc(sizeof(double) * (2 * N - 1));
-    for (int r = 0; r < 2 * N - 1; r++) E[r] = exp(tap_normal());
-    for (int i = 0; i < N * C; i++) x[i] = tap_normal(), y[i] = tap_normal();
+    for (int r = 0; r < 2 * N - 1; r++)
+        E[r] = exp(tap_normal());
+    for (int i = 0; i < N * C; i++)
+        x[i] = tap_normal(), y[i] = tap_normal();
     rl_fft_conv_set_kernel(c, E, causal);
     for (int tr = 0; tr < 2; tr++) {
         for (int j = 0; j < C; j++)
@@ -210,9 +234,12 @@ static void check_fft_case(int N, int causal)
                 }
                 ref[j * N + m] = s;
             }
-        for (int j = 0; j < C; j++) memcpy(buf + (size_t)j * L, x + j * N, sizeof(double) * N);
+        for (int j = 0; j < C; j++)
+            memcpy(buf + (size_t)j * L, x + j * N, sizeof(double) * N);
         rl_fft_conv_apply(c, tr);
-        for (int j = 0; j < C; j++) memcpy(got + j * N, buf + (size_t)j * L, sizeof(double) * N);
+        const double *out = rl_fft_conv_out(c);
+        for (int j = 0; j < C; j++)
+            memcpy(got + j * N, out + (size_t)j * L, sizeof(double) * N);
         double e = max_rel_err(got, ref, (size_t)N * C);
         tap_ok(e < 1e-12, "fft Toeplitz %s N=%d L=%d %s equals the direct sum (rel err %.2g)",
                tr ? "transposed" : "product", N, L, causal ? "causal" : "full", e);
@@ -220,12 +247,15 @@ static void check_fft_case(int N, int causal)
     /* correlation: sum_j sum_m y_j[m] x_j[m+r], two calls accumulate */
     for (int j = 0; j < C; j++)
         for (int m = 0; m < N; m++)
-            for (int n = 0; n < N; n++) cr[n - m + N - 1] += 2 * y[j * N + m] * x[j * N + n];
+            for (int n = 0; n < N; n++)
+                cr[n - m + N - 1] += 2 * y[j * N + m] * x[j * N + n];
     rl_fft_conv_corr_zero(c);
     for (int rep = 0; rep < 2; rep++) {
-        for (int j = 0; j < C; j++) memcpy(buf + (size_t)j * L, x + j * N, sizeof(double) * N);
+        for (int j = 0; j < C; j++)
+            memcpy(buf + (size_t)j * L, x + j * N, sizeof(double) * N);
         rl_fft_conv_r2c(c, 0);
-        for (int j = 0; j < C; j++) memcpy(buf + (size_t)j * L, y + j * N, sizeof(double) * N);
+        for (int j = 0; j < C; j++)
+            memcpy(buf + (size_t)j * L, y + j * N, sizeof(double) * N);
         rl_fft_conv_r2c(c, 1);
         rl_fft_conv_corr_acc(c, 1, 0);
     }
@@ -255,10 +285,11 @@ static void check_forward(struct shape s, int bias, double slope, double qk_scal
     struct prob   p = prob_make(s, bias, slope, qk_scale);
     struct result r = run_kernel(&p, 0, 0, 0);
     double       *o = malloc(sizeof(double) * s.N * s.dv), *den = malloc(sizeof(double) * s.N);
-    const char   *bn = bias ? "alibi" : "t5";
+    const char   *bn  = bias ? "alibi" : "t5";
     long          bad = 0;
     ref_forward(o, den, p.Q, p.K, p.V, p.R, s);
-    for (int m = 0; m < s.N; m++) bad += den[m] <= s.eps, den[m] += s.eps;
+    for (int m = 0; m < s.N; m++)
+        bad += den[m] <= s.eps, den[m] += s.eps;
     tap_close_scaled(r.o, o, (size_t)s.N * s.dv, tol, "forward o " DESC " |qk|~%g", DARGS(s, bn),
                      qk_scale);
     tap_close(r.den, den, (size_t)s.N, 1e-5, 0, "forward den (incl. eps) " DESC, DARGS(s, bn));
@@ -288,7 +319,8 @@ static void grad_close(const float *got, const double *fd, size_t n, const char 
                        struct shape s, const char *bias)
 {
     double sc = 0;
-    for (size_t i = 0; i < n; i++) sc = fmax(sc, fabs(fd[i]));
+    for (size_t i = 0; i < n; i++)
+        sc = fmax(sc, fabs(fd[i]));
     if (sc > 1e-8)
         tap_close_scaled(got, fd, n, 1e-3, "%s vs central differences " DESC, what, DARGS(s, bias));
     else
@@ -311,12 +343,12 @@ static void fd_grad(double *g, double *x, size_t n, const struct prob *p)
 
 static void check_grad_fd(struct shape s, int bias)
 {
-    struct prob   p = prob_make(s, bias, 0.3, 1.0);
-    struct result r = run_kernel(&p, 0, 0, 1);
+    struct prob   p  = prob_make(s, bias, 0.3, 1.0);
+    struct result r  = run_kernel(&p, 0, 0, 1);
     size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv, nr = 2 * (size_t)s.N - 1;
-    double       *g = malloc(sizeof(double) * (nd > nv ? (nd > nr ? nd : nr) : (nv > nr ? nv : nr)));
-    const char   *bn = bias ? "alibi" : "t5";
-    float        *dr = drel_float(&r, s.N);
+    double     *g  = malloc(sizeof(double) * (nd > nv ? (nd > nr ? nd : nr) : (nv > nr ? nv : nr)));
+    const char *bn = bias ? "alibi" : "t5";
+    float      *dr = drel_float(&r, s.N);
     fd_grad(g, p.Q, nd, &p);
     grad_close(r.dq, g, nd, "dq", s, bn);
     fd_grad(g, p.K, nd, &p);
@@ -345,10 +377,13 @@ static void check_directional(double *x, const float *gx, size_t n, const struct
 {
     double *u = malloc(sizeof(double) * n), *x0 = malloc(sizeof(double) * n), an = 0, h = 1e-5;
     memcpy(x0, x, sizeof(double) * n);
-    for (size_t i = 0; i < n; i++) u[i] = tap_normal(), an += gx[i] * u[i];
-    for (size_t i = 0; i < n; i++) x[i] = x0[i] + h * u[i];
+    for (size_t i = 0; i < n; i++)
+        u[i] = tap_normal(), an += (double)gx[i] * u[i];
+    for (size_t i = 0; i < n; i++)
+        x[i] = x0[i] + h * u[i];
     double lp = ref_loss(p->W, p->Q, p->K, p->V, p->R, p->s);
-    for (size_t i = 0; i < n; i++) x[i] = x0[i] - h * u[i];
+    for (size_t i = 0; i < n; i++)
+        x[i] = x0[i] - h * u[i];
     double lm = ref_loss(p->W, p->Q, p->K, p->V, p->R, p->s), fd = (lp - lm) / (2 * h);
     memcpy(x, x0, sizeof(double) * n);
     float got = (float)an;
@@ -361,9 +396,9 @@ static void check_grad_directional_all(void)
 {
     for (int fm = 0; fm < 3; fm++)
         for (int causal = 0; causal < 2; causal++) {
-            struct shape  s = {100, 8, 8, causal, (enum rl_fmap)fm, 1e-6};
-            struct prob   p = prob_make(s, 0, 0, 1.0);
-            struct result r = run_kernel(&p, 0, 0, 1);
+            struct shape  s  = {100, 8, 8, causal, (enum rl_fmap)fm, 1e-6};
+            struct prob   p  = prob_make(s, 0, 0, 1.0);
+            struct result r  = run_kernel(&p, 0, 0, 1);
             float        *dr = drel_float(&r, s.N);
             check_directional(p.Q, r.dq, (size_t)s.N * s.d, &p, "dq");
             check_directional(p.K, r.dk, (size_t)s.N * s.d, &p, "dk");
@@ -378,7 +413,8 @@ static void check_grad_directional_all(void)
 
 static void to_d(double *y, const float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i];
 }
 
 static void check_scan(struct shape s, double slope)
@@ -386,9 +422,10 @@ static void check_scan(struct shape s, double slope)
     struct prob   p = prob_make(s, 1, slope, 1.0);
     struct result a = run_kernel(&p, 1, exp(-slope), 1), b = run_kernel(&p, 0, 0, 1);
     size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
-    double       *R = malloc(sizeof(double) * (nd > nv ? nd : nv)), *den = malloc(sizeof(double) * s.N);
+    double *R = malloc(sizeof(double) * (nd > nv ? nd : nv)), *den = malloc(sizeof(double) * s.N);
     ref_forward(R, den, p.Q, p.K, p.V, p.R, s);
-    tap_close_scaled(a.o, R, nv, 1e-4, "scan o vs reference %s slope=%g N=%d", fm_name[s.fm], slope, s.N);
+    tap_close_scaled(a.o, R, nv, 1e-4, "scan o vs reference %s slope=%g N=%d", fm_name[s.fm], slope,
+                     s.N);
     to_d(R, b.o, nv);
     tap_close_scaled(a.o, R, nv, 1e-5, "scan o == FFT o %s slope=%g", fm_name[s.fm], slope);
     to_d(R, b.dq, nd);
@@ -409,9 +446,9 @@ static void check_scan_all(void)
     }
     /* the scan's gradients against central differences directly */
     for (int fm = 0; fm < 3; fm++) {
-        struct shape  s = {7, 3, 4, 1, (enum rl_fmap)fm, 1e-6};
-        struct prob   p = prob_make(s, 1, 0.25, 1.0);
-        struct result r = run_kernel(&p, 1, exp(-0.25), 1);
+        struct shape  s  = {7, 3, 4, 1, (enum rl_fmap)fm, 1e-6};
+        struct prob   p  = prob_make(s, 1, 0.25, 1.0);
+        struct result r  = run_kernel(&p, 1, exp(-0.25), 1);
         size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
         double       *g = malloc(sizeof(double) * (nd > nv ? nd : nv));
         fd_grad(g, p.Q, nd, &p);
@@ -434,26 +471,61 @@ static int all_finite(const float *x, size_t n)
     return 1;
 }
 
+/* keys ~ N(0, 10^2) (|k| up to ~40): outputs finite and still within SPEC 5 */
 static void check_large(struct shape s, int scan)
 {
-    struct prob   p = prob_make(s, 1, 0.25, 10.0);
-    struct result r = run_kernel(&p, scan, exp(-0.25), 1);
+    struct prob   p  = prob_make(s, 1, 0.25, 10.0);
+    struct result r  = run_kernel(&p, scan, exp(-0.25), 1);
     size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
+    double       *o = malloc(sizeof(double) * nv), *den = malloc(sizeof(double) * s.N);
     tap_ok(all_finite(r.o, nv) && all_finite(r.dq, nd) && all_finite(r.dk, nd) &&
-               all_finite(r.dv, nv) && all_finite(r.den, s.N),
+               all_finite(r.dv, nv) && all_finite(r.den, (size_t)s.N),
            "%s |q|,|k| up to ~40: o, dq, dk, dv finite " DESC, scan ? "scan" : "fft",
            DARGS(s, "alibi"));
-    double *o = malloc(sizeof(double) * nv), *den = malloc(sizeof(double) * s.N);
     ref_forward(o, den, p.Q, p.K, p.V, p.R, s);
-    double e = 0, sc = 0;
-    for (size_t i = 0; i < nv; i++) e = fmax(e, fabs(r.o[i] - o[i])), sc = fmax(sc, fabs(o[i]));
-    tap_diag("  error relative to max|o|: %.3g", e / sc);
+    tap_close_scaled(r.o, o, nv, 1e-4, "%s |q|,|k| up to ~40: o vs reference",
+                     scan ? "scan" : "fft");
     free(o), free(den);
+    result_free(&r), prob_free(&p);
+}
+
+/* Keys that grow along the sequence (a ramp from -30 to 30 plus noise): exp(k) spans
+ * e^60, so causal rows would drown in the FFT error of later terms without the
+ * magnitude segments of attn_toeplitz.c.  Forward, and gradients directionally. */
+static void check_ramp(enum rl_fmap fm, int N)
+{
+    struct shape s  = {N, 6, 4, 1, fm, 1e-6};
+    struct prob  p  = prob_make(s, 0, 0, 1.0);
+    size_t       nd = (size_t)N * s.d, nv = (size_t)N * s.dv;
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < s.d; f++) {
+            size_t i = (size_t)n * s.d + f;
+            p.k[i]   = (float)(-30.0 + 60.0 * n / (N - 1) + 0.5 * p.k[i]);
+            p.K[i]   = p.k[i];
+        }
+    struct result r = run_kernel(&p, 0, 0, 1);
+    double       *o = malloc(sizeof(double) * nv), *den = malloc(sizeof(double) * N);
+    float        *dr = drel_float(&r, N);
+    ref_forward(o, den, p.Q, p.K, p.V, p.R, s);
+    tap_close_scaled(r.o, o, nv, 1e-4, "key ramp -30..30: o vs reference %s causal t5 N=%d",
+                     fm_name[fm], N);
+    check_directional(p.Q, r.dq, nd, &p, "key ramp dq");
+    check_directional(p.K, r.dk, nd, &p, "key ramp dk");
+    check_directional(p.V, r.dv, nv, &p, "key ramp dv");
+    check_directional(p.R, dr, 2 * (size_t)N - 1, &p, "key ramp drel");
+    free(o), free(den), free(dr);
     result_free(&r), prob_free(&p);
 }
 
 static void check_edges(void)
 {
+    rl_toeplitz *tz = NULL;
+    rl_fft_conv *fc = NULL;
+    tap_ok(rl_toeplitz_create(&tz, 0, 4, 4) == RL_EINVAL && !tz &&
+               rl_toeplitz_create(&tz, 8, 4, 0) == RL_EINVAL && !tz,
+           "rl_toeplitz_create rejects N = 0 and dv = 0");
+    tap_ok(rl_fft_conv_create(&fc, 8, 0) == RL_EINVAL && !fc,
+           "rl_fft_conv_create rejects cols = 0");
     for (int fm = 0; fm < 3; fm++)
         for (int causal = 0; causal < 2; causal++) {
             /* eps = 0.5: with one position o = v sim / (sim + eps), and a small eps would
@@ -465,9 +537,11 @@ static void check_edges(void)
     /* elu1 features of q, k ~ -20 are ~2e-9: every denominator is below eps */
     struct shape s = {20, 4, 3, 1, RL_FMAP_ELU1, 1e-6};
     struct prob  p = prob_make(s, 0, 0, 0.1);
-    for (int i = 0; i < s.N * s.d; i++) p.q[i] -= 20, p.k[i] -= 20, p.Q[i] = p.q[i], p.K[i] = p.k[i];
+    for (int i = 0; i < s.N * s.d; i++)
+        p.q[i] -= 20, p.k[i] -= 20, p.Q[i] = p.q[i], p.K[i] = p.k[i];
     struct result r = run_kernel(&p, 0, 0, 1);
-    tap_ok(r.bad == s.N && all_finite(r.o, (size_t)s.N * s.dv) && all_finite(r.dq, (size_t)s.N * s.d),
+    tap_ok(r.bad == s.N && all_finite(r.o, (size_t)s.N * s.dv) &&
+               all_finite(r.dq, (size_t)s.N * s.d),
            "tiny denominators: n_bad = %ld of %d rows, outputs finite", r.bad, s.N);
     result_free(&r), prob_free(&p);
     for (int fm = 0; fm < 3; fm++)
@@ -475,6 +549,19 @@ static void check_edges(void)
             check_large((struct shape){200, 8, 4, causal, (enum rl_fmap)fm, 1e-6}, 0);
             if (causal) check_large((struct shape){200, 8, 4, causal, (enum rl_fmap)fm, 1e-6}, 1);
         }
+    for (int fm = 0; fm < 3; fm++)
+        check_ramp((enum rl_fmap)fm, 240);
+    /* Shen, causal, keys ~ N(0, 25^2): exp(k - c) reaches e^-200, below float's range */
+    struct shape  w  = {100, 4, 3, 1, RL_FMAP_SOFTMAX, 1e-6};
+    struct prob   pw = prob_make(w, 0, 0, 25.0);
+    struct result rw = run_kernel(&pw, 0, 0, 1);
+    double       *ow = malloc(sizeof(double) * 300), *dw = malloc(sizeof(double) * 100);
+    ref_forward(ow, dw, pw.Q, pw.K, pw.V, pw.R, w);
+    tap_ok(all_finite(rw.dq, 400) && all_finite(rw.dk, 400) && all_finite(rw.dv, 300),
+           "softmax causal, keys ~ N(0, 25^2): gradients finite");
+    tap_close_scaled(rw.o, ow, 300, 1e-4, "softmax causal, keys ~ N(0, 25^2): o vs reference");
+    free(ow), free(dw);
+    result_free(&rw), prob_free(&pw);
 }
 
 int main(void)

@@ -56,20 +56,20 @@ static void test_file_and_overrides(void)
 {
     struct rl_cfg c;
     rl_cfg_defaults(&c);
-    const char *p = write_ini("my_exp.ini", "; a comment\n"
-                                            "# another\n"
-                                            "[model]\n"
-                                            "d_model = 64\n"
-                                            "heads=2\n"
-                                            "attention = linear ; inline\n"
-                                            "pe = alibi   # hash comment\n"
-                                            "t5_per_layer = yes\n"
-                                            "[train]\n"
-                                            "lr = 3e-4\n"
-                                            "seed = 18446744073709551615\n"
-                                            "[eval]\n"
-                                            "lengths = 64, 128,256\n");
-    rl_status st = rl_cfg_load(&c, p);
+    const char *p  = write_ini("my_exp.ini", "; a comment\n"
+                                              "# another\n"
+                                              "[model]\n"
+                                              "d_model = 64\n"
+                                              "heads=2\n"
+                                              "attention = linear ; inline\n"
+                                              "pe = alibi   # hash comment\n"
+                                              "t5_per_layer = yes\n"
+                                              "[train]\n"
+                                              "lr = 3e-4\n"
+                                              "seed = 18446744073709551615\n"
+                                              "[eval]\n"
+                                              "lengths = 64, 128,256\n");
+    rl_status   st = rl_cfg_load(&c, p);
     tap_ok(st == RL_OK, "load a file with comments and mixed spacing");
     if (st) tap_diag("%s", rl_last_error());
     tap_ok(c.model.d_model == 64 && c.model.heads == 2 && c.model.attention == RL_ATTN_LINEAR &&
@@ -113,7 +113,8 @@ static void test_errors(void)
     snprintf(want, sizeof want, "%s/e.ini:2: [model] heads: expected a positive integer, got 'x'",
              tmpdir);
     expect_error("e.ini", "[model]\nheads = x\n", NULL, want);
-    expect_error("e.ini", "[model]\nheads = 0\n", NULL, "e.ini:2: [model] heads: expected a positive");
+    expect_error("e.ini", "[model]\nheads = 0\n", NULL,
+                 "e.ini:2: [model] heads: expected a positive");
     expect_error("e.ini", "[model]\nheads = 3.5\n", NULL, "[model] heads: expected");
     expect_error("e.ini", "[model]\nd_model = 99999999999\n", NULL,
                  "e.ini:2: [model] d_model: expected an integer in [1, 65536]");
@@ -121,7 +122,8 @@ static void test_errors(void)
                  "e.ini:3: [train] lr: expected a number > 0, got 'fast'");
     expect_error("e.ini", "[train]\nlr = -1\n", NULL, "e.ini:2: [train] lr: expected a number > 0");
     expect_error("e.ini", "[train]\nlr = nan\n", NULL, "[train] lr: expected a number > 0");
-    expect_error("e.ini", "[train]\nbeta2 = 1\n", NULL, "[train] beta2: expected a number in [0, 1)");
+    expect_error("e.ini", "[train]\nbeta2 = 1\n", NULL,
+                 "[train] beta2: expected a number in [0, 1)");
     expect_error("e.ini", "[train]\nmin_lr_ratio = 1.5\n", NULL,
                  "[train] min_lr_ratio: expected a number in [0, 1]");
     expect_error("e.ini", "[train]\nclip = -0.1\n", NULL, "[train] clip: expected a number >= 0");
@@ -142,29 +144,36 @@ static void test_errors(void)
                  "e.ini:2: unknown section [modle]");
     expect_error("e.ini", "[model]\nhead = 4\n", NULL,
                  "e.ini:2: [model] unknown key 'head' (did you mean 'heads'?)");
-    expect_error("e.ini", "[train]\nfrobnicate = 4\n", NULL, "e.ini:2: [train] unknown key 'frobnicate'");
+    expect_error("e.ini", "[train]\nfrobnicate = 4\n", NULL,
+                 "e.ini:2: [train] unknown key 'frobnicate'");
     expect_error("e.ini", "heads = 4\n", NULL, "e.ini:1: key 'heads' outside a section");
     expect_error("e.ini", "[model]\nheads = 4\nlayers = 1\nheads = 2\n", NULL,
                  "e.ini:4: [model] heads: given twice (first at line 2)");
     expect_error("e.ini", "[model]\nheads\n", NULL, "e.ini:2: malformed line");
-    expect_error("e.ini", "[model]\nheads = 4\n  8\n", NULL, "e.ini:3: [model] heads: values cannot span lines");
+    expect_error("e.ini", "[model]\nheads = 4\n  8\n", NULL,
+                 "e.ini:3: [model] heads: values cannot span lines");
     char line[400];
     snprintf(line, sizeof line, "[task]\npath = %0300d\n", 0);
     expect_error("e.ini", line, NULL, "e.ini:2: line longer than");
-    expect_error("e.ini", "[sweep]\nmodel.foo = 1, 2\n", NULL, "e.ini:2: [sweep] model.foo: no such key");
-    expect_error("e.ini", "[sweep]\npe = none\n", NULL, "e.ini:2: [sweep] pe: expected section.key");
+    expect_error("e.ini", "[sweep]\nmodel.foo = 1, 2\n", NULL,
+                 "e.ini:2: [sweep] model.foo: no such key");
+    expect_error("e.ini", "[sweep]\npe = none\n", NULL,
+                 "e.ini:2: [sweep] pe: expected section.key");
     expect_error("e.ini", "[sweep]\nmodel.pe = none, rotary\n", NULL,
                  "e.ini:2: [sweep] model.pe: expected one of none,");
     expect_error("e.ini", "[sweep]\nexperiment.name = a, b\n", NULL,
                  "[sweep] experiment.name: no such key to sweep");
     expect_error("e.ini", "[sweep]\nmodel.pe = none\nmodel.pe = rope\n", NULL,
                  "e.ini:3: [sweep] model.pe: swept twice");
-    expect_error("e.ini", "[sweep]\ntrain.lr = \n", NULL, "[sweep] train.lr: expected a list of values");
-    expect_error(NULL, NULL, "model.heads=x", "--set model.heads=x: [model] heads: expected a positive integer, got 'x'");
+    expect_error("e.ini", "[sweep]\ntrain.lr = \n", NULL,
+                 "[sweep] train.lr: expected a list of values");
+    expect_error(NULL, NULL, "model.heads=x",
+                 "--set model.heads=x: [model] heads: expected a positive integer, got 'x'");
     expect_error(NULL, NULL, "heads=4", "--set heads=4: expected section.key=value");
     expect_error(NULL, NULL, "model.heads", "--set model.heads: expected section.key=value");
     expect_error(NULL, NULL, "modle.heads=4", "--set modle.heads=4: unknown section [modle]");
-    expect_error(NULL, NULL, "model.hedas=4", "--set model.hedas=4: [model] unknown key 'hedas' (did you mean 'heads'?)");
+    expect_error(NULL, NULL, "model.hedas=4",
+                 "--set model.hedas=4: [model] unknown key 'hedas' (did you mean 'heads'?)");
     /* impossible combinations, reported at the line of the key involved */
     expect_error("c.ini", "[model]\nd_model = 130\nheads = 4\n", NULL,
                  "c.ini:3: [model] heads: d_model = 130 is not divisible by heads = 4");
@@ -176,8 +185,9 @@ static void test_errors(void)
                  "c.ini:3: [model] rope_dims: must be even and <= head dim 4, got 6");
     expect_error("c.ini", "[model]\nrope_dims = 2\nrope_ntk = 4\n", NULL,
                  "c.ini:3: [model] rope_ntk: NTK scaling needs rope_dims > 2");
-    expect_error("c.ini", "[model]\nattention = linear\npe = t5\nrope_denominator = rotated\n", NULL,
-                 "c.ini:4: [model] rope_denominator: 'rotated' needs attention = linear, pe = rope");
+    expect_error(
+        "c.ini", "[model]\nattention = linear\npe = t5\nrope_denominator = rotated\n", NULL,
+        "c.ini:4: [model] rope_denominator: 'rotated' needs attention = linear, pe = rope");
     expect_error("c.ini", "[model]\nrope_denominator = rotated\n", NULL,
                  "c.ini:2: [model] rope_denominator: 'rotated' needs");
     expect_error("c.ini", "[model]\nrope_place = input\n", NULL,
@@ -199,7 +209,8 @@ static void test_errors(void)
            "missing file: EIO naming the file");
 }
 
-static void expect_resolve_error(const char *text, int len, int vocab, int max_len, const char *want)
+static void expect_resolve_error(const char *text, int len, int vocab, int max_len,
+                                 const char *want)
 {
     struct rl_cfg c;
     rl_cfg_defaults(&c);
@@ -220,10 +231,12 @@ static void test_resolve(void)
     tap_ok(st == RL_OK && c.task.length == 48 && c.task.vocab == 20 && c.model.max_len == 48 &&
                c.model.rope_dims == 16 && c.eval.n_lengths == 1 && c.eval.lengths[0] == 48,
            "resolve fills length, vocab, max_len, rope_dims and eval lengths");
-    expect_resolve_error("[model]\npe = learned\nmax_len = 32\n", 64, 10, 0,
-                         "r.ini:3: [model] max_len: the learned PE needs max_len >= the task length 64, got 32");
-    expect_resolve_error("[eval]\nlengths = 64, 512\n", 64, 10, 128,
-                         "r.ini:2: [eval] lengths: length 512 is longer than the task's data allows (128)");
+    expect_resolve_error(
+        "[model]\npe = learned\nmax_len = 32\n", 64, 10, 0,
+        "r.ini:3: [model] max_len: the learned PE needs max_len >= the task length 64, got 32");
+    expect_resolve_error(
+        "[eval]\nlengths = 64, 512\n", 64, 10, 128,
+        "r.ini:2: [eval] lengths: length 512 is longer than the task's data allows (128)");
     expect_resolve_error("[task]\nlength = 32\n", 64, 10, 0,
                          "r.ini:2: [task] length: the task's length is 64, not 32");
     expect_resolve_error("[task]\nvocab = 12\n", 64, 10, 0,
@@ -266,14 +279,16 @@ static void test_round_trip(void)
                a->eval.n_lengths == b->eval.n_lengths && a->sweep.n_keys == b->sweep.n_keys &&
                !strcmp(a->experiment.out, b->experiment.out);
         tap_ok(same, "round trip %d: render -> parse -> render is identical", t);
-        if (!same) tap_diag("%s / %s\n%s", st ? rl_last_error() : "", st2 ? rl_last_error() : "", ra);
+        if (!same)
+            tap_diag("%s / %s\n%s", st ? rl_last_error() : "", st2 ? rl_last_error() : "", ra);
         char msg[256];
         tap_ok(!rl_cfg_text_diff(ra, rb, msg, sizeof msg), "round trip %d: no difference", t);
         if (t == 0) {
-            tap_ok(strstr(ra, "rope_ntk = 8.25\n") && strstr(ra, "lr = 0.10000000000000001") == NULL &&
-                       strstr(ra, "lr = 0.1\n") && strstr(ra, "adam_eps = 1e-10\n") &&
-                       strstr(ra, "lengths = 32, 64, 4096\n") &&
-                       strstr(ra, "model.pe = none, rope\n") && strstr(ra, "checkpoint_initial = true\n"),
+            tap_ok(strstr(ra, "rope_ntk = 8.25\n") &&
+                       strstr(ra, "lr = 0.10000000000000001") == NULL && strstr(ra, "lr = 0.1\n") &&
+                       strstr(ra, "adam_eps = 1e-10\n") && strstr(ra, "lengths = 32, 64, 4096\n") &&
+                       strstr(ra, "model.pe = none, rope\n") &&
+                       strstr(ra, "checkpoint_initial = true\n"),
                    "rendered numbers are short and exact; lists and sweeps rendered");
             rl_cfg_render(a, rb, 1 << 16, RL_CFG_RENDER_NO_RUNTIME);
             tap_ok(!strstr(rb, "\nthreads =") && !strstr(rb, "\nout =") && strstr(rb, "name = rt1"),
@@ -307,8 +322,8 @@ static void test_model_mapping(void)
     rl_cfg_set(&c, "experiment.name=map");
     tap_ok(rl_cfg_resolve(&c, 32, 10, 0) == RL_OK, "resolve without a file, name given by --set");
     rl_cfg_model_config(&c, 10, 1, 0, &mc);
-    tap_ok(mc.input_pe == RL_INPUT_PE_LEARNED && mc.attn.pe == RL_ATTN_PE_NONE && mc.max_len == 32 &&
-               mc.vocab == 10 && mc.attn.causal == 1,
+    tap_ok(mc.input_pe == RL_INPUT_PE_LEARNED && mc.attn.pe == RL_ATTN_PE_NONE &&
+               mc.max_len == 32 && mc.vocab == 10 && mc.attn.causal == 1,
            "pe = learned is an input PE with max_len rows");
     rl_cfg_set(&c, "model.pe=alibi");
     rl_cfg_set(&c, "model.attention=linear");
@@ -344,7 +359,7 @@ static void test_docs(void)
     char  *doc = calloc(1, 1 << 18);
     size_t n   = fread(doc, 1, (1 << 18) - 1, f);
     fclose(f);
-    doc[n]     = 0;
+    doc[n]      = 0;
     int missing = 0;
     for (int i = 0; i < rl_cfg_num_keys(); i++) {
         const char *s, *k, *d;

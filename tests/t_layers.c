@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FWD_TOL  1e-4
+#define FWD_TOL 1e-4
 #define GRAD_TOL 1e-3
 
 static double *dalloc(size_t n) { return calloc(n, sizeof(double)); }
@@ -19,7 +19,8 @@ static float  *falloc(size_t n) { return calloc(n, sizeof(float)); }
 
 static void to_double(double *d, const float *f, size_t n)
 {
-    for (size_t i = 0; i < n; i++) d[i] = f[i];
+    for (size_t i = 0; i < n; i++)
+        d[i] = f[i];
 }
 
 /* A float64 function of the parameter vectors in ctx, returning sum(w_out * out). */
@@ -42,7 +43,8 @@ static void fd_grad(double *g, double *x, size_t n, loss_fn f, void *ctx)
 static double dot(const double *a, const double *b, size_t n)
 {
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -57,14 +59,17 @@ static void ref_layernorm(double *out, const double *x, const double *w, const d
                           int C)
 {
     for (int t = 0; t < T; t++) {
-        const double *r = x + (size_t)t * C;
+        const double *r  = x + (size_t)t * C;
         double        mu = 0, var = 0;
-        for (int c = 0; c < C; c++) mu += r[c];
+        for (int c = 0; c < C; c++)
+            mu += r[c];
         mu /= C;
-        for (int c = 0; c < C; c++) var += (r[c] - mu) * (r[c] - mu);
+        for (int c = 0; c < C; c++)
+            var += (r[c] - mu) * (r[c] - mu);
         var /= C;
         double rs = 1.0 / sqrt(var + 1e-5);
-        for (int c = 0; c < C; c++) out[(size_t)t * C + c] = (r[c] - mu) * rs * w[c] + b[c];
+        for (int c = 0; c < C; c++)
+            out[(size_t)t * C + c] = (r[c] - mu) * rs * w[c] + b[c];
     }
 }
 
@@ -77,11 +82,12 @@ static double ln_loss(void *p)
 
 static void test_layernorm(int T, int C)
 {
-    size_t n  = (size_t)T * C;
+    size_t n = (size_t)T * C;
     float *x = falloc(n), *w = falloc(C), *b = falloc(C), *out = falloc(n), *dout = falloc(n);
     float *mean = falloc(T), *rstd = falloc(T), *dx = falloc(n), *dw = falloc(C), *db = falloc(C);
     tap_fill_normal(x, n, 2.0);
-    for (size_t i = 0; i < n; i++) x[i] += 0.5f; /* a nonzero mean */
+    for (size_t i = 0; i < n; i++)
+        x[i] += 0.5f; /* a nonzero mean */
     tap_fill_normal(w, C, 1.0);
     tap_fill_normal(b, C, 1.0);
     tap_fill_normal(dout, n, 1.0);
@@ -91,11 +97,15 @@ static void test_layernorm(int T, int C)
     ref_layernorm(c.out, c.x, c.w, c.b, T, C);
     tap_close_scaled(out, c.out, n, FWD_TOL, "layernorm forward T=%d C=%d", T, C);
     /* accumulate semantics: start dx, dw, db at 1 and subtract it afterwards */
-    for (size_t i = 0; i < n; i++) dx[i] = 1.0f;
-    for (int i = 0; i < C; i++) dw[i] = db[i] = 1.0f;
+    for (size_t i = 0; i < n; i++)
+        dx[i] = 1.0f;
+    for (int i = 0; i < C; i++)
+        dw[i] = db[i] = 1.0f;
     rl_layernorm_backward(dx, dw, db, dout, x, mean, rstd, w, T, C);
-    for (size_t i = 0; i < n; i++) dx[i] -= 1.0f;
-    for (int i = 0; i < C; i++) dw[i] -= 1.0f, db[i] -= 1.0f;
+    for (size_t i = 0; i < n; i++)
+        dx[i] -= 1.0f;
+    for (int i = 0; i < C; i++)
+        dw[i] -= 1.0f, db[i] -= 1.0f;
     double *g = dalloc(n);
     fd_grad(g, c.x, n, ln_loss, &c);
     tap_close_scaled(dx, g, n, GRAD_TOL, "layernorm dx vs finite differences");
@@ -121,7 +131,8 @@ static double lin_loss(void *p)
     for (int t = 0; t < c->T; t++)
         for (int o = 0; o < c->OC; o++) {
             double s = c->b[o];
-            for (int i = 0; i < c->C; i++) s += c->x[(size_t)t * c->C + i] * c->W[(size_t)o * c->C + i];
+            for (int i = 0; i < c->C; i++)
+                s += c->x[(size_t)t * c->C + i] * c->W[(size_t)o * c->C + i];
             c->out[(size_t)t * c->OC + o] = s;
         }
     return dot(c->out, c->wout, (size_t)c->T * c->OC);
@@ -140,16 +151,21 @@ static void test_linear(int T, int C, int OC)
     lin_loss(&c);
     rl_linear_forward(out, x, W, b, T, C, OC, 0);
     tap_close_scaled(out, c.out, no, FWD_TOL, "linear forward T=%d C=%d OC=%d", T, C, OC);
-    for (size_t i = 0; i < no; i++) out[i] = 2.0f; /* accumulate: out = 2 + x W^T + b */
+    for (size_t i = 0; i < no; i++)
+        out[i] = 2.0f; /* accumulate: out = 2 + x W^T + b */
     rl_linear_forward(out, x, W, b, T, C, OC, 1);
-    for (size_t i = 0; i < no; i++) out[i] -= 2.0f;
+    for (size_t i = 0; i < no; i++)
+        out[i] -= 2.0f;
     tap_close_scaled(out, c.out, no, FWD_TOL, "linear forward, accumulating");
     rl_linear_forward(out, x, W, NULL, T, C, OC, 0);
-    for (size_t i = 0; i < no; i++) out[i] += b[i % OC];
+    for (size_t i = 0; i < no; i++)
+        out[i] += b[i % OC];
     tap_close_scaled(out, c.out, no, FWD_TOL, "linear forward without bias");
-    for (size_t i = 0; i < nw; i++) dW[i] = 0.5f;
+    for (size_t i = 0; i < nw; i++)
+        dW[i] = 0.5f;
     rl_linear_backward(dx, dW, db, dout, x, W, T, C, OC, 0);
-    for (size_t i = 0; i < nw; i++) dW[i] -= 0.5f;
+    for (size_t i = 0; i < nw; i++)
+        dW[i] -= 0.5f;
     double *g = dalloc(nw > nx ? nw : nx);
     fd_grad(g, c.x, nx, lin_loss, &c);
     tap_close_scaled(dx, g, nx, GRAD_TOL, "linear dx vs finite differences");
@@ -158,7 +174,8 @@ static void test_linear(int T, int C, int OC)
     fd_grad(g, c.b, OC, lin_loss, &c);
     tap_close_scaled(db, g, OC, GRAD_TOL, "linear db vs finite differences");
     rl_linear_backward(dx, dW, NULL, dout, x, W, T, C, OC, 1); /* dx now doubled */
-    for (size_t i = 0; i < nx; i++) dx[i] *= 0.5f;
+    for (size_t i = 0; i < nx; i++)
+        dx[i] *= 0.5f;
     fd_grad(g, c.x, nx, lin_loss, &c);
     tap_close_scaled(dx, g, nx, GRAD_TOL, "linear dx, accumulating");
     free(g), free(c.x), free(c.W), free(c.b), free(c.wout), free(c.out);
@@ -174,8 +191,8 @@ static double ref_gelu(double x)
 
 static void test_gelu(int T, int C)
 {
-    size_t n = (size_t)T * C;
-    float *h = falloc(n), *g = falloc(n), *b = falloc(C), *dg = falloc(n), *dh = falloc(n);
+    size_t  n = (size_t)T * C;
+    float  *h = falloc(n), *g = falloc(n), *b = falloc(C), *dg = falloc(n), *dh = falloc(n);
     double *ref = dalloc(n), *dref = dalloc(n);
     tap_fill_normal(h, n, 3.0);
     h[0] = 40.0f, h[1] = -40.0f, h[2] = 0.0f, h[3] = 1e-4f; /* saturated, zero, tiny */
@@ -184,20 +201,22 @@ static void test_gelu(int T, int C)
     tap_fill_normal(dg, n, 1.0);
     for (size_t i = 0; i < n; i++) {
         double x = (double)h[i] + b[i % C], e = 1e-5 * (1 + fabs(x));
-        ref[i]   = ref_gelu(x);
-        dref[i]  = dg[i] * (ref_gelu(x + e) - ref_gelu(x - e)) / (2 * e);
+        ref[i]  = ref_gelu(x);
+        dref[i] = dg[i] * (ref_gelu(x + e) - ref_gelu(x - e)) / (2 * e);
     }
     float *hin = falloc(n);
     memcpy(hin, h, n * sizeof *h);
     rl_bias_gelu_forward(g, h, b, T, C);
     tap_close_scaled(g, ref, n, FWD_TOL, "bias+gelu forward (tanh approximation) n=%zu", n);
     int ok = 1;
-    for (size_t i = 0; i < n; i++) ok &= h[i] == hin[i] + b[i % C];
+    for (size_t i = 0; i < n; i++)
+        ok &= h[i] == hin[i] + b[i % C];
     tap_ok(ok, "bias+gelu keeps the pre-activation h + b");
     rl_gelu_backward(dh, dg, h, n);
     tap_close_scaled(dh, dref, n, GRAD_TOL, "gelu backward vs finite differences");
     double worst = 0;
-    for (size_t i = 0; i < 4; i++) worst = fmax(worst, fabs(dh[i] - dref[i]) / (fabs(dg[i]) + 1e-30));
+    for (size_t i = 0; i < 4; i++)
+        worst = fmax(worst, fabs(dh[i] - dref[i]) / (fabs(dg[i]) + 1e-30));
     tap_ok(worst < 1e-4 && isfinite(g[0]) && g[1] == 0.0f,
            "gelu at +-40, 0, 1e-4: finite, exact saturation (rel err %.2g)", worst);
     rl_gelu_backward(dg, dg, h, n); /* in place */
@@ -209,9 +228,10 @@ static void test_gelu(int T, int C)
 
 static void test_embed(int B, int N, int C, int V)
 {
-    size_t   T = (size_t)B * N;
+    size_t   T   = (size_t)B * N;
     int32_t *tok = malloc(T * sizeof *tok);
-    for (size_t t = 0; t < T; t++) tok[t] = (int32_t)(tap_uniform() * V); /* with repeats */
+    for (size_t t = 0; t < T; t++)
+        tok[t] = (int32_t)(tap_uniform() * V); /* with repeats */
     float  *wte = falloc((size_t)V * C), *pos = falloc((size_t)N * C), *out = falloc(T * C);
     float  *dout = falloc(T * C), *dwte = falloc((size_t)V * C), *dpos = falloc((size_t)N * C);
     double *ref = dalloc(T * C), *rw = dalloc((size_t)V * C), *rp = dalloc((size_t)N * C);
@@ -230,12 +250,13 @@ static void test_embed(int B, int N, int C, int V)
     tap_close_scaled(dpos, rp, (size_t)N * C, GRAD_TOL, "learned position backward");
     rl_embed_forward(out, tok, wte, NULL, B, N, C);
     int ok = 1;
-    for (size_t t = 0; t < T; t++) ok &= memcmp(out + t * C, wte + (size_t)tok[t] * C, C * 4) == 0;
+    for (size_t t = 0; t < T; t++)
+        ok &= memcmp(out + t * C, wte + (size_t)tok[t] * C, C * 4) == 0;
     tap_ok(ok, "embedding without position table copies rows exactly");
     /* sinusoid: p[m,2t] = sin(m/10000^(2t/C)), p[m,2t+1] = cos(..) */
     for (int m = 0; m < N; m++)
         for (int c = 0; c < C; c++) {
-            double a          = m / pow(10000.0, 2.0 * (c / 2) / C);
+            double a              = m / pow(10000.0, 2.0 * (c / 2) / C);
             rp[(size_t)m * C + c] = c % 2 ? cos(a) : sin(a);
         }
     rl_sinusoid_table(pos, N, C);
@@ -250,8 +271,8 @@ static void test_heads(int B, int N, int H, int d)
 {
     const int C = H * d;
     size_t    T = (size_t)B * N, n = T * C;
-    float *qkv = falloc(3 * n), *bias = falloc(3 * C), *q = falloc(n), *k = falloc(n);
-    float *v = falloc(n), *back = falloc(3 * n), *o = falloc(n), *o2 = falloc(n);
+    float    *qkv = falloc(3 * n), *bias = falloc(3 * C), *q = falloc(n), *k = falloc(n);
+    float    *v = falloc(n), *back = falloc(3 * n), *o = falloc(n), *o2 = falloc(n);
     tap_fill_normal(qkv, 3 * n, 1.0), tap_fill_normal(bias, 3 * C, 1.0);
     rl_heads_split(q, k, v, qkv, bias, B, N, H, d);
     int ok = 1;
@@ -275,7 +296,8 @@ static void test_heads(int B, int N, int H, int d)
     tap_ok(memcmp(o2, q, n * sizeof *o2) == 0, "heads split1 inverts merge");
     ok = 1;
     for (size_t t = 0; t < T; t++)
-        for (int c = 0; c < C; c++) ok &= o[t * C + c] == qkv[t * 3 * C + c];
+        for (int c = 0; c < C; c++)
+            ok &= o[t * C + c] == qkv[t * 3 * C + c];
     tap_ok(ok, "heads merge of split q restores (B,N,C)");
     /* mean pooling */
     float  *pool = falloc((size_t)B * C), *dx = falloc(n);
@@ -311,8 +333,10 @@ static double ce_loss(void *p)
         if (c->mask && !c->mask[r]) continue;
         const double *l  = c->logits + (size_t)r * c->V;
         double        mx = l[0], z = 0;
-        for (int j = 1; j < c->V; j++) mx = fmax(mx, l[j]);
-        for (int j = 0; j < c->V; j++) z += exp(l[j] - mx);
+        for (int j = 1; j < c->V; j++)
+            mx = fmax(mx, l[j]);
+        for (int j = 0; j < c->V; j++)
+            z += exp(l[j] - mx);
         s += mx + log(z) - l[c->tgt[r]];
     }
     return s;
@@ -320,26 +344,27 @@ static double ce_loss(void *p)
 
 static void test_ce(int rows, int V, int masked)
 {
-    size_t   n  = (size_t)rows * V;
-    float   *l  = falloc(n), *lse = falloc(rows), *dl = falloc(n);
+    size_t   n = (size_t)rows * V;
+    float   *l = falloc(n), *lse = falloc(rows), *dl = falloc(n);
     double  *rl = dalloc(rows), *g = dalloc(n);
     int32_t *tgt  = malloc(rows * sizeof *tgt);
     uint8_t *mask = malloc(rows);
     tap_fill_normal(l, n, 3.0);
-    l[5] = 60.0f; /* a large logit: the log-sum-exp must not overflow */
+    l[5]        = 60.0f; /* a large logit: the log-sum-exp must not overflow */
     long want_t = 0, want_c = 0;
     for (int r = 0; r < rows; r++) {
         tgt[r]  = (int32_t)(tap_uniform() * V);
         mask[r] = !masked || tap_uniform() < 0.6;
         if (r % 3 == 0) l[(size_t)r * V + tgt[r]] += 8.0f; /* some correct predictions */
         int am = 0;
-        for (int j = 1; j < V; j++) am = l[(size_t)r * V + j] > l[(size_t)r * V + am] ? j : am;
+        for (int j = 1; j < V; j++)
+            am = l[(size_t)r * V + j] > l[(size_t)r * V + am] ? j : am;
         want_t += mask[r], want_c += mask[r] && am == tgt[r];
     }
     struct ce_ctx c = {rows, V, dalloc(n), tgt, masked ? mask : NULL};
     to_double(c.logits, l, n);
     long   nt = 0, nc = 0;
-    double s = rl_softmax_ce_forward(lse, rl, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
+    double s   = rl_softmax_ce_forward(lse, rl, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
     double ref = ce_loss(&c);
     tap_ok(fabs(s - ref) <= 1e-5 * fabs(ref), "CE loss sum %.9g vs float64 %.9g (%s)", s, ref,
            masked ? "masked" : "all rows");
@@ -348,9 +373,26 @@ static void test_ce(int rows, int V, int masked)
     const float scale = 0.37f;
     rl_softmax_ce_backward(dl, l, lse, tgt, masked ? mask : NULL, scale, rows, V);
     fd_grad(g, c.logits, n, ce_loss, &c);
-    for (size_t i = 0; i < n; i++) g[i] *= scale;
+    for (size_t i = 0; i < n; i++)
+        g[i] *= scale;
     tap_close_scaled(dl, g, n, GRAD_TOL, "fused softmax-CE backward (scale %.2f) vs FD", scale);
     free(l), free(lse), free(dl), free(rl), free(g), free(tgt), free(mask), free(c.logits);
+}
+
+/* column sums in row order, across column chunks (C > 1024 on one thread, odd C on two) */
+static void test_colsum(int T, int C)
+{
+    float  *x = falloc((size_t)T * C), *db = falloc(C);
+    double *ref = dalloc(C);
+    tap_fill_normal(x, (size_t)T * C, 1.0);
+    for (int c = 0; c < C; c++) {
+        db[c] = 0.5f, ref[c] = 0.5;
+        for (int t = 0; t < T; t++)
+            ref[c] += x[(size_t)t * C + c];
+    }
+    rl_colsum_add(db, x, T, C);
+    tap_close_scaled(db, ref, C, FWD_TOL, "column sums (accumulated) T=%d C=%d", T, C);
+    free(x), free(db), free(ref);
 }
 
 int main(void)
@@ -365,8 +407,10 @@ int main(void)
     test_heads(2, 5, 3, 4);
     test_ce(11, 7, 0);
     test_ce(17, 9, 1);
+    test_colsum(5, 1100);
     rl_init(2); /* the row loops on two threads give the same results */
     test_layernorm(33, 40);
     test_linear(37, 19, 23);
+    test_colsum(7, 2500);
     return tap_done();
 }

@@ -6,11 +6,13 @@
  * Gradient check (KANN's directional idea, per tensor): the loss is summed in double over
  * float32 logits; for every tensor t with gradient g_t we compare the 4-point central
  * difference of L along u = g_t/|g_t| with |g_t|, and along a random unit u (on t only)
- * with g_t.u, the error measured relative to |g_t| (floored at 1% of the largest tensor
- * gradient norm: float32 losses resolve smaller gradients only to ~1e-6).  Parameters are drawn larger than the
- * GPT-2 init (std 0.3) so that every tensor's gradient is well above float32 noise. */
+ * with g_t.u, the error measured relative to |g_t| (floored at 5% of the largest tensor
+ * gradient norm: float32 losses resolve smaller gradients only to ~1e-5).  Parameters are drawn
+ * larger than the GPT-2 init (std 0.3) so that every tensor's gradient is well above float32 noise.
+ */
 #include "config.h"
 #include "adamw.h"
+#include "checkpoint.h"
 #include "gemm.h"
 #include "model.h"
 #include "tap.h"
@@ -19,6 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* evaluates expr before the message arguments (rl_last_error() must see its effect) */
+#define CHECK(expr, ...)                                                                           \
+    do {                                                                                           \
+        int check_ok_ = (expr);                                                                    \
+        tap_ok(check_ok_, __VA_ARGS__);                                                            \
+    } while (0)
 
 static const char *pe_names[] = {"none", "sinusoidal", "learned", "rope", "t5", "alibi"};
 
@@ -34,13 +44,18 @@ static void make_config(struct rl_model_config *c, const struct combo *k, int ca
     memset(c, 0, sizeof *c);
     rl_attn_opts_default(&c->attn);
     c->vocab = 11, c->d_model = 8, c->heads = 2, c->layers = 2, c->max_len = 8;
-    c->n_classes    = k->n_classes;
-    c->t5_per_layer = k->t5_per_layer;
-    c->input_pe     = k->pe == 1 ? RL_INPUT_PE_SINUSOIDAL : k->pe == 2 ? RL_INPUT_PE_LEARNED : RL_INPUT_PE_NONE;
-    c->attn.pe      = k->pe == 3 ? RL_ATTN_PE_ROPE : k->pe == 4 ? RL_ATTN_PE_T5 : k->pe == 5 ? RL_ATTN_PE_ALIBI : RL_ATTN_PE_NONE;
-    c->attn.kind    = k->kind;
-    c->attn.fmap    = k->fmap;
-    c->attn.causal  = causal;
+    c->n_classes            = k->n_classes;
+    c->t5_per_layer         = k->t5_per_layer;
+    c->input_pe             = k->pe == 1   ? RL_INPUT_PE_SINUSOIDAL
+                              : k->pe == 2 ? RL_INPUT_PE_LEARNED
+                                           : RL_INPUT_PE_NONE;
+    c->attn.pe              = k->pe == 3   ? RL_ATTN_PE_ROPE
+                              : k->pe == 4 ? RL_ATTN_PE_T5
+                              : k->pe == 5 ? RL_ATTN_PE_ALIBI
+                                           : RL_ATTN_PE_NONE;
+    c->attn.kind            = k->kind;
+    c->attn.fmap            = k->fmap;
+    c->attn.causal          = causal;
     c->attn.t5_buckets      = 6;
     c->attn.t5_max_distance = 8;
 }
@@ -57,7 +72,8 @@ static void make_batch(struct rl_batch *b, int B, int N, int V, int C)
         b->targets[i] = (int32_t)(tap_uniform() * V);
         b->mask[i]    = i % 3 != 1; /* some positions carry no loss */
     }
-    for (int i = 0; C && i < B; i++) b->label[i] = (int32_t)(tap_uniform() * C);
+    for (int i = 0; C && i < B; i++)
+        b->label[i] = (int32_t)(tap_uniform() * C);
 }
 
 static void free_batch(struct rl_batch *b)
@@ -73,7 +89,8 @@ static void randomize(rl_model *m, double std)
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
         const struct rl_tensor_info *t = rl_model_tensor(m, i);
         if (strstr(t->name, "ln") && strstr(t->name, ".weight"))
-            for (size_t j = 0; j < t->count; j++) p[t->offset + j] += 1.0f;
+            for (size_t j = 0; j < t->count; j++)
+                p[t->offset + j] += 1.0f;
     }
 }
 
@@ -94,7 +111,8 @@ static double fd_dir(rl_model *m, const struct rl_batch *b, const struct rl_tens
     memcpy(save, p, t->count * sizeof *save);
     double l[4], hs[4] = {-2 * h, -h, h, 2 * h};
     for (int s = 0; s < 4; s++) {
-        for (size_t j = 0; j < t->count; j++) p[j] = (float)(save[j] + hs[s] * u[j]);
+        for (size_t j = 0; j < t->count; j++)
+            p[j] = (float)(save[j] + hs[s] * u[j]);
         l[s] = loss_at(m, b);
     }
     memcpy(p, save, t->count * sizeof *save);
@@ -103,12 +121,13 @@ static double fd_dir(rl_model *m, const struct rl_batch *b, const struct rl_tens
 }
 
 /* Step along a unit direction for a tensor with gradient norm gn: the loss should move by
- * ~5e-3 (its float32 noise is ~1e-7), within [2e-3, 5e-2] where the 4-point stencil's
- * h^4 truncation stays below 1e-4 relative (measured on these models). */
+ * ~2e-3 (its float32 noise is ~1e-7), within [1e-3, 1e-2] where the 4-point stencil's
+ * truncation (and elu1's jump in the second derivative) stays below ~1e-4 relative
+ * (measured on these models). */
 static double fd_step(double gn)
 {
     double h = 2e-3 / gn;
-    return h < 1e-3 ? 1e-3 : h > 2e-2 ? 2e-2 : h;
+    return h < 1e-3 ? 1e-3 : h > 1e-2 ? 1e-2 : h;
 }
 
 static void grad_check(const struct combo *k, int causal)
@@ -129,29 +148,34 @@ static void grad_check(const struct combo *k, int causal)
     double       worst = 0, worst_rand = 0, gmax = 0, wg = 0, wrg = 0;
     const char  *wname = "", *wrname = "";
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
-        const struct rl_tensor_info *t = rl_model_tensor(m, i);
-        double gn = 0;
-        for (size_t j = 0; j < t->count; j++) gn += (double)g[t->offset + j] * g[t->offset + j];
+        const struct rl_tensor_info *t  = rl_model_tensor(m, i);
+        double                       gn = 0;
+        for (size_t j = 0; j < t->count; j++)
+            gn += (double)g[t->offset + j] * g[t->offset + j];
         gmax = fmax(gmax, sqrt(gn));
     }
-    /* float32 forward passes resolve a directional derivative to ~1e-6 absolute: errors
-     * are relative to max(|g_t|, 1% of the largest tensor gradient) */
-    const double floor = 1e-2 * gmax;
+    /* float32 forward passes resolve a directional derivative to ~1e-5 absolute: errors
+     * are relative to max(|g_t|, 5% of the largest tensor gradient) */
+    const double floor = 5e-2 * gmax;
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
         const struct rl_tensor_info *t  = rl_model_tensor(m, i);
         double                      *u  = malloc(t->count * sizeof *u);
         double                       gn = 0, gu = 0, un = 0;
-        for (size_t j = 0; j < t->count; j++) gn += (double)g[t->offset + j] * g[t->offset + j];
+        for (size_t j = 0; j < t->count; j++)
+            gn += (double)g[t->offset + j] * g[t->offset + j];
         gn = sqrt(gn);
         /* a gradient that is zero in exact arithmetic (the key bias under softmax
          * attention without RoPE, or under the Shen map) is float noise: no direction */
         if (gn > 1e-5 * gmax) {
-            for (size_t j = 0; j < t->count; j++) u[j] = g[t->offset + j] / gn;
+            for (size_t j = 0; j < t->count; j++)
+                u[j] = g[t->offset + j] / gn;
             double e = fabs(fd_dir(m, &b, t, u, fd_step(fmax(gn, floor))) - gn) / fmax(gn, floor);
             if (e > worst) worst = e, wname = t->name, wg = gn;
         }
-        for (size_t j = 0; j < t->count; j++) u[j] = tap_normal(), un += u[j] * u[j];
-        for (size_t j = 0; j < t->count; j++) u[j] /= sqrt(un), gu += u[j] * g[t->offset + j];
+        for (size_t j = 0; j < t->count; j++)
+            u[j] = tap_normal(), un += u[j] * u[j];
+        for (size_t j = 0; j < t->count; j++)
+            u[j] /= sqrt(un), gu += u[j] * g[t->offset + j];
         /* a zero gradient (the key bias under plain softmax) must have a zero FD too */
         double e = fabs(fd_dir(m, &b, t, u, fd_step(fmax(gn, floor))) - gu) / fmax(gn, floor);
         if (e > worst_rand) worst_rand = e, wrname = t->name, wrg = gn;
@@ -159,13 +183,22 @@ static void grad_check(const struct combo *k, int causal)
     }
     char desc[96];
     snprintf(desc, sizeof desc, "%s%s pe=%s%s %s", k->kind ? "linear" : "softmax",
-             k->kind ? (k->fmap == RL_FMAP_EXP ? "(exp)" : k->fmap == RL_FMAP_SOFTMAX ? "(softmax)" : "(elu1)") : "",
+             k->kind ? (k->fmap == RL_FMAP_EXP       ? "(exp)"
+                        : k->fmap == RL_FMAP_SOFTMAX ? "(softmax)"
+                                                     : "(elu1)")
+                     : "",
              pe_names[k->pe], k->t5_per_layer ? "/per-layer" : "",
-             k->n_classes ? "classifier" : causal ? "causal LM" : "non-causal LM");
-    tap_ok(worst < 1e-3, "grad check %s: along each tensor's gradient, worst err/max(|g_t|, "
-           "|g|max/100) %.2g (%s, |g_t| %.2g, |g|max %.2g)", desc, worst, wname, wg, gmax);
-    tap_ok(worst_rand < 1e-3, "grad check %s: random directions, worst err/|g_t| %.2g (%s, |g| "
-           "%.2g)", desc, worst_rand, wrname, wrg);
+             k->n_classes ? "classifier"
+             : causal     ? "causal LM"
+                          : "non-causal LM");
+    tap_ok(worst < 1e-3,
+           "grad check %s: along each tensor's gradient, worst err/max(|g_t|, "
+           "|g|max/20) %.2g (%s, |g_t| %.2g, |g|max %.2g)",
+           desc, worst, wname, wg, gmax);
+    tap_ok(worst_rand < 1e-3,
+           "grad check %s: random directions, worst err/|g_t| %.2g (%s, |g| "
+           "%.2g)",
+           desc, worst_rand, wrname, wrg);
     free_batch(&b);
     rl_model_free(m);
 }
@@ -180,16 +213,20 @@ static void test_table(void)
     if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
     const int64_t V = c.vocab, D = c.d_model;
     size_t        want = V * D + c.max_len * D + 3 * (12 * D * D + 13 * D) + 2 * D + V * D + V;
-    tap_ok(rl_model_num_params(m) == want, "parameter count %zu = V D + max_len D + L (12 D^2 + "
-           "13 D) + 2 D + V D + V = %zu", rl_model_num_params(m), want);
-    static const char *block[] = {"ln1.weight", "ln1.bias", "attn.wq.weight", "attn.wk.weight",
-                                  "attn.wv.weight", "attn.wq.bias", "attn.wk.bias", "attn.wv.bias",
-                                  "attn.wo.weight", "attn.wo.bias", "ln2.weight", "ln2.bias",
-                                  "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias"};
-    int                ok = rl_model_tensor_by_name(m, "embed.weight") &&
-             rl_model_tensor_by_name(m, "pos.weight") && rl_model_tensor_by_name(m, "ln_f.weight") &&
-             rl_model_tensor_by_name(m, "ln_f.bias") && rl_model_tensor_by_name(m, "head.weight") &&
-             rl_model_tensor_by_name(m, "head.bias") && !rl_model_tensor_by_name(m, "t5.bias");
+    tap_ok(rl_model_num_params(m) == want,
+           "parameter count %zu = V D + max_len D + L (12 D^2 + "
+           "13 D) + 2 D + V D + V = %zu",
+           rl_model_num_params(m), want);
+    static const char *block[] = {
+        "ln1.weight",     "ln1.bias",     "attn.wq.weight", "attn.wk.weight",
+        "attn.wv.weight", "attn.wq.bias", "attn.wk.bias",   "attn.wv.bias",
+        "attn.wo.weight", "attn.wo.bias", "ln2.weight",     "ln2.bias",
+        "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias"};
+    int ok = rl_model_tensor_by_name(m, "embed.weight") &&
+             rl_model_tensor_by_name(m, "pos.weight") &&
+             rl_model_tensor_by_name(m, "ln_f.weight") && rl_model_tensor_by_name(m, "ln_f.bias") &&
+             rl_model_tensor_by_name(m, "head.weight") && rl_model_tensor_by_name(m, "head.bias") &&
+             !rl_model_tensor_by_name(m, "t5.bias");
     for (int l = 0; l < 3; l++)
         for (int j = 0; j < 16; j++) {
             char nm[64];
@@ -204,13 +241,14 @@ static void test_table(void)
     tap_ok(f1->shape[0] == 4 * D && f1->shape[1] == D && f2->shape[0] == D &&
                f2->shape[1] == 4 * D && h->shape[0] == V && h->shape[1] == D && f1->ndim == 2,
            "nn.Linear convention: weight is out x in");
-    ok = 1;
+    ok         = 1;
     size_t off = 0;
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
         const struct rl_tensor_info *t = rl_model_tensor(m, i);
-        int linear_w = strstr(t->name, "attn.w") || strstr(t->name, "mlp.fc") || !strncmp(t->name, "head.", 5);
-        linear_w     = linear_w && strstr(t->name, ".weight");
-        int want_d   = !strcmp(t->name, "embed.weight") || linear_w;
+        int                          linear_w =
+            strstr(t->name, "attn.w") || strstr(t->name, "mlp.fc") || !strncmp(t->name, "head.", 5);
+        linear_w   = linear_w && strstr(t->name, ".weight");
+        int want_d = !strcmp(t->name, "embed.weight") || linear_w;
         ok &= t->decay == want_d && t->offset == off;
         off += t->count;
     }
@@ -218,25 +256,29 @@ static void test_table(void)
            "weight decay exactly on embed and Linear weights; tensors packed in table order");
     /* init */
     rl_model_init_weights(m, 42);
-    const float *p = rl_model_params(m);
+    const float *p  = rl_model_params(m);
     double       s2 = 0, s2r = 0;
     size_t       n = 0, nr = 0;
-    ok             = 1;
+    ok = 1;
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
         const struct rl_tensor_info *t = rl_model_tensor(m, i);
         int resid = strstr(t->name, "wo.weight") || strstr(t->name, "fc2.weight");
         for (size_t j = 0; j < t->count; j++) {
             float x = p[t->offset + j];
-            if (strstr(t->name, "ln") && strstr(t->name, ".weight")) ok &= x == 1.0f;
-            else if (strstr(t->name, ".bias")) ok &= x == 0.0f;
-            else if (resid) s2r += (double)x * x, nr++;
-            else s2 += (double)x * x, n++;
+            if (strstr(t->name, "ln") && strstr(t->name, ".weight"))
+                ok &= x == 1.0f;
+            else if (strstr(t->name, ".bias"))
+                ok &= x == 0.0f;
+            else if (resid)
+                s2r += (double)x * x, nr++;
+            else
+                s2 += (double)x * x, n++;
         }
     }
     double sd = sqrt(s2 / n), sdr = sqrt(s2r / nr), want_r = 0.02 / sqrt(6.0);
     tap_ok(ok && fabs(sd - 0.02) < 0.002 && fabs(sdr - want_r) < 0.1 * want_r,
-           "GPT-2 init: LN weights 1, biases 0, std %.4f (0.02), residual std %.5f (%.5f)", sd,
-           sdr, want_r);
+           "GPT-2 init: LN weights 1, biases 0, std %.4f (0.02), residual std %.5f (%.5f)", sd, sdr,
+           want_r);
     float *copy = malloc(rl_model_num_params(m) * sizeof *copy);
     memcpy(copy, p, rl_model_num_params(m) * sizeof *copy);
     rl_model_init_weights(m, 42);
@@ -255,33 +297,33 @@ static void test_errors(void)
     make_config(&c, &k, 1);
     rl_model *m = NULL;
     c.heads     = 3;
-    tap_ok(rl_model_create(&m, &c) == RL_EINVAL && !m, "d_model %% heads != 0 refused: %s",
-           rl_last_error());
+    CHECK(rl_model_create(&m, &c) == RL_EINVAL && !m, "d_model %% heads != 0 refused: %s",
+          rl_last_error());
     make_config(&c, &k, 1);
     c.attn.pe = RL_ATTN_PE_ROPE, c.d_model = 6; /* d = 3, odd, with RoPE */
-    tap_ok(rl_model_create(&m, &c) == RL_EINVAL, "odd head dim with RoPE refused: %s",
-           rl_last_error());
+    CHECK(rl_model_create(&m, &c) == RL_EINVAL, "odd head dim with RoPE refused: %s",
+          rl_last_error());
     make_config(&c, &k, 1);
     if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
     tap_ok(rl_model_backward(m, 1.0f) == RL_EINVAL, "backward before forward refused");
     struct rl_batch b;
     make_batch(&b, 2, c.max_len + 1, c.vocab, 0);
-    double s;
-    long   nt, nc;
+    double    s;
+    long      nt, nc;
     rl_status st = rl_model_forward(m, &b, &s, &nt, &nc);
-    tap_ok(st == RL_EINVAL && strstr(rl_last_error(), "max_len"),
-           "learned PE: N = max_len + 1 refused: %s", rl_last_error());
+    CHECK(st == RL_EINVAL && strstr(rl_last_error(), "max_len"),
+          "learned PE: N = max_len + 1 refused: %s", rl_last_error());
     free_batch(&b);
     make_batch(&b, 2, 4, c.vocab, 0);
     b.inputs[3] = c.vocab;
-    tap_ok(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "token id >= vocab refused: %s",
-           rl_last_error());
+    CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "token id >= vocab refused: %s",
+          rl_last_error());
     b.inputs[3] = 0, b.targets[4] = -1, b.mask[4] = 1;
-    tap_ok(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "target < 0 refused: %s",
-           rl_last_error());
+    CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "target < 0 refused: %s",
+          rl_last_error());
     b.mask[4] = 0;
     tap_ok(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK, "an unmasked position's target is "
-           "not read");
+                                                           "not read");
     free_batch(&b);
     rl_model_free(m);
 }
@@ -296,9 +338,13 @@ static void test_overfit(enum rl_attn_kind kind, int pe)
     c.d_model = 32, c.heads = 4, c.vocab = 16;
     struct rl_batch b;
     make_batch(&b, 4, 16, c.vocab, 0);
+    /* no token repeats within a row and rows start differently: with a relative PE two
+     * positions are told apart only by the tokens before them, so make every prefix unique */
+    for (int i = 0; i < 64; i++)
+        b.inputs[i] = (5 * (i / 16) + 7 * (i % 16)) % 16;
     struct rl_adamw_opts o;
     rl_adamw_opts_default(&o);
-    o.lr = 1e-2;
+    o.lr            = 1e-2;
     float *final[2] = {NULL, NULL};
     double first = 0, last = 0;
     long   correct = 0, targets = 0;
@@ -306,9 +352,9 @@ static void test_overfit(enum rl_attn_kind kind, int pe)
         rl_model *m;
         if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
         rl_model_init_weights(m, 1);
-        size_t n = rl_model_num_params(m);
+        size_t n  = rl_model_num_params(m);
         float *mm = calloc(n, sizeof *mm), *vv = calloc(n, sizeof *vv);
-        for (int t = 1; t <= 150; t++) {
+        for (int t = 1; t <= 300; t++) {
             double s;
             long   nt, nc;
             rl_model_zero_grad(m);
@@ -325,16 +371,83 @@ static void test_overfit(enum rl_attn_kind kind, int pe)
         memcpy(final[run], rl_model_params(m), n * sizeof(float));
         if (run == 1)
             tap_ok(!memcmp(final[0], final[1], n * sizeof(float)),
-                   "%s pe=%s: 150 updates twice give bitwise identical weights",
+                   "%s pe=%s: 300 updates twice give bitwise identical weights",
                    kind ? "linear" : "softmax", pe_names[pe]);
         free(mm), free(vv);
         rl_model_free(m);
     }
     tap_ok(last < 0.05 * first && correct == targets,
-           "%s pe=%s overfits a fixed batch: loss %.3f -> %.4f, acc %ld/%ld", kind ? "linear" : "softmax",
-           pe_names[pe], first, last, correct, targets);
+           "%s pe=%s overfits a fixed batch: loss %.3f -> %.4f, acc %ld/%ld",
+           kind ? "linear" : "softmax", pe_names[pe], first, last, correct, targets);
     free(final[0]), free(final[1]);
     free_batch(&b);
+}
+
+/* save -> load into a fresh model -> the same logits, bitwise (learned PE and T5 tables
+ * included, so that every kind of tensor travels) */
+static void test_save_load(int pe)
+{
+    struct combo           k = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, pe, 0, 0};
+    struct rl_model_config c;
+    make_config(&c, &k, 1);
+    rl_model *a, *b;
+    if (rl_model_create(&a, &c) || rl_model_create(&b, &c)) tap_bail("create: %s", rl_last_error());
+    randomize(a, 0.3);
+    rl_model_init_weights(b, 9);
+    struct rl_batch batch;
+    make_batch(&batch, 3, 7, c.vocab, 0);
+    double s1, s2;
+    long   nt, nc;
+    char   path[64];
+    snprintf(path, sizeof path, "t_model.%ld.safetensors", (long)getpid());
+    size_t nl = (size_t)3 * 7 * c.vocab;
+    float *l1 = malloc(nl * sizeof *l1);
+    int    ok = rl_model_forward(a, &batch, &s1, &nt, &nc) == RL_OK;
+    memcpy(l1, rl_model_logits(a), nl * sizeof *l1);
+    ok = ok && rl_checkpoint_save(path, a, NULL, NULL, 0, "", "") == RL_OK;
+    ok = ok && rl_checkpoint_load(path, b, NULL, NULL, NULL, NULL, NULL) == RL_OK;
+    ok = ok && rl_model_forward(b, &batch, &s2, &nt, &nc) == RL_OK;
+    CHECK(ok && !memcmp(l1, rl_model_logits(b), nl * sizeof *l1) && s1 == s2,
+          "pe=%s: logits bitwise equal after save -> load %s", pe_names[pe],
+          ok ? "" : rl_last_error());
+    remove(path);
+    free(l1);
+    free_batch(&batch);
+    rl_model_free(a), rl_model_free(b);
+}
+
+/* Same thread count, same numbers: two forward+backward passes on 2 threads agree bitwise
+ * (no atomics, no reduction whose order depends on scheduling). */
+static void test_threads(enum rl_attn_kind kind, int pe)
+{
+    rl_init(2);
+    struct combo           k = {kind, RL_FMAP_ELU1, pe, 0, 0};
+    struct rl_model_config c;
+    make_config(&c, &k, 1);
+    c.d_model = 32, c.heads = 4;
+    rl_model *m;
+    if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    randomize(m, 0.3);
+    struct rl_batch b;
+    make_batch(&b, 8, 8, c.vocab, 0);
+    size_t n = rl_model_num_params(m);
+    float *g[2];
+    double s[2];
+    for (int r = 0; r < 2; r++) {
+        long nt, nc;
+        rl_model_zero_grad(m);
+        if (rl_model_forward(m, &b, &s[r], &nt, &nc) || rl_model_backward(m, 1.0f / nt))
+            tap_bail("step: %s", rl_last_error());
+        g[r] = malloc(n * sizeof(float));
+        memcpy(g[r], rl_model_grads(m), n * sizeof(float));
+    }
+    tap_ok(s[0] == s[1] && !memcmp(g[0], g[1], n * sizeof(float)),
+           "%s pe=%s on 2 threads: loss and gradients bitwise reproducible",
+           kind ? "linear" : "softmax", pe_names[pe]);
+    free(g[0]), free(g[1]);
+    free_batch(&b);
+    rl_model_free(m);
+    rl_init(1);
 }
 
 int main(void)
@@ -349,14 +462,19 @@ int main(void)
             grad_check(&k, 1);
         }
     struct combo extra[] = {
-        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 4, 0, 1},   /* per-layer T5 tables */
-        {RL_ATTN_LINEAR, RL_FMAP_EXP, 3, 0, 0},     /* other feature maps with RoPE */
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 4, 0, 1}, /* per-layer T5 tables */
+        {RL_ATTN_LINEAR, RL_FMAP_EXP, 3, 0, 0},   /* other feature maps with RoPE */
         {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, 3, 0, 0},
-        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 3, 0},   /* mean-pooled classifier */
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 3, 0}, /* mean-pooled classifier */
         {RL_ATTN_LINEAR, RL_FMAP_ELU1, 4, 3, 0},
         {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 2, 3, 0},
     };
-    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) grad_check(&extra[i], extra[i].n_classes == 0);
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+        grad_check(&extra[i], extra[i].n_classes == 0);
+    test_threads(RL_ATTN_SOFTMAX, 4);
+    test_threads(RL_ATTN_LINEAR, 3);
+    test_save_load(2);
+    test_save_load(4);
     test_overfit(RL_ATTN_SOFTMAX, 3);
     test_overfit(RL_ATTN_LINEAR, 3);
     return tap_done();

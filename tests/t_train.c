@@ -36,15 +36,15 @@ static void write_int_npy(const char *path, const int64_t *v, int ndim, const in
                           int bytes)
 {
     char   dict[256], shp[128] = "";
-    size_t count               = 1;
+    size_t count = 1;
     for (int i = 0, n = 0; i < ndim; i++) {
         n += snprintf(shp + n, sizeof shp - (size_t)n, "%lld,%s", (long long)shape[i],
                       i + 1 < ndim ? " " : "");
         count *= (size_t)shape[i];
     }
     if (ndim > 1) shp[strlen(shp) - 1] = 0; /* (5, 9) but (5,) */
-    int n = snprintf(dict, sizeof dict, "{'descr': '<i%d', 'fortran_order': False, 'shape': (%s), }",
-                     bytes, shp);
+    int n   = snprintf(dict, sizeof dict,
+                       "{'descr': '<i%d', 'fortran_order': False, 'shape': (%s), }", bytes, shp);
     int pad = 64 - (10 + n + 1) % 64;
     if (pad == 64) pad = 0;
     FILE *f = fopen(path, "wb");
@@ -54,7 +54,8 @@ static void write_int_npy(const char *path, const int64_t *v, int ndim, const in
     pre[8] = (unsigned char)(hl & 0xff), pre[9] = (unsigned char)(hl >> 8);
     fwrite(pre, 1, 10, f);
     fwrite(dict, 1, (size_t)n, f);
-    for (int i = 0; i < pad; i++) fputc(' ', f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
     fputc('\n', f);
     for (size_t i = 0; i < count; i++) {
         if (bytes == 4) {
@@ -72,7 +73,8 @@ static void write_tokens(const char *path, int S, int N, int mod, int bytes)
 {
     int64_t *v = malloc((size_t)S * (N + 1) * sizeof *v), shape[2] = {S, N + 1};
     for (int r = 0; r < S; r++)
-        for (int c = 0; c <= N; c++) v[(size_t)r * (N + 1) + c] = (r * 7 + c * 3) % mod;
+        for (int c = 0; c <= N; c++)
+            v[(size_t)r * (N + 1) + c] = (r * 7 + c * 3) % mod;
     write_int_npy(path, v, 2, shape, bytes);
     free(v);
 }
@@ -94,7 +96,8 @@ static void tokens_error(const struct rl_task_opts *o, const char *want)
 {
     struct rl_task_tokens *t = NULL;
     rl_status              s = rl_task_tokens_open(&t, o);
-    int ok = s != RL_OK && t == NULL && strstr(rl_last_error(), want) && !strchr(rl_last_error(), '\n');
+    int                    ok =
+        s != RL_OK && t == NULL && strstr(rl_last_error(), want) && !strchr(rl_last_error(), '\n');
     tap_ok(ok, "tokens: rejects with '%s'", want);
     if (!ok) tap_diag("status %d: %s", (int)s, s ? rl_last_error() : "(accepted)");
     rl_task_tokens_free(t);
@@ -105,7 +108,10 @@ static void test_tokens_task(void)
     struct rl_task_opts o;
     rl_task_opts_default(&o);
     o.kind = RL_TASK_TOKENS;
-    const char *p32 = tmp_path("t32.npy"), *p64 = tmp_path("t64.npy"), *pv = tmp_path("valid.npy");
+    char p32[512], p64[512], pv[512];
+    snprintf(p32, sizeof p32, "%s", tmp_path("t32.npy"));
+    snprintf(p64, sizeof p64, "%s", tmp_path("t64.npy"));
+    snprintf(pv, sizeof pv, "%s", tmp_path("valid.npy"));
     write_tokens(p32, 5, 8, 11, 4);
     write_tokens(p64, 5, 8, 11, 8);
     write_tokens(pv, 3, 20, 13, 4); /* longer validation rows, one more id value */
@@ -129,15 +135,19 @@ static void test_tokens_task(void)
         ok = ok && batch_is_rows(&b, r1, 8, 11);
         rl_task_tokens_batch(t, &b, 0, 7); /* rows (21 + j) mod 5 */
         ok = ok && batch_is_rows(&b, r7, 8, 11);
-        tap_ok(ok, "tokens %s: update s uses rows (s B + j) mod S, inputs row[:-1], targets "
-               "row[1:], mask ones", w ? "int64" : "int32");
+        tap_ok(ok,
+               "tokens %s: update s uses rows (s B + j) mod S, inputs row[:-1], targets "
+               "row[1:], mask ones",
+               w ? "int64" : "int32");
         rl_task_tokens_batch(t, &b, 1, 1);
-        tap_ok(batch_is_rows(&b, r1, 8, 11), "tokens: without valid_path evaluation reads the training rows");
+        tap_ok(batch_is_rows(&b, r1, 8, 11),
+               "tokens: without valid_path evaluation reads the training rows");
         rl_batch_free(&b);
         rl_batch_alloc(&b, 2, 5);
         static const int r2[] = {4, 0};
-        s = rl_task_tokens_batch(t, &b, 0, 2);
-        tap_ok(s == RL_OK && batch_is_rows(&b, r2, 5, 11), "tokens: a shorter batch takes row prefixes");
+        s                     = rl_task_tokens_batch(t, &b, 0, 2);
+        tap_ok(s == RL_OK && batch_is_rows(&b, r2, 5, 11),
+               "tokens: a shorter batch takes row prefixes");
         rl_batch_free(&b);
         rl_batch_alloc(&b, 2, 9);
         s = rl_task_tokens_batch(t, &b, 0, 0);
@@ -157,8 +167,9 @@ static void test_tokens_task(void)
         struct rl_batch b;
         rl_batch_alloc(&b, 2, 16);
         static const int rv[] = {2, 0}; /* step 1, B = 2: rows 2, 3 mod 3 */
-        s = rl_task_tokens_batch(t, &b, 1, 1);
-        tap_ok(s == RL_OK && batch_is_rows(&b, rv, 16, 13), "tokens: split 1 reads valid_path rows");
+        s                     = rl_task_tokens_batch(t, &b, 1, 1);
+        tap_ok(s == RL_OK && batch_is_rows(&b, rv, 16, 13),
+               "tokens: split 1 reads valid_path rows");
         rl_batch_free(&b);
     }
     rl_task_tokens_free(t);
@@ -172,7 +183,7 @@ static void test_tokens_task(void)
     o.vocab  = 0;
     o.length = 7;
     tokens_error(&o, "[task] length: ");
-    o.length = 0;
+    o.length      = 0;
     int64_t neg[] = {1, 2, 3, 4, -1, 5}, sh[2] = {2, 3}, sh1[1] = {6}, sh3[3] = {1, 2, 3};
     write_int_npy(tmp_path("neg.npy"), neg, 2, sh, 8);
     o.path = tmp_path("neg.npy");
@@ -196,9 +207,9 @@ static void test_tokens_task(void)
     o.path = NULL;
     tokens_error(&o, "needs path");
     /* through the dispatcher */
-    o.path   = p32;
+    o.path        = p32;
     rl_task *task = NULL;
-    s        = rl_task_create(&task, &o);
+    s             = rl_task_create(&task, &o);
     tap_ok(s == RL_OK && rl_task_vocab(task) == 11 && rl_task_length(task) == 8 &&
                rl_task_causal(task) && rl_task_max_length(task) == 8,
            "tokens through rl_task_create: vocab, length, causal");
@@ -214,26 +225,32 @@ static const char *write_counting(const char *name, int S, int N)
     tap_seed(7);
     for (int r = 0; r < S; r++) {
         int x = (int)(tap_uniform() * 8);
-        for (int c = 0; c <= N; c++) v[(size_t)r * (N + 1) + c] = (x + c) % 8;
+        for (int c = 0; c <= N; c++)
+            v[(size_t)r * (N + 1) + c] = (x + c) % 8;
     }
-    const char *p = tmp_path(name);
+    static char p[512];
+    snprintf(p, sizeof p, "%s", tmp_path(name));
     write_int_npy(p, v, 2, shape, 4);
     free(v);
     return p;
 }
 
-static rl_status make_cfg(struct rl_cfg *c, rl_task **task, const char *name, const char *const *sets)
+static rl_status make_cfg(struct rl_cfg *c, rl_task **task, const char *name,
+                          const char *const *sets)
 {
     rl_cfg_defaults(c);
-    char buf[600];
-    const char *base[] = {"model.d_model=32", "model.heads=2", "model.layers=1", "train.batch=8",
-                          "train.lr=1e-2", "train.log_every=1", "eval.batches=2", NULL};
+    char        buf[600];
+    const char *base[] = {
+        "model.d_model=32", "model.heads=2",     "model.layers=1", "train.batch=8",
+        "train.lr=1e-2",    "train.log_every=1", "eval.batches=2", NULL};
     snprintf(buf, sizeof buf, "experiment.out=%s", tmpdir);
     RL_TRY(rl_cfg_set(c, buf));
     snprintf(buf, sizeof buf, "experiment.name=%s", name);
     RL_TRY(rl_cfg_set(c, buf));
-    for (int i = 0; base[i]; i++) RL_TRY(rl_cfg_set(c, base[i]));
-    for (int i = 0; sets && sets[i]; i++) RL_TRY(rl_cfg_set(c, sets[i]));
+    for (int i = 0; base[i]; i++)
+        RL_TRY(rl_cfg_set(c, base[i]));
+    for (int i = 0; sets && sets[i]; i++)
+        RL_TRY(rl_cfg_set(c, sets[i]));
     return rl_train_prepare(c, task);
 }
 
@@ -257,7 +274,8 @@ static int count_lines(const char *path, const char *needle)
     char  line[4096];
     int   n = 0;
     if (!f) return -1;
-    while (fgets(line, sizeof line, f)) n += !needle || strstr(line, needle) != NULL;
+    while (fgets(line, sizeof line, f))
+        n += !needle || strstr(line, needle) != NULL;
     fclose(f);
     return n;
 }
@@ -275,7 +293,8 @@ static const unsigned char *st_data(const unsigned char *b, size_t len, size_t *
 {
     uint64_t h = 0;
     if (len < 8) return NULL;
-    for (int i = 7; i >= 0; i--) h = h << 8 | b[i];
+    for (int i = 7; i >= 0; i--)
+        h = h << 8 | b[i];
     if (h > len - 8) return NULL;
     *n = len - 8 - h;
     return b + 8 + h;
@@ -295,8 +314,9 @@ static void test_learns(const char *data)
 {
     char p[600];
     snprintf(p, sizeof p, "task.path=%s", data);
-    const char *sets[] = {"task.name=tokens", p, "train.steps=60", "train.checkpoint_initial=true",
-                          "model.attention=linear", NULL};
+    const char            *sets[] = {"task.name=tokens",       p,
+                                     "train.steps=60",         "train.checkpoint_initial=true",
+                                     "model.attention=linear", NULL};
     struct rl_train_result r;
     double                 t0 = rl_now_ms();
     rl_status              st = run("learn", sets, NULL, &r);
@@ -321,7 +341,8 @@ static void test_learns(const char *data)
     tap_ok(stat(tmp_path("learn/checkpoints/step-0.safetensors"), &sb) == 0 &&
                stat(tmp_path("learn/checkpoints/step-60.safetensors"), &sb) == 0,
            "checkpoints step-0 (checkpoint_initial) and step-60 (the end)");
-    tap_ok(count_lines(tmp_path("learn/results.csv"), "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens") == 1 &&
+    tap_ok(count_lines(tmp_path("learn/results.csv"),
+                       "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens") == 1 &&
                count_lines(tmp_path("learn/results.csv"), "rope,linear,16,") == 1,
            "results.csv: header and one row per evaluation length");
     /* config.ini holds the resolved configuration and reads back */
@@ -351,58 +372,87 @@ static void test_accumulate(const char *data)
 
 static void test_learned_na(void)
 {
-    const char *tr = tmp_path("na_train.npy"), *va = tmp_path("na_valid.npy");
+    char tr[512], va[512];
+    snprintf(tr, sizeof tr, "%s", tmp_path("na_train.npy"));
+    snprintf(va, sizeof va, "%s", tmp_path("na_valid.npy"));
     write_tokens(tr, 6, 16, 9, 4);
     write_tokens(va, 4, 48, 9, 4);
     char p[600], v[600];
     snprintf(p, sizeof p, "task.path=%s", tr);
     snprintf(v, sizeof v, "task.valid_path=%s", va);
-    const char *sets[] = {"task.name=tokens", p, v, "model.pe=learned", "train.steps=2",
+    const char *sets[] = {"task.name=tokens",   p,   v, "model.pe=learned", "train.steps=2",
                           "eval.lengths=16,48", NULL};
     struct rl_train_result r;
     rl_status              st = run("na", sets, NULL, &r);
     tap_ok(st == RL_OK && r.n_eval == 2 && !r.eval[0].na && r.eval[1].na &&
                strstr(r.eval[1].note, "learned PE has max_len rows"),
            "learned PE: length 48 > max_len 16 is n/a, never clamped");
-    tap_ok(count_lines(tmp_path("na/results.csv"), "learned,softmax,48,n/a,n/a,n/a,n/a,learned PE has max_len rows") == 1,
+    tap_ok(count_lines(tmp_path("na/results.csv"),
+                       "learned,softmax,48,n/a,n/a,n/a,n/a,learned PE has max_len rows") == 1,
            "results.csv marks the n/a row with its reason");
-    const char *bad[] = {"task.name=tokens", p, "eval.lengths=16,48", NULL};
-    struct rl_cfg *c    = malloc(sizeof *c);
-    rl_task       *task = NULL;
-    st                  = make_cfg(c, &task, "na2", bad);
-    tap_ok(st != RL_OK && task == NULL && strstr(rl_last_error(), "[eval] lengths: length 48 is longer"),
+    const char    *bad[] = {"task.name=tokens", p, "eval.lengths=16,48", NULL};
+    struct rl_cfg *c     = malloc(sizeof *c);
+    rl_task       *task  = NULL;
+    st                   = make_cfg(c, &task, "na2", bad);
+    tap_ok(st != RL_OK && task == NULL &&
+               strstr(rl_last_error(), "[eval] lengths: length 48 is longer"),
            "an evaluation length beyond the data is refused before training");
     free(c);
 }
 
-static void test_resume(const char *data)
+static void test_resume(const char *data, int threads)
 {
+    char full[32], cut[32], path[64];
+    snprintf(full, sizeof full, "full%d", threads);
+    snprintf(cut, sizeof cut, "cut%d", threads);
+    rl_threads_set(threads);
     char p[600];
     snprintf(p, sizeof p, "task.path=%s", data);
-    const char *sets[] = {"task.name=tokens", p, "train.steps=8", "train.checkpoint_every=3",
-                          "train.warmup=2", "train.min_lr_ratio=0.1", "train.accumulate=2", NULL};
+    const char            *sets[] = {"task.name=tokens",
+                                     p,
+                                     "train.steps=8",
+                                     "train.checkpoint_every=3",
+                                     "train.warmup=2",
+                                     "train.min_lr_ratio=0.1",
+                                     "train.accumulate=2",
+                                     "eval.every=4",
+                                     NULL};
     struct rl_train_result r;
-    rl_status              st = run("full", sets, NULL, &r);
-    tap_ok(st == RL_OK, "uninterrupted run of 8 updates");
+    rl_status              st = run(full, sets, NULL, &r);
+    tap_ok(st == RL_OK, "%d thread(s): uninterrupted run of 8 updates", threads);
     struct rl_train_opts stop = {.stop_after = 5};
-    st = run("cut", sets, &stop, &r);
+    st                        = run(cut, sets, &stop, &r);
     tap_ok(st == RL_OK && r.steps_done == 5 &&
-               count_lines(tmp_path("cut/metrics.jsonl"), NULL) == 5,
-           "run stopped after 5 updates (last checkpoint: step 3)");
+               count_lines((snprintf(path, sizeof path, "%s/metrics.jsonl", cut), tmp_path(path)),
+                           NULL) == 5 &&
+               count_lines((snprintf(path, sizeof path, "%s/eval.jsonl", cut), tmp_path(path)),
+                           NULL) == 1,
+           "run stopped after 5 updates (last checkpoint: step 3; evaluation at 4 logged)");
     struct rl_train_opts resume = {.resume = 1};
-    st = run("cut", sets, &resume, &r);
+    st                          = run(cut, sets, &resume, &r);
     tap_ok(st == RL_OK && r.steps_done == 8, "resumed to 8 updates");
     if (st != RL_OK) tap_diag("%s", rl_last_error());
-    tap_ok(same_tensors(tmp_path("full/checkpoints/step-8.safetensors"),
-                        tmp_path("cut/checkpoints/step-8.safetensors")),
+    char pa[600], pb[600];
+    snprintf(
+        pa, sizeof pa, "%s",
+        tmp_path((snprintf(path, sizeof path, "%s/checkpoints/step-8.safetensors", full), path)));
+    snprintf(
+        pb, sizeof pb, "%s",
+        tmp_path((snprintf(path, sizeof path, "%s/checkpoints/step-8.safetensors", cut), path)));
+    tap_ok(same_tensors(pa, pb),
            "resumed weights and AdamW moments are bit-identical to the uninterrupted run");
     /* metrics: records 4 and 5 of the cut run were dropped and redone; losses identical */
-    FILE *fa = fopen(tmp_path("full/metrics.jsonl"), "r"), *fb = fopen(tmp_path("cut/metrics.jsonl"), "r");
+    snprintf(pa, sizeof pa, "%s",
+             tmp_path((snprintf(path, sizeof path, "%s/metrics.jsonl", full), path)));
+    snprintf(pb, sizeof pb, "%s",
+             tmp_path((snprintf(path, sizeof path, "%s/metrics.jsonl", cut), path)));
+    FILE *fa = fopen(pa, "r"), *fb = fopen(pb, "r");
     char  la[1024], lb[1024];
     int   n = 0, same = fa && fb;
     while (same && fgets(la, sizeof la, fa)) {
-        same = fgets(lb, sizeof lb, fb) != NULL;
-        char *ta = strstr(la, "\"tokens_per_s\""), *tb = same ? strstr(lb, "\"tokens_per_s\"") : NULL;
+        same     = fgets(lb, sizeof lb, fb) != NULL;
+        char *ta = strstr(la, "\"tokens_per_s\""),
+             *tb = same ? strstr(lb, "\"tokens_per_s\"") : NULL;
         same     = same && ta && tb && ta - la == tb - lb && !strncmp(la, lb, (size_t)(ta - la));
         n++;
     }
@@ -411,20 +461,38 @@ static void test_resume(const char *data)
     if (fb) fclose(fb);
     tap_ok(same, "metrics.jsonl after resume: 8 records, step/loss/acc/lr/grad_norm identical");
     /* a changed configuration is refused, naming the key */
-    const char *changed[] = {"task.name=tokens", p, "train.steps=8", "train.checkpoint_every=3",
-                             "train.warmup=2", "train.min_lr_ratio=0.1", "train.accumulate=2",
-                             "train.lr=0.02", NULL};
-    st = run("cut", changed, &resume, &r);
+    const char *changed[] = {"task.name=tokens",   p,
+                             "train.steps=8",      "train.checkpoint_every=3",
+                             "train.warmup=2",     "train.min_lr_ratio=0.1",
+                             "train.accumulate=2", "eval.every=4",
+                             "train.lr=0.02",      NULL};
+    st                    = run(cut, changed, &resume, &r);
     tap_ok(st != RL_OK && strstr(rl_last_error(), "configuration differs") &&
                strstr(rl_last_error(), "train.lr: '0.02' vs '0.01'") == NULL &&
                strstr(rl_last_error(), "train.lr: '0.01' vs '0.02'"),
            "resume with another lr is refused: %s", st ? rl_last_error() : "accepted");
     /* resuming a finished run re-evaluates only */
-    st = run("cut", sets, &resume, &r);
-    tap_ok(st == RL_OK && r.steps_done == 8 && r.n_eval == 1 &&
-               count_lines(tmp_path("cut/metrics.jsonl"), NULL) == 8 &&
-               count_lines(tmp_path("cut/eval.jsonl"), NULL) == 1,
-           "resuming a finished run trains nothing and re-evaluates (no duplicate records)");
+    st = run(cut, sets, &resume, &r);
+    tap_ok(st == RL_OK && r.steps_done == 8 && r.n_eval == 1 && count_lines(pb, NULL) == 8 &&
+               count_lines((snprintf(path, sizeof path, "%s/eval.jsonl", cut), tmp_path(path)),
+                           NULL) == 2 &&
+               count_lines((snprintf(path, sizeof path, "%s/eval.jsonl", cut), tmp_path(path)),
+                           "{\"step\": 4, ") == 1,
+           "resuming a finished run trains nothing and re-evaluates (eval.jsonl: steps 4 and 8, no "
+           "twins)");
+    /* a damaged latest checkpoint: refused with the file's name, nothing overwritten */
+    size_t len;
+    snprintf(
+        pa, sizeof pa, "%s",
+        tmp_path((snprintf(path, sizeof path, "%s/checkpoints/step-8.safetensors", cut), path)));
+    unsigned char *ck = slurp(pa, &len);
+    FILE          *f  = ck ? fopen(pa, "wb") : NULL;
+    if (f) fwrite(ck, 1, len / 2, f), fclose(f);
+    st = run(cut, sets, &resume, &r);
+    tap_ok(st != RL_OK && strstr(rl_last_error(), "step-8.safetensors"),
+           "resume from a truncated checkpoint fails cleanly: %s",
+           st ? rl_last_error() : "accepted");
+    free(ck);
 }
 
 int main(void)
@@ -437,7 +505,8 @@ int main(void)
     test_learns(data);
     test_accumulate(data);
     test_learned_na();
-    test_resume(data);
+    test_resume(data, 1);
+    test_resume(data, 2);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);

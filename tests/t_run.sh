@@ -1,0 +1,112 @@
+#!/bin/sh
+# t_run.sh -- `ropelab run` end to end: exit statuses and one-line errors, a tokens run and
+# its directory, refusal to overwrite, --resume, and (where /usr/bin/python3 has torch and
+# NumPy) the per-update loss against tests/ref/torch_train.py, an independent PyTorch
+# implementation of SPEC 4 started from the same step-0 checkpoint.
+: "${ROPELAB:=./src/ropelab}"
+: "${top_srcdir:=.}"
+: "${PYTHON:=python3}"
+OMP_NUM_THREADS=1; export OMP_NUM_THREADS
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_run.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+# run_expect STATUS PATTERN args...: exit status and a one-line stderr matching PATTERN
+run_expect() {
+    want=$1; pat=$2; shift 2
+    "$ROPELAB" run "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
+    lines=$(wc -l <"$tmp/err")
+    if [ "$got" = "$want" ] && grep -q -- "$pat" "$tmp/err" && [ "$lines" -le 1 ]; then r=0; else r=1; fi
+    ok $r "run $*: exit $want, '$pat'"
+    [ $r = 0 ] || sed 's/^/# /' "$tmp/err"
+}
+
+"$ROPELAB" run --help | grep -q -- '--resume'; ok $? "run --help documents --resume"
+run_expect 2 'missing EXPERIMENT.ini'
+run_expect 2 "unknown option '--frob'" x.ini --frob
+printf '[model]\nhead = 4\n' >"$tmp/bad.ini"
+run_expect 2 "ropelab: $tmp/bad.ini:2: \[model\] unknown key 'head' (did you mean 'heads'?)" "$tmp/bad.ini"
+printf '[model]\nheads = 3\n' >"$tmp/div.ini"
+run_expect 2 "$tmp/div.ini:2: \[model\] heads: d_model = 128 is not divisible by heads = 3" "$tmp/div.ini"
+printf '[train]\nsteps = 2\n' >"$tmp/ok.ini"
+run_expect 2 "ropelab: --set train.lr=x: \[train\] lr: expected a number > 0, got 'x'" "$tmp/ok.ini" --set train.lr=x
+run_expect 2 "--threads: expected an integer" "$tmp/ok.ini" --threads 0
+run_expect 2 "no_such.ini: cannot open" "$tmp/no_such.ini"
+printf '[task]\nname = tokens\npath = %s/nothing.npy\n' "$tmp" >"$tmp/nodata.ini"
+run_expect 1 "nodata.ini: \[task\] path: $tmp/nothing.npy: cannot open" "$tmp/nodata.ini"
+
+# a small tokens run from the shipped fixture (3 rows of 4 ids: N = 3, vocab 12)
+cat >"$tmp/tok.ini" <<EOF
+[experiment]
+name = tok
+[model]
+d_model = 16
+heads = 2
+layers = 1
+[task]
+name = tokens
+path = $top_srcdir/tests/data/i32_tokens.npy
+[train]
+steps = 6
+batch = 2
+checkpoint_every = 4
+log_every = 2
+EOF
+"$ROPELAB" run "$tmp/tok.ini" --out "$tmp/runs" >"$tmp/out" 2>"$tmp/err"
+ok $? "tokens run exits 0"
+d="$tmp/runs/tok"
+[ -f "$d/config.ini" ] && [ -f "$d/checkpoints/step-4.safetensors" ] && [ -f "$d/checkpoints/step-6.safetensors" ] &&
+    [ -f "$d/results.csv" ]
+ok $? "run directory: config.ini, checkpoints step-4 and step-6, results.csv"
+[ "$(wc -l <"$d/metrics.jsonl")" = 3 ] && grep -q '"step": 6, "loss"' "$d/metrics.jsonl"
+ok $? "metrics.jsonl: records at steps 2, 4, 6"
+grep -q '^vocab = 12$' "$d/config.ini" && grep -q '^length = 3$' "$d/config.ini"
+ok $? "config.ini: vocab and length inferred from the data"
+grep -q 'length' "$tmp/out" && grep -q '^ *3 ' "$tmp/out"
+ok $? "the evaluation table is printed"
+run_expect 1 "already holds a run" "$tmp/tok.ini" --out "$tmp/runs"
+"$ROPELAB" run "$tmp/tok.ini" --out "$tmp/runs" --resume >"$tmp/out" 2>&1
+ok $? "--resume of a finished run exits 0"
+run_expect 1 "configuration differs from the checkpoint's (train.steps: '6' vs '7'" "$tmp/tok.ini" --out "$tmp/runs" --resume --set train.steps=7
+
+# PyTorch parity: the same step-0 weights, the same batches, per-update losses
+if "$PYTHON" -c 'import torch, numpy' 2>/dev/null; then
+    "$PYTHON" -c "
+import numpy as np
+rng = np.random.default_rng(3)
+np.save('$tmp/lm.npy', rng.integers(0, 40, size=(24, 33)).astype(np.int64))"
+    for att in softmax linear; do
+        cat >"$tmp/$att.ini" <<EOF
+[model]
+d_model = 64
+heads = 4
+layers = 2
+attention = $att
+[task]
+name = tokens
+path = $tmp/lm.npy
+[train]
+steps = 12
+batch = 8
+accumulate = 2
+warmup = 3
+lr = 3e-3
+min_lr_ratio = 0.1
+log_every = 1
+checkpoint_initial = true
+EOF
+        "$ROPELAB" run "$tmp/$att.ini" --out "$tmp/runs" -q >/dev/null 2>"$tmp/err"
+        ok $? "$att: ropelab run for the PyTorch comparison"
+        "$PYTHON" "$top_srcdir/tests/ref/torch_train.py" "$tmp/runs/$att" --steps 12 --tol 1e-4 >"$tmp/cmp" 2>&1
+        r=$?
+        ok $r "$att: per-update loss matches PyTorch to 1e-4 relative over 12 updates ($(tail -1 "$tmp/cmp" | sed 's/^# //'))"
+        [ $r = 0 ] || sed 's/^/# /' "$tmp/cmp"
+    done
+else
+    skip "per-update loss matches PyTorch" "python3 with torch and numpy not found"
+fi
+
+echo "1..$n"
+exit $failed
