@@ -21,6 +21,7 @@
 #include "attn_linear.h"
 #include "attn_linear_impl.h"
 #include "featmap.h"
+#include "vexp.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -218,6 +219,24 @@ static void features_backward(struct lin_plan *p, float *dk, const struct rl_rop
     }
 }
 
+/* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
+RL_SIMD_CLONES
+static void output_backward(float *dnum, double *dden, const float *dout, const float *out,
+                            const float *den, int N, int dv)
+{
+    for (int m = 0; m < N; m++) {
+        const float *g = dout + (size_t)m * dv, *om = out + (size_t)m * dv;
+        float       *dn = dnum + (size_t)m * dv;
+        double       s = 0.0, inv = 1.0 / (double)den[m];
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < dv; j++) {
+            dn[j] = (float)((double)g[j] * inv);
+            s += (double)g[j] * (double)om[j];
+        }
+        dden[m] = -s * inv;
+    }
+}
+
 void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout, const float *out,
                              const float *den, const float *q, const float *k, const float *v,
                              const struct rl_rope *rope, const struct rl_attn_opts *o, int N,
@@ -228,16 +247,7 @@ void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout
     RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && nv > 0);
     lin_plan(&p, o, rope != NULL, N, d, nv, scratch);
     build_features(&p, q, k, rope, o->fmap);
-    /* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
-    for (int m = 0; m < N; m++) {
-        const float *g = dout + (size_t)m * nv, *om = out + (size_t)m * nv;
-        double       s = 0.0;
-        for (int j = 0; j < nv; j++) {
-            p.dnum[(size_t)m * nv + j] = (float)((double)g[j] / (double)den[m]);
-            s += (double)g[j] * (double)om[j];
-        }
-        p.dden[m] = -s / (double)den[m];
-    }
+    output_backward(p.dnum, p.dden, dout, out, den, N, nv);
     rl_lin_num_backward(p.dA, p.dC, dvg, p.dnum, p.A, p.C, v, N, p.D, nv, o->causal, p.work);
     if (p.dB != p.dA) {
         memset(p.dB, 0, (size_t)N * p.Dd * sizeof(float));

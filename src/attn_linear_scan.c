@@ -206,51 +206,75 @@ void rl_lin_num_backward(float *dA, float *dC, float *dV, const float *dnum, con
     rl_sgemm(RL_TRANS_N, RL_TRANS_N, N, dv, D, 1.0f, C, D, Gs, dv, 0.0f, dV, dv);
 }
 
+/* z += e (double accumulation of a float row) */
+static RL_INLINE void add_row(double *z, const float *e, int n)
+{
+#pragma omp simd
+    for (int f = 0; f < n; f++)
+        z[f] += (double)e[f];
+}
+
+RL_SIMD_CLONES
 long rl_lin_den_forward(float *den, float *out, int dv, const float *B, const float *E, int N,
                         int Dd, int causal, float eps, double *z)
 {
     memset(z, 0, (size_t)Dd * sizeof(double));
     if (!causal)
-        for (int n = 0; n < N; n++)
-            for (int f = 0; f < Dd; f++) z[f] += (double)E[(size_t)n * Dd + f];
+        for (int n = 0; n < N; n++) add_row(z, E + (size_t)n * Dd, Dd);
     long bad = 0;
     for (int m = 0; m < N; m++) {
         const float *b = B + (size_t)m * Dd;
-        if (causal)
-            for (int f = 0; f < Dd; f++) z[f] += (double)E[(size_t)m * Dd + f];
+        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
         double s = 0.0;
-        for (int f = 0; f < Dd; f++) s += (double)b[f] * z[f];
+#pragma omp simd reduction(+ : s)
+        for (int f = 0; f < Dd; f++)
+            s += (double)b[f] * z[f];
         bad += s <= (double)eps; /* SPEC 2.3: the denominator before eps is <= eps */
         double dd = s + (double)eps;
         den[m]    = (float)dd;
-        if (out)
+        if (out) {
+            float *o = out + (size_t)m * dv;
+#pragma omp simd
             for (int j = 0; j < dv; j++)
-                out[(size_t)m * dv + j] = (float)((double)out[(size_t)m * dv + j] / dd);
+                o[j] = (float)((double)o[j] / dd);
+        }
     }
     return bad;
 }
 
+RL_SIMD_CLONES
 void rl_lin_den_backward(float *dB, float *dE, const double *dden, const float *B, const float *E,
                          int N, int Dd, int causal, double *z)
 {
     double *g = z + Dd;
     memset(z, 0, 2 * (size_t)Dd * sizeof(double));
     if (!causal)
-        for (int n = 0; n < N; n++)
-            for (int f = 0; f < Dd; f++) {
-                z[f] += (double)E[(size_t)n * Dd + f];
-                g[f] += dden[n] * (double)B[(size_t)n * Dd + f];
-            }
+        for (int n = 0; n < N; n++) {
+            const float *b = B + (size_t)n * Dd;
+            add_row(z, E + (size_t)n * Dd, Dd);
+#pragma omp simd
+            for (int f = 0; f < Dd; f++)
+                g[f] += dden[n] * (double)b[f];
+        }
     /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
     for (int m = 0; m < N; m++) {
-        if (causal)
-            for (int f = 0; f < Dd; f++) z[f] += (double)E[(size_t)m * Dd + f];
-        for (int f = 0; f < Dd; f++) dB[(size_t)m * Dd + f] += (float)(dden[m] * z[f]);
+        float *db = dB + (size_t)m * Dd;
+        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
+#pragma omp simd
+        for (int f = 0; f < Dd; f++)
+            db[f] += (float)(dden[m] * z[f]);
     }
     /* dE_n = sum_{m >= n (causal) or all m} dden_m B_m: a suffix sum, in double */
     for (int n = N - 1; n >= 0; n--) {
-        if (causal)
-            for (int f = 0; f < Dd; f++) g[f] += dden[n] * (double)B[(size_t)n * Dd + f];
-        for (int f = 0; f < Dd; f++) dE[(size_t)n * Dd + f] += (float)g[f];
+        const float *b  = B + (size_t)n * Dd;
+        float       *de = dE + (size_t)n * Dd;
+        if (causal) {
+#pragma omp simd
+            for (int f = 0; f < Dd; f++)
+                g[f] += dden[n] * (double)b[f];
+        }
+#pragma omp simd
+        for (int f = 0; f < Dd; f++)
+            de[f] += (float)g[f];
     }
 }

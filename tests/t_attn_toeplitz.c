@@ -2,10 +2,13 @@
  * Toeplitz path and the decayed ALiBi scan against a float64 direct sum written here.
  *
  * Checks: fft.c's Toeplitz product, its transpose and its correlation against direct
- * sums (odd and even N); forward for every map x causal/non-causal x T5-like/ALiBi bias;
- * dq, dk, dv, d rel against central differences of the float64 reference (every element
- * at N = 7, directional at N = 100); the scan equals the FFT path and the reference,
- * forward and backward; N = 1; dv != d; large |q|, |k| give finite results. */
+ * sums (odd and even N, N = 1); forward (o, den, n_bad) for every map x causal/non-causal
+ * x T5-like/ALiBi bias; dq, dk, dv, d rel against central differences of the float64
+ * reference (every element at N = 6-7, directional at N = 100); the scan equals the FFT
+ * path and the reference, forward and backward, and its gradients match central
+ * differences; N = 1; dv != d; denominators below eps counted; keys up to ~40 and keys
+ * ramping from -30 to 30 (the causal magnitude segments) still within SPEC 5; invalid
+ * sizes rejected. */
 #include "config.h"
 #include "attn_toeplitz.h"
 #include "fft.h"
