@@ -1,2 +1,5 @@
 ## docs/local.mk -- documentation shipped in the tarball.
-dist_doc_DATA += docs/attention.md docs/performance.md
+dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_linear.md \
+	docs/attention_toeplitz.md docs/model.md docs/performance.md
+## --- experiments ---
+dist_doc_DATA += docs/experiments.md

@@ -23,7 +23,7 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q,
 
 void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout, const float *out,
                              const float *den, const float *q, const float *k, const float *v,
-                             const struct rl_rope *rope, const struct rl_attn_opts *o, int N,
-                             int d, int dv, float *scratch);
+                             const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
+                             int dv, float *scratch);
 
 #endif

@@ -9,63 +9,91 @@
  *
  * P(m) = all n (non-causal) or n <= m (causal).  attn_linear.c builds A, B, C, E from
  * q, k (feature map, RoPE, Shen's normaliser) and maps their gradients back; this file's
- * functions (attn_linear_scan.c) do the O(N D dv) sums:
- *  - non-causal: S = C^T V by associativity, num = A S (GEMMs);
- *  - causal: a prefix scan (a register-tiled rank-1-update kernel), the float state folded
- *    into a double one every RL_LIN_CHUNK rows by a GEMM of the chunk's increment.
- * The denominator is O(N Dd): a (prefix) sum of E in double, dotted with B. */
+ * functions (attn_linear_scan.c) do the O(N D dv) sums, one block of rows at a time:
+ *  - causal: a prefix scan (a register-tiled rank-1-update kernel) whose state is carried
+ *    from block to block; the float state is folded into a double one after every block
+ *    by a GEMM of the block's increment;
+ *  - non-causal: S = C^T V by associativity (GEMMs summed in double), num = A S;
+ *  - the denominator, O(N Dd): a (prefix) sum of E in double, dotted with B.
+ * All row pointers below point at a block's first row; l <= RL_LIN_BLOCK rows. */
 #ifndef RL_ATTN_LINEAR_IMPL_H
 #define RL_ATTN_LINEAR_IMPL_H
 
 #include <stddef.h>
 #include "rope.h"
 
-/* Rows between folds of the causal scan's float state into its double state. */
-#define RL_LIN_CHUNK 256
-/* Rows per block when the non-causal state S = C^T V is summed (double between blocks). */
-#define RL_LIN_BLOCK 1024
+/* Rows per block: features, scans and gradients are computed block by block so that the
+ * working set stays in L2; also the interval between folds of the scan's float state. */
+#define RL_LIN_BLOCK 256
 
-/* Floats of workspace for the numerator functions (forward and backward), O(D dv). */
-size_t rl_lin_num_work_floats(int D, int dv);
+/* A scan state carried across blocks:
+ *   out_i = sum_x Q_i[x] S_i[x][:],  S_i = sum over the rows n scanned so far, i included,
+ *                                          of K_n[x] W_n[:]              (X x Y) */
+struct rl_lin_scan {
+    int     X, Y, Yp;
+    float  *S, *T, *wb, *ob, *zero; /* float state (X x Yp), GEMM output, row staging */
+    double *Sd;                     /* double state (X x Y) */
+};
 
-/* num (N, dv) = the numerator above.  work: rl_lin_num_work_floats, 8-byte aligned. */
-void rl_lin_num_forward(float *num, const float *A, const float *C, const float *V, int N, int D,
-                        int dv, int causal, float *work);
+size_t rl_lin_scan_floats(int X, int Y);
+/* Start from Sd0 (X x Y doubles) or from zero when Sd0 is NULL.  work: rl_lin_scan_floats. */
+void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const double *Sd0);
+/* The l rows of a block, in order or reversed (i = l-1 .. 0).  fold: then rl_lin_scan_fold. */
+void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                      const float *W, int l, int reverse, int fold);
+/* Adds the block's increment K^T W to the double state (one GEMM) and restarts the float
+ * state from it, so rounding does not build up over N.  twin (may be NULL): a scan whose
+ * state is the transpose of this one's (Y x X); it gets the same increment, transposed. */
+void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int l,
+                      struct rl_lin_scan *twin);
 
-/* Given dnum (N, dv): overwrites dA, dC (N, D) and dV (N, dv). */
-void rl_lin_num_backward(float *dA, float *dC, float *dV, const float *dnum, const float *A,
-                         const float *C, const float *V, int N, int D, int dv, int causal,
-                         float *work);
+/* Sd (nx x ny, double) += X^T Y over l rows (one GEMM into T, nx x ny floats). */
+void rl_lin_gemm_acc(double *Sd, float *T, const float *X, int nx, const float *Y, int ny, int l);
+/* z (n) += sum of the l rows of E (n wide);  g (n) += sum_m w_m B_m. */
+void rl_lin_sum_rows(double *z, const float *E, int l, int n);
+void rl_lin_wsum_rows(double *g, const double *w, const float *B, int l, int n);
 
-/* den[m] = (float)(B_m . z_m + eps) with z_m = sum_{n in P(m)} E_n in double; out[m] /= den[m]
- * (out holds num on entry; may be NULL).  Returns the rows with B_m . z_m <= eps.
- * z: Dd doubles of workspace. */
-long rl_lin_den_forward(float *den, float *out, int dv, const float *B, const float *E, int N,
-                        int Dd, int causal, float eps, double *z);
-
-/* dden (N) given: dB += dden_m z_m, dE_n += sum_{m in P^-1(n)} dden_m B_m (accumulates, so
- * that B and A may share storage).  z: 2*Dd doubles of workspace. */
-void rl_lin_den_backward(float *dB, float *dE, const double *dden, const float *B, const float *E,
-                         int N, int Dd, int causal, double *z);
+/* den[m] = (float)(B_m . z_m + eps) for the block's rows; out[m] (num on entry) /= den[m].
+ * Causal: z (Dd doubles) is the prefix sum of E before the block and is advanced row by
+ * row (z_m includes E_m); non-causal: z is the total and is not changed.
+ * Returns the rows with B_m . z_m <= eps. */
+long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float *E, int l, int Dd,
+                     int causal, float eps, double *z);
+/* Accumulates dB_m += dden_m z_m and dE_n += g_n, g_n = sum_{m >= n} dden_m B_m: causal, z
+ * is the prefix before the block (advanced forward) and g the suffix after it (advanced
+ * backward over the rows); non-causal, both are totals. */
+void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const float *B,
+                              const float *E, int l, int Dd, int causal, double *z, double *g);
 
 /* Causal Shen map with RoPE at the feature place (attn_linear_shen.c).  The rotation
  * mixes features a, b of a pair whose prefix normalisers Z_m[a], Z_m[b] differ, so the
  * numerator keeps a state per original feature and per cos / sin: with P = R_m phi_q(q_m),
  * u_n = exp(k_n - colmax), and per pair (a, b) at angle n theta:
- *   C'_n = [u_n cos(n theta) | u_n sin(n theta)]                         (N, 2d)
- *   A'_m = [P_a/Z_a, P_b/Z_b | P_b/Z_a, -P_a/Z_b]  at (a, b | a, b)       (N, 2d)
+ *   C'_n = [u_n cos(n theta) | u_n sin(n theta)]                         (l, 2d)
+ *   A'_m = [P_a/Z_a, P_b/Z_b | P_b/Z_a, -P_a/Z_b]  at (a, b | a, b)       (l, 2d)
  * so that A'_m . C'_n = (R_m phi_q)^T R_n (u_n / Z_m).  Features past rope_dims: P_f/Z_f
- * against u_f, zero in the sin half.  B (may be NULL): phi_q / Z_m (N, d), the plain
- * denominator's queries.  Z: d doubles, row: d floats of workspace. */
-void rl_lin_shen_rope_features(float *A, float *C, float *B, const float *phq, const float *u,
-                               const struct rl_rope *rope, int N, int d, double *Z, float *row);
+ * against u_f, zero in the sin half.  Rows are positions pos0 .. pos0+l-1.
+ * keys: C' (l, 2d) from u.  queries: A' (l, 2d) and, when B is not NULL, B = phi_q / Z_m
+ * (l, d), the plain denominator's queries; Z (d doubles) holds the prefix sum of u before
+ * the block and is advanced; P: d floats of workspace. */
+void rl_lin_shen_rope_keys(float *C, const float *u, const struct rl_rope *rope, int l, int d,
+                           int pos0);
+void rl_lin_shen_rope_queries(float *A, float *B, const float *phq, const float *u,
+                              const struct rl_rope *rope, int l, int d, int pos0, double *Z,
+                              float *P);
 
-/* Backward of the above: dphq (N, d) and dk (N, d) (through u = exp(k - colmax)) from dA, dC
- * (N, 2d) and, for the plain denominator, dB, dE (N, d) (else NULL).  A, B as built by the
- * forward.  Z: d doubles, dZ: N d doubles, row: d floats. */
-void rl_lin_shen_rope_backward(float *dphq, float *dk, const float *dA, const float *dC,
-                               const float *dB, const float *dE, const float *A, const float *B,
-                               const float *u, const struct rl_rope *rope, int N, int d,
-                               double *Z, double *dZ, float *row);
+/* Backward, query side (rows in order, Z advanced as above): dphq (l, d) and dZ_m (l x d
+ * doubles) from dA' (l, 2d) and, for the plain denominator, dB (l, d) (else NULL). */
+void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, const float *dB,
+                                     const float *A, const float *B, const float *u,
+                                     const struct rl_rope *rope, int l, int d, int pos0, double *Z,
+                                     float *dP);
+
+/* Backward, key side (rows reversed): dk (l, d) through u = exp(k - colmax) from dC' (l, 2d),
+ * dE (l, d, plain denominator, else NULL) and dZ (consumed); Zs (d doubles) is the suffix
+ * sum of dZ after the block and is advanced. */
+void rl_lin_shen_rope_key_backward(float *dk, const float *dC, const float *dE, double *dZ,
+                                   const float *u, const struct rl_rope *rope, int l, int d,
+                                   int pos0, double *Zs);
 
 #endif

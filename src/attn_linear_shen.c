@@ -11,8 +11,6 @@
 #include "config.h"
 #include "attn_linear_impl.h"
 
-#include <string.h>
-
 /* Pair i of the rotation: features a = *pa, b = *pb. */
 static void pair_of(const struct rl_rope *r, int i, int *pa, int *pb)
 {
@@ -21,32 +19,47 @@ static void pair_of(const struct rl_rope *r, int i, int *pa, int *pb)
     *pb       = pairs ? 2 * i + 1 : i + r->dims / 2;
 }
 
-void rl_lin_shen_rope_features(float *A, float *C, float *B, const float *phq, const float *u,
-                               const struct rl_rope *rope, int N, int d, double *Z, float *P)
+void rl_lin_shen_rope_keys(float *C, const float *u, const struct rl_rope *rope, int l, int d,
+                           int pos0)
 {
     const int h = rope->dims / 2;
-    memset(Z, 0, (size_t)d * sizeof(double));
-    for (int m = 0; m < N; m++) {
-        const float *um = u + (size_t)m * d, *pm = phq + (size_t)m * d;
-        float       *Ac = A + (size_t)m * 2 * d, *As = Ac + d;
-        float       *Cc = C + (size_t)m * 2 * d, *Cs = Cc + d;
-        for (int f = 0; f < d; f++) Z[f] += (double)um[f];
-        rl_rope_rotate(rope, P, d, pm, d, 1, m, 0); /* P = R_m phi_q(q_m) */
-        for (int f = rope->dims; f < d; f++) {      /* unrotated features */
-            Ac[f] = (float)((double)P[f] / Z[f]), As[f] = 0.0f;
-            Cc[f] = um[f], Cs[f] = 0.0f;
-        }
-        const float *cs = rope->cos + (size_t)m * h, *sn = rope->sin + (size_t)m * h;
-        for (int i = 0; i < h; i++) {
+    for (int i = 0; i < l; i++) {
+        const float *um = u + (size_t)i * d;
+        float       *Cc = C + (size_t)i * 2 * d, *Cs = Cc + d;
+        const float *cs = rope->cos + (size_t)(pos0 + i) * h,
+                    *sn = rope->sin + (size_t)(pos0 + i) * h;
+        for (int f = rope->dims; f < d; f++)
+            Cc[f] = um[f], Cs[f] = 0.0f; /* unrotated */
+        for (int t = 0; t < h; t++) {
             int a, b;
-            pair_of(rope, i, &a, &b);
+            pair_of(rope, t, &a, &b);
+            Cc[a] = um[a] * cs[t], Cs[a] = um[a] * sn[t];
+            Cc[b] = um[b] * cs[t], Cs[b] = um[b] * sn[t];
+        }
+    }
+}
+
+void rl_lin_shen_rope_queries(float *A, float *B, const float *phq, const float *u,
+                              const struct rl_rope *rope, int l, int d, int pos0, double *Z,
+                              float *P)
+{
+    for (int i = 0; i < l; i++) {
+        const float *um = u + (size_t)i * d, *pm = phq + (size_t)i * d;
+        float       *Ac = A + (size_t)i * 2 * d, *As = Ac + d;
+        for (int f = 0; f < d; f++)
+            Z[f] += (double)um[f];
+        rl_rope_rotate(rope, P, d, pm, d, 1, pos0 + i, 0); /* P = R_m phi_q(q_m) */
+        for (int f = rope->dims; f < d; f++)
+            Ac[f] = (float)((double)P[f] / Z[f]), As[f] = 0.0f;
+        for (int t = 0; t < rope->dims / 2; t++) {
+            int a, b;
+            pair_of(rope, t, &a, &b);
             Ac[a] = (float)((double)P[a] / Z[a]), As[a] = (float)((double)P[b] / Z[a]);
             Ac[b] = (float)((double)P[b] / Z[b]), As[b] = (float)(-(double)P[a] / Z[b]);
-            Cc[a] = um[a] * cs[i], Cs[a] = um[a] * sn[i];
-            Cc[b] = um[b] * cs[i], Cs[b] = um[b] * sn[i];
         }
         if (B)
-            for (int f = 0; f < d; f++) B[(size_t)m * d + f] = (float)((double)pm[f] / Z[f]);
+            for (int f = 0; f < d; f++)
+                B[(size_t)i * d + f] = (float)((double)pm[f] / Z[f]);
     }
 }
 
@@ -59,51 +72,59 @@ static void query_row_backward(float *dP, double *dZ, const float *dAc, const fl
     const float *dAs = dAc + d, *As = Ac + d;
     for (int f = 0; f < d; f++)
         dZ[f] = -((double)dAc[f] * (double)Ac[f] + (double)dAs[f] * (double)As[f]) / Z[f];
-    for (int f = rope->dims; f < d; f++) dP[f] = (float)((double)dAc[f] / Z[f]);
-    for (int i = 0; i < rope->dims / 2; i++) {
+    for (int f = rope->dims; f < d; f++)
+        dP[f] = (float)((double)dAc[f] / Z[f]);
+    for (int t = 0; t < rope->dims / 2; t++) {
         int a, b;
-        pair_of(rope, i, &a, &b);
+        pair_of(rope, t, &a, &b);
         dP[a] = (float)((double)dAc[a] / Z[a] - (double)dAs[b] / Z[b]);
         dP[b] = (float)((double)dAs[a] / Z[a] + (double)dAc[b] / Z[b]);
     }
 }
 
-void rl_lin_shen_rope_backward(float *dphq, float *dk, const float *dA, const float *dC,
-                               const float *dB, const float *dE, const float *A, const float *B,
-                               const float *u, const struct rl_rope *rope, int N, int d,
-                               double *Z, double *dZ, float *dP)
+void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, const float *dB,
+                                     const float *A, const float *B, const float *u,
+                                     const struct rl_rope *rope, int l, int d, int pos0, double *Z,
+                                     float *dP)
 {
-    const int h = rope->dims / 2;
-    memset(Z, 0, (size_t)d * sizeof(double));
-    for (int m = 0; m < N; m++) {
-        size_t  r  = (size_t)m * d;
+    for (int i = 0; i < l; i++) {
+        size_t  r  = (size_t)i * d;
         double *dz = dZ + r;
-        for (int f = 0; f < d; f++) Z[f] += (double)u[r + f];
+        for (int f = 0; f < d; f++)
+            Z[f] += (double)u[r + f];
         query_row_backward(dP, dz, dA + 2 * r, A + 2 * r, rope, d, Z);
-        rl_rope_rotate(rope, dphq + r, d, dP, d, 1, m, 1); /* P = R_m phi_q => R_m^T dP */
+        rl_rope_rotate(rope, dphq + r, d, dP, d, 1, pos0 + i, 1); /* P = R_m phi_q => R_m^T dP */
         if (dB) /* B = phi_q / Z_m (plain denominator) */
             for (int f = 0; f < d; f++) {
                 dphq[r + f] += (float)((double)dB[r + f] / Z[f]);
                 dz[f] -= (double)dB[r + f] * (double)B[r + f] / Z[f];
             }
     }
-    /* C'c = u cos, C's = u sin (E = u);  Z_m = sum_{n<=m} u_n  =>  du_n += sum_{m>=n} dZ_m;
-     * u = exp(k - colmax)  =>  dk = du u.  Z now holds the suffix sum of dZ. */
-    memset(Z, 0, (size_t)d * sizeof(double));
-    for (int n = N - 1; n >= 0; n--) {
-        size_t       r   = (size_t)n * d;
+}
+
+/* C'c = u cos, C's = u sin (E = u);  Z_m = sum_{n<=m} u_n  =>  du_n += sum_{m>=n} dZ_m;
+ * u = exp(k - colmax)  =>  dk = du u.  Zs: the suffix sum of dZ after the block. */
+void rl_lin_shen_rope_key_backward(float *dk, const float *dC, const float *dE, double *dZ,
+                                   const float *u, const struct rl_rope *rope, int l, int d,
+                                   int pos0, double *Zs)
+{
+    const int h = rope->dims / 2;
+    for (int i = l - 1; i >= 0; i--) {
+        size_t       r   = (size_t)i * d;
         const float *dCc = dC + 2 * r, *dCs = dCc + d;
-        const float *cs = rope->cos + (size_t)n * h, *sn = rope->sin + (size_t)n * h;
-        double      *du  = dZ + r; /* consumed into the suffix sum, then reused for du_n */
-        for (int f = 0; f < d; f++) Z[f] += du[f], du[f] = dCc[f]; /* unrotated: C'c = u */
-        for (int i = 0; i < h; i++) {
+        const float *cs = rope->cos + (size_t)(pos0 + i) * h,
+                    *sn = rope->sin + (size_t)(pos0 + i) * h;
+        double *du      = dZ + r; /* consumed into the suffix sum, then reused for du_n */
+        for (int f = 0; f < d; f++)
+            Zs[f] += du[f], du[f] = dCc[f]; /* unrotated: C'c = u */
+        for (int t = 0; t < h; t++) {
             int a, b;
-            pair_of(rope, i, &a, &b);
-            du[a] = (double)dCc[a] * (double)cs[i] + (double)dCs[a] * (double)sn[i];
-            du[b] = (double)dCc[b] * (double)cs[i] + (double)dCs[b] * (double)sn[i];
+            pair_of(rope, t, &a, &b);
+            du[a] = (double)dCc[a] * (double)cs[t] + (double)dCs[a] * (double)sn[t];
+            du[b] = (double)dCc[b] * (double)cs[t] + (double)dCs[b] * (double)sn[t];
         }
         for (int f = 0; f < d; f++) {
-            double g  = du[f] + (dE ? (double)dE[r + f] : 0.0) + Z[f];
+            double g  = du[f] + (dE ? (double)dE[r + f] : 0.0) + Zs[f];
             dk[r + f] = (float)((double)u[r + f] * g);
         }
     }

@@ -7,6 +7,7 @@
 #include "json.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,8 +349,9 @@ static rl_status get_meta(const struct st_file *f, int64_t *step, char **config,
     if (step) {
         char *end = NULL;
         if (!s) RL_FAIL(RL_EFORMAT, "%s: no __metadata__.step", f->path);
+        errno       = 0;
         long long v = strtoll(s->string, &end, 10);
-        if (!*s->string || *end || v < 0 || s->string[0] == '-' || s->string[0] == '+' ||
+        if (!*s->string || *end || errno || v < 0 || s->string[0] == '-' || s->string[0] == '+' ||
             s->string[0] == ' ')
             RL_FAIL(RL_EFORMAT, "%s: __metadata__.step \"%.40s\" is not an update count", f->path,
                     s->string);

@@ -51,7 +51,8 @@ void rl_fmap_q_forward(float *phi, const float *x, int N, int d, enum rl_fmap f)
         elu1_or_exp(phi, x, (size_t)N * d, 1);
         return;
     }
-    for (int n = 0; n < N; n++) softmax_row(phi + (size_t)n * d, x + (size_t)n * d, d);
+    for (int n = 0; n < N; n++)
+        softmax_row(phi + (size_t)n * d, x + (size_t)n * d, d);
 }
 
 RL_SIMD_CLONES
@@ -67,7 +68,7 @@ void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const floa
     }
     for (int n = 0; n < N; n++) { /* softmax: dx_j = p_j (g_j - sum_i g_i p_i) */
         const float *g = dphi + (size_t)n * d, *pr = phi + (size_t)n * d;
-        float       *o = dx + (size_t)n * d;
+        float       *o   = dx + (size_t)n * d;
         double       dot = 0.0;
 #pragma omp simd reduction(+ : dot)
         for (int j = 0; j < d; j++)
@@ -86,7 +87,8 @@ void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, 
         elu1_or_exp(phi, x, (size_t)N * d, f == RL_FMAP_ELU1);
         return;
     }
-    for (int j = 0; j < d; j++) colmax[j] = -INFINITY;
+    for (int j = 0; j < d; j++)
+        colmax[j] = -INFINITY;
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * d;
 #pragma omp simd

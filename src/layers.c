@@ -117,8 +117,8 @@ static void layernorm_param_grads(float *dw, float *db, const float *dout, const
         const int c0 = blk * w, n = c0 + w < C ? w : C - c0;
         float     aw[COL_MAX] = {0}, ab[COL_MAX] = {0};
         for (int t = 0; t < T; t++)
-            ln_grad_row(aw, ab, dout + (size_t)t * C + c0, x + (size_t)t * C + c0, mean[t],
-                        rstd[t], n);
+            ln_grad_row(aw, ab, dout + (size_t)t * C + c0, x + (size_t)t * C + c0, mean[t], rstd[t],
+                        n);
         for (int c = 0; c < n; c++)
             dw[c0 + c] += aw[c], db[c0 + c] += ab[c];
     }

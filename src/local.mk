@@ -49,6 +49,11 @@ src_libropelab_la_SOURCES += \
 	%D%/train.c %D%/train_run.c %D%/train_io.c %D%/train_bench.c %D%/train.h %D%/train_impl.h
 dist_doc_DATA += docs/config.md
 
+## --- experiments: sweeps, reports, plots ---
+src_libropelab_la_SOURCES += \
+	%D%/sweep.c %D%/sweep.h %D%/experiment.c %D%/experiment.h \
+	%D%/report.c %D%/report_table.c %D%/report_plot.c %D%/report.h %D%/report_impl.h
+
 pkginclude_HEADERS += %D%/ropelab.h %D%/status.h %D%/gemm.h %D%/npy.h %D%/rope.h \
 	%D%/posbias.h %D%/attn.h
 

@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #define NAME_LEN 64
 #define MAX_PLANS 8
@@ -232,7 +235,7 @@ void rl_model_free(rl_model *m)
         rl_attn_free(m->plans[i].a);
     rl_free(m->params);
     rl_free(m->grads);
-    rl_free(m->arena);
+    free(m->arena);
     rl_free(m->sinus);
     free(m->tok);
     free(m->tgt);
@@ -298,6 +301,22 @@ void rl_model_init_weights(rl_model *m, uint64_t seed)
 
 /* --- activation arena ----------------------------------------------------------------- */
 
+/* The arena (tens to hundreds of MiB) is streamed by every elementwise pass and GEMM
+ * packing: with 4 KiB pages that is a TLB miss every 1024 floats.  Ask for transparent
+ * huge pages (Linux, THP in "madvise" mode) before the first touch; elsewhere this is
+ * plain aligned memory.  Zeroed, freed with free(). */
+static float *alloc_arena(size_t floats)
+{
+    const size_t huge = (size_t)2 << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
+    void        *p = NULL;
+    if (posix_memalign(&p, huge, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE); /* advisory: failure only costs speed */
+#endif
+    memset(p, 0, bytes);
+    return p;
+}
+
 static float *carve(float *base, size_t *off, size_t n)
 {
     float *p = base ? base + *off : NULL;
@@ -343,10 +362,10 @@ static rl_status ensure_acts(rl_model *m, int B, int N)
     if (m->B == B && m->N == N && m->arena) return RL_OK;
     size_t need = layout_acts(m, NULL, B, N), T = (size_t)B * N;
     if (need > m->arena_floats) {
-        rl_free(m->arena);
+        free(m->arena);
         m->arena_floats = 0;
         m->B = m->N = 0;
-        if (!(m->arena = rl_alloc(need * sizeof(float))))
+        if (!(m->arena = alloc_arena(need)))
             RL_FAIL(RL_ENOMEM, "model: cannot allocate %zu MiB of activations for B=%d, N=%d",
                     need * sizeof(float) >> 20, B, N);
         m->arena_floats = need;

@@ -163,13 +163,16 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     r->t_start    = rl_now_ms();
     while (r->tr.step < c->train.steps) {
         if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
+        if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
         RL_TRY(rl_trainer_update(&r->tr, &s));
         interval_add(&r->iv, &s, tokens);
         interval_add(&r->all, &s, tokens);
         res->last_loss = s.loss, res->last_acc = s.acc;
         RL_TRY(after_update(r, &s));
+        if (r->o->on_update) r->o->on_update(r->o->ctx, r->tr.step, c->train.steps, s.loss);
     }
     res->steps_done = r->tr.step;
+    res->updates    = r->tr.step - r->first_step;
     if (r->all.n) {
         res->tokens_per_s = r->all.tokens / (r->all.ms_total / 1000.0);
         res->ms_forward   = r->all.ms_forward / r->all.n;

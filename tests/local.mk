@@ -49,7 +49,7 @@ dist_noinst_SCRIPTS += tests/ref/torch_train.py
 dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
-dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py
+dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py tests/ref/torch_train_bench.py
 
 ## NumPy-written fixtures of t_npy (made once by tests/ref/make_npy_fixtures.py)
 dist_check_DATA += \

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "checkpoint.h"
 #include "gemm.h"
+#include "json.h"
 #include "model.h"
 #include "tap.h"
 #include "util.h"
@@ -389,6 +390,52 @@ static void test_format_rules(void)
     rl_model_free(big), rl_model_free(deep), rl_model_free(lrn), rl_model_free(m);
 }
 
+/* the JSON reader and writer under the header (src/json.h) */
+static void test_json(void)
+{
+    char raw[256];
+    for (int i = 0; i < 255; i++)
+        raw[i] = (char)(i + 1); /* every byte but NUL */
+    struct rl_json_buf b;
+    rl_json_buf_init(&b);
+    rl_json_buf_puts(&b, "{\"s\":");
+    rl_json_buf_string(&b, raw, 255);
+    rl_json_buf_puts(&b, ",\"n\":[0,-1.5e3,123456789012345,");
+    rl_json_buf_number(&b, 0.1);
+    rl_json_buf_puts(
+        &b, "],\"u\":\"\\u00e9\\ud83d\\ude00\\n\",\"e\":{},\"a\":[],\"t\":[true,false,null]}");
+    struct rl_json       *j  = NULL;
+    int                   ok = !b.failed && rl_json_parse(&j, b.p, b.len) == RL_OK;
+    const struct rl_json *s = ok ? rl_json_get(j, "s") : NULL, *n = ok ? rl_json_get(j, "n") : NULL;
+    const struct rl_json *u = ok ? rl_json_get(j, "u") : NULL, *t = ok ? rl_json_get(j, "t") : NULL;
+    tap_ok(s && s->len == 255 && !memcmp(s->string, raw, 255),
+           "JSON: every byte 1..255 escaped by the writer reads back exactly");
+    tap_ok(n && n->n == 4 && n->items[0].is_int && n->items[0].integer == 0 &&
+               n->items[1].number == -1500.0 && !n->items[1].is_int &&
+               n->items[2].integer == 123456789012345LL && n->items[3].number == 0.1,
+           "JSON: integers, exponents, %%.17g doubles");
+    tap_ok(u && !strcmp(u->string, "\xc3\xa9\xf0\x9f\x98\x80\n") && t && t->n == 3 &&
+               t->items[0].type == RL_JSON_TRUE && t->items[2].type == RL_JSON_NULL,
+           "JSON: \\u escapes with a surrogate pair decode to UTF-8; literals");
+    rl_json_free(j);
+    rl_json_buf_free(&b);
+    static const char *bad[] = {"",    "{",    "{\"a\"}",    "{\"a\":}",  "[1 2]",      "01",
+                                "1.",  "-",    "1e",         "\"\\x\"",   "\"a",        "\"\t\"",
+                                "tru", "[1]]", "{\"a\":1}x", "\"\\u12\"", "\"\\udc00\""};
+    ok                       = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        j = NULL;
+        ok &= rl_json_parse(&j, bad[i], strlen(bad[i])) == RL_EFORMAT && !j;
+    }
+    tap_ok(ok, "JSON: %zu malformed texts refused", sizeof bad / sizeof *bad);
+    char deep[200];
+    memset(deep, '[', sizeof deep);
+    ok = rl_json_parse(&j, deep, sizeof deep) == RL_EFORMAT;
+    CHECK(ok && strstr(rl_last_error(), "nesting"), "JSON: nesting limit: %s", rl_last_error());
+    ok = rl_json_parse(&j, "{\"a\":1}", 4) == RL_EFORMAT; /* length, not NUL, ends the text */
+    tap_ok(ok, "JSON: the text ends at its length");
+}
+
 static void cleanup(void)
 {
     DIR           *d = opendir(dir);
@@ -410,6 +457,7 @@ int main(void)
     test_numpy();
     test_refusals();
     test_format_rules();
+    test_json();
     cleanup();
     return tap_done();
 }

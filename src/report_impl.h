@@ -1,0 +1,80 @@
+/* report_impl.h -- private to report.c (reading, tables) and report_plot.c (plots): an
+ * experiment read back from its run directory. */
+#ifndef RL_REPORT_IMPL_H
+#define RL_REPORT_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "cfg.h"
+#include "json.h"
+#include "report.h"
+#include "sweep.h"
+
+/* One line of a point's results.csv. */
+struct rl_rep_row {
+    int    length, na;
+    double acc, loss, ppl, ms; /* NaN where empty or n/a */
+    char   tail[320];          /* the line from its length field on, verbatim */
+    char   note[96];
+};
+
+struct rl_rep_point {
+    char    name[RL_SWEEP_NAME]; /* directory under the run ("" without a sweep) */
+    int     done;                /* results.csv was read */
+    int     group;               /* index into rl_report.grp */
+    int     task;                /* index into rl_report.task */
+    int     lm;                  /* charlm / tokens: perplexity is the headline metric */
+    char    pe[16], attention[16];
+    int     n_rows;
+    struct rl_rep_row rows[RL_CFG_MAX_LENGTHS];
+    int     n_rec; /* metrics.jsonl records */
+    int64_t *step;
+    double  *loss;
+    double   tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
+};
+
+#define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)
+
+/* A table row: the points that differ only in train.seed. */
+struct rl_rep_group {
+    int  task;
+    char col[RL_REP_MAX_COLS][RL_SWEEP_VALUE]; /* values of rl_report.colname */
+    char line[512];                            /* plot label: the columns but attention */
+    int  n_points;
+};
+
+#define RL_REP_MAX_TASKS 8
+
+struct rl_report {
+    char                 dir[2048];
+    struct rl_cfg        base;
+    struct rl_sweep      sw;
+    long                 n_points, n_done;
+    struct rl_rep_point *pt;
+    int                  n_cols; /* pe, attention, then the other swept keys but seed/task */
+    char                 colname[RL_REP_MAX_COLS][96];
+    int                  colkey[RL_REP_MAX_COLS]; /* sweep key index; -1 pe, -2 attention */
+    int                  seed_key;                /* sweep index of train.seed, or -1 */
+    int                  n_groups;
+    struct rl_rep_group *grp;
+    int                  n_tasks;
+    char                 task[RL_REP_MAX_TASKS][16];
+    int                  task_length[RL_REP_MAX_TASKS]; /* training length (0 = unknown) */
+    int                  task_lm[RL_REP_MAX_TASKS];
+};
+
+/* Sorted union of the evaluation lengths of the finished points of task t (t < 0: all). */
+int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
+/* Mean and sample standard deviation over the finished points of group g of field f
+ * ('a' acc, 'l' loss, 'p' ppl, 'm' ms per 1k tokens) at length L.  Returns the number of
+ * values (0: none; -1: every point has n/a there). */
+int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
+
+/* report_table.c: summary.md into b; the headline table as aligned text. */
+rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b);
+void      rl_rep_print_table(const struct rl_report *r, FILE *f);
+
+/* report_plot.c: the plots of the run directory (returns after printing a line to log). */
+void rl_rep_plots(const struct rl_report *r, FILE *log);
+
+#endif
