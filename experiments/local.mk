@@ -1,1 +1,7 @@
-## experiments/local.mk
+## experiments/local.mk -- shipped experiment configurations (docs/experiments.md).
+dist_noinst_DATA += \
+	experiments/quickstart.ini \
+	experiments/long_copy.ini experiments/long_reverse.ini experiments/long_sort.ini \
+	experiments/long_mqar.ini experiments/long_listops.ini experiments/long_charlm.ini \
+	experiments/rope_linear_place.ini experiments/rope_linear_denominator.ini \
+	experiments/rope_linear_pe.ini experiments/rope_linear_base.ini

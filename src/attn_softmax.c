@@ -46,6 +46,18 @@ static void tile_dims(int N, int *bq, int *bk, int *ld)
     *ld = (*bk + 15) & ~15; /* 64-byte rows */
 }
 
+/* Query rows per block (<= tile_dims' bq, which sizes the scratch).  Causal with the whole
+ * sequence in one key tile (N <= BK, e.g. training at N = 256): two query blocks instead
+ * of one, so the first block's key range stops at its last row (nb clipped below) and a
+ * quarter of the score tile -- all masked -- is never computed: measured ~20% faster per
+ * head at N = 256, d = 32; 64-row blocks gained less (smaller GEMMs). */
+static int query_block(int N, int causal)
+{
+    int bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    return causal && N <= SM_BK && bq >= 32 ? (bq + 1) / 2 : bq;
+}
+
 size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
 {
     (void)d, (void)dv;
@@ -125,7 +137,7 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
         mrow[a] = -INFINITY, lrow[a] = 0.0f;
     const int jend = c->causal ? i0 + mb : c->N; /* causal: tiles right of the block skipped */
     for (int j0 = 0; j0 < jend; j0 += bk) {
-        const int nb = imin(bk, c->N - j0);
+        const int nb = imin(bk, jend - j0); /* causal: keys past the block's last row unused */
         /* s = q k^T / sqrt(d) */
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d,
                  c->k + (size_t)j0 * c->d, c->d, 0.0f, s, ld);
@@ -158,7 +170,7 @@ void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *
                                .dv      = dv,
                                .causal  = causal,
                                .scale   = (float)(1.0 / sqrt((double)d))};
-    const int            bq = imin(SM_BQ, N);
+    const int            bq = query_block(N, causal);
     for (int i0 = 0; i0 < N; i0 += bq)
         forward_block(&c, i0, imin(bq, N - i0), scratch);
 }
@@ -263,11 +275,12 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
     memset(dvg, 0, sizeof(float) * (size_t)N * dv);
-    for (int i0 = 0; i0 < N; i0 += bq) {
-        const int mb = imin(bq, N - i0);
+    const int qb = query_block(N, causal);
+    for (int i0 = 0; i0 < N; i0 += qb) {
+        const int mb = imin(qb, N - i0);
         row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
         const int jend = c.causal ? i0 + mb : N;
         for (int j0 = 0; j0 < jend; j0 += bk)
-            backward_tile(&c, i0, mb, j0, imin(bk, N - j0), Drow, p, dp, ld);
+            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld);
     }
 }

@@ -359,6 +359,13 @@ static int known_section(const char *s)
     return 0;
 }
 
+static void sweep_remove(struct rl_cfg *c, int j)
+{
+    memmove(&c->sweep.keys[j], &c->sweep.keys[j + 1],
+            (size_t)(c->sweep.n_keys - j - 1) * sizeof c->sweep.keys[0]);
+    c->sweep.n_keys--;
+}
+
 /* [sweep] model.pe = none, rope: the key must exist outside [experiment] and [sweep], and
  * every value must be valid for it (parsed into a scratch copy). */
 static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
@@ -374,8 +381,11 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     if (i < 0 || !strcmp(sec, "experiment"))
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: no such key to sweep", where, name);
     for (int j = 0; j < c->sweep.n_keys; j++)
-        if (!strcmp(c->sweep.keys[j].key, name))
-            RL_FAIL(RL_EINVAL, "%s: [sweep] %s: swept twice", where, name);
+        if (!strcmp(c->sweep.keys[j].key, name)) {
+            if (line) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: swept twice", where, name);
+            sweep_remove(c, j); /* --set sweep.k=... replaces the file's list */
+            break;
+        }
     if (c->sweep.n_keys == RL_CFG_MAX_SWEEP)
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: at most %d swept keys", where, name, RL_CFG_MAX_SWEEP);
     struct rl_cfg_sweep_key *s = &c->sweep.keys[c->sweep.n_keys];
@@ -429,8 +439,15 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
     *eq = 0;
     memcpy(sec, buf, (size_t)(dot - buf));
     sec[dot - buf] = 0;
-    /* --set sweep.model.pe=none,rope adds a swept key */
-    return rl_cfg_set_key(c, trim(sec), trim(dot + 1), trim(eq + 1), where);
+    /* --set sweep.model.pe=none,rope adds a swept key (or replaces its list) */
+    char *s = trim(sec), *k = trim(dot + 1);
+    RL_TRY(rl_cfg_set_key(c, s, k, trim(eq + 1), where));
+    /* --set model.pe=rope fixes a swept key: it leaves the sweep */
+    char full[192];
+    snprintf(full, sizeof full, "%s.%s", s, k);
+    for (int j = 0; j < c->sweep.n_keys; j++)
+        if (strcmp(s, "sweep") && !strcmp(c->sweep.keys[j].key, full)) sweep_remove(c, j--);
+    return RL_OK;
 }
 
 /* ---- INI files ---- */

@@ -42,9 +42,11 @@ static int parse_bases(const char *s, double *b, int *n)
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_BASES) return rl_usage_error("report", "--base: at most %d values", MAX_BASES);
+        if (*n == MAX_BASES)
+            return rl_usage_error("report", "--base: at most %d values", MAX_BASES);
         if (rl_parse_double("report", "--base", t, &b[*n])) return RL_EXIT_USAGE;
-        if (!(b[*n] > 1)) return rl_usage_error("report", "--base: expected values > 1, got '%s'", t);
+        if (!(b[*n] > 1))
+            return rl_usage_error("report", "--base: expected values > 1, got '%s'", t);
         (*n)++;
     }
     return *n ? RL_EXIT_OK : rl_usage_error("report", "--base: expected a list of numbers");
@@ -54,7 +56,7 @@ static int rope_decay(int argc, char **argv)
 {
     int         d = 128, max = 1024, nb = 1, rc;
     double      bases[MAX_BASES] = {10000};
-    const char *out = NULL, *v;
+    const char *out              = NULL, *v;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--rope-decay")) continue;
@@ -62,7 +64,8 @@ static int rope_decay(int argc, char **argv)
             strcmp(o, "--out"))
             return rl_usage_error("report", "unknown option '%s' for --rope-decay", o);
         if (!(v = rl_opt_value("report", argc, argv, &i))) return RL_EXIT_USAGE;
-        if (!strcmp(o, "--dims") && rl_parse_int("report", o, v, 2, 65536, &d)) return RL_EXIT_USAGE;
+        if (!strcmp(o, "--dims") && rl_parse_int("report", o, v, 2, 65536, &d))
+            return RL_EXIT_USAGE;
         if (!strcmp(o, "--max-distance") && rl_parse_int("report", o, v, 1, 1 << 20, &max))
             return RL_EXIT_USAGE;
         if (!strcmp(o, "--base") && (rc = parse_bases(v, bases, &nb))) return rc;
@@ -90,7 +93,9 @@ int rl_cmd_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' && argv[i][1])
             return rl_usage_error("report", "unknown option '%s'", argv[i]);
-        if (dir) return rl_usage_error("report", "one RUN_DIR expected, got '%s' and '%s'", dir, argv[i]);
+        if (dir)
+            return rl_usage_error("report", "one RUN_DIR expected, got '%s' and '%s'", dir,
+                                  argv[i]);
         dir = argv[i];
     }
     if (!dir) return rl_usage_error("report", "missing RUN_DIR");

@@ -63,8 +63,9 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
 {
     rl_experiment *e  = calloc(1, sizeof *e);
     struct rl_cfg *pc = malloc(sizeof *pc);
-    rl_status      st = e && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    *out              = NULL;
+    rl_status      st =
+        e && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    *out = NULL;
     if (st == RL_OK) {
         e->base = *c;
         snprintf(e->dir, sizeof e->dir, "%s/%s", c->experiment.out, c->experiment.name);
@@ -75,8 +76,7 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
     for (long p = 0; st == RL_OK && p < e->sw.n_points; p++) {
         rl_task *task;
         st = point_prepare(e, p, pc, &task);
-        if (st == RL_OK)
-            e->tokens[p] = (double)pc->train.steps * pc->train.batch * pc->task.length;
+        if (st == RL_OK) e->tokens[p] = (double)pc->train.steps * pc->train.batch * pc->task.length;
         rl_task_free(task);
     }
     free(pc);
@@ -91,11 +91,11 @@ struct progress {
     FILE       *f;
     int         tty, point_no, n_points;
     const char *name;
-    double      t_all, t_point, last;  /* ms */
-    double      tokens_done;           /* this process */
-    double      tokens_after;          /* later points still to train */
+    double      t_all, t_point, last; /* ms */
+    double      tokens_done;          /* this process */
+    double      tokens_after;         /* later points still to train */
     double      tokens_per_update;
-    int64_t     first_step;            /* the point's step before this process's first update */
+    int64_t     first_step; /* the point's step before this process's first update */
 };
 
 static void fmt_time(char *buf, size_t len, double s)
@@ -140,8 +140,9 @@ static rl_status open_dir(const rl_experiment *e, int resume)
     char *text = malloc(1 << 16);
     if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
     int       n  = rl_cfg_render(&e->base, text, 1 << 16, 0);
-    rl_status st = n < (1 << 16) ? rl_write_file_atomic(path, text, (size_t)n, NULL, 0)
-                                 : rl_error_report(RL_EINVAL, __FILE__, __LINE__, "configuration too long");
+    rl_status st = n < (1 << 16)
+                       ? rl_write_file_atomic(path, text, (size_t)n, NULL, 0)
+                       : rl_error_report(RL_EINVAL, __FILE__, __LINE__, "configuration too long");
     free(text);
     return st;
 }
@@ -156,7 +157,9 @@ static rl_status check_finished(const struct rl_cfg *pc, const char *pdir)
     RL_TRY(rl_read_file(&then, &len, path));
     char *now  = malloc(1 << 16);
     char *told = realloc(then, len + 1);
-    if (!now || !told) return free(now), free(then), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (!now || !told)
+        return free(now), free(then),
+               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     told[len] = 0;
     rl_cfg_render(pc, now, 1 << 16, 0);
     int diff = rl_cfg_text_diff(told, now, msg, sizeof msg);
@@ -178,8 +181,8 @@ struct run_state {
     int                             *stopped;
 };
 
-static rl_status train_point(const rl_experiment *e, long p, struct run_state *rs, struct rl_cfg *pc,
-                             rl_task *task, const char *pdir, const char *name)
+static rl_status train_point(const rl_experiment *e, long p, struct run_state *rs,
+                             struct rl_cfg *pc, rl_task *task, const char *pdir, const char *name)
 {
     const struct rl_experiment_opts *o  = rs->o;
     struct progress                 *pr = &rs->pr;
@@ -199,9 +202,10 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     if (o->out && !o->quiet && !*rs->stopped) {
         char t[32];
         fmt_time(t, sizeof t, (rl_now_ms() - pr->t_point) / 1000);
-        fprintf(o->out, "%s[%d/%d] %s  done in %s: %lld updates, final loss %.4f%s\n",
+        fprintf(o->out, "%s[%d/%d] %s  done in %s: %lld updates%s, final loss %.4f%s\n",
                 pr->tty ? "\r" : "", pr->point_no, pr->n_points, name, t, (long long)res.updates,
-                res.last_loss, pr->tty ? "\033[K" : "");
+                res.steps_done > res.updates ? " (resumed)" : "", res.last_loss,
+                pr->tty ? "\033[K" : "");
         fflush(o->out);
     }
     return RL_OK;
@@ -232,9 +236,11 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
     struct rl_cfg *pc = malloc(sizeof *pc);
     rl_task       *task;
     if (!pc) RL_FAIL(RL_ENOMEM, "out of memory");
-    rl_status st = point_prepare(e, 0, pc, &task);
-    struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after,
-                               .log = o->quiet ? NULL : o->out, .table = o->out};
+    rl_status              st = point_prepare(e, 0, pc, &task);
+    struct rl_train_opts   to = {.resume      = o->resume,
+                                 .max_updates = o->stop_after,
+                                 .log         = o->quiet ? NULL : o->out,
+                                 .table       = o->out};
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
     if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
@@ -256,7 +262,9 @@ rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o
     rs.pr.n_points      = (int)e->sw.n_points;
     rs.pr.t_all         = rl_now_ms();
     rs.finished         = calloc((size_t)e->sw.n_points, sizeof *rs.finished);
-    if (!pc || !rs.finished) return free(pc), free(rs.finished), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (!pc || !rs.finished)
+        return free(pc), free(rs.finished),
+               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (long p = 0; o->resume && p < e->sw.n_points; p++) {
         char name[RL_SWEEP_NAME], path[4096];
         rl_sweep_point_name(&e->sw, p, name, sizeof name);

@@ -92,9 +92,9 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
     if (!exists(path)) return RL_OK; /* not finished */
     RL_TRY(rl_read_file(&buf, &len, path));
     char     *text = (char *)buf, *save = NULL;
-    rl_status st   = RL_OK;
+    rl_status st = RL_OK;
     for (char *line = strtok_r(text, "\n", &save); line && st == RL_OK;
-         line = strtok_r(NULL, "\n", &save)) {
+         line       = strtok_r(NULL, "\n", &save)) {
         if (!hdr) {
             hdr = line;
             continue;
@@ -134,7 +134,8 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
         lines += buf[i] == '\n';
     p->step = malloc(lines * sizeof *p->step);
     p->loss = malloc(lines * sizeof *p->loss);
-    if (!p->step || !p->loss) return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (!p->step || !p->loss)
+        return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     double  w = 0, inv = 0, f = 0, b = 0, o = 0;
     int64_t prev = 0;
     for (size_t i = 0; i < len;) {
@@ -146,7 +147,7 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
         const struct rl_json *st = rl_json_get(j, "step");
         if (st && st->type == RL_JSON_NUMBER && st->is_int && st->integer > prev) {
             double dw = (double)(st->integer - prev), tps = num_field(j, "tokens_per_s");
-            p->step[p->n_rec] = st->integer;
+            p->step[p->n_rec]   = st->integer;
             p->loss[p->n_rec++] = num_field(j, "loss");
             w += dw, inv += dw / tps;
             f += dw * num_field(j, "ms_forward"), b += dw * num_field(j, "ms_backward");
@@ -215,8 +216,8 @@ static void group_point(struct rl_report *r, long i)
         if (c != 1)
             n += (size_t)snprintf(g.line + n, sizeof g.line - n, "%s%s%s%s", n ? " " : "",
                                   c ? r->colname[c] : "", c ? "=" : "", g.col[c]);
-    g.n_points         = 1;
-    p->group           = r->n_groups;
+    g.n_points            = 1;
+    p->group              = r->n_groups;
     r->grp[r->n_groups++] = g;
 }
 
@@ -262,8 +263,9 @@ static rl_status report_load(struct rl_report **out, const char *dir)
     char              path[4096];
     struct rl_report *r  = calloc(1, sizeof *r);
     struct rl_cfg    *pc = malloc(sizeof *pc);
-    rl_status         st = r && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    *out                 = NULL;
+    rl_status         st =
+        r && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    *out = NULL;
     if (st == RL_OK && strlen(dir) >= sizeof r->dir)
         st = rl_error_report(RL_EINVAL, __FILE__, __LINE__, "%s: path too long", dir);
     if (st == RL_OK) {
@@ -356,8 +358,8 @@ static rl_status write_results(const struct rl_report *r)
     rl_json_buf_init(&b);
     for (int k = 0; k < r->sw.n_keys; k++)
         rl_json_buf_printf(&b, "%s,", r->sw.column[k]);
-    rl_json_buf_printf(&b, "%s%slength,acc,loss,ppl,ms_per_1k_tokens,note\n",
-                       pe_swept ? "" : "pe,", at_swept ? "" : "attention,");
+    rl_json_buf_printf(&b, "%s%slength,acc,loss,ppl,ms_per_1k_tokens,note\n", pe_swept ? "" : "pe,",
+                       at_swept ? "" : "attention,");
     for (long i = 0; i < r->n_points; i++) {
         const struct rl_rep_point *p = &r->pt[i];
         for (int j = 0; p->done && j < p->n_rows; j++) {
@@ -392,8 +394,8 @@ rl_status rl_report_write(const char *dir, FILE *table, FILE *log)
     rl_json_buf_free(&b);
     if (st == RL_OK && table) rl_rep_print_table(r, table);
     if (st == RL_OK && log) {
-        fprintf(log, "%s%s/summary.md written (%ld of %ld points finished)\n",
-                r->sw.n_keys ? "results.csv and " : "", r->dir, r->n_done, r->n_points);
+        fprintf(log, "wrote %s/summary.md%s (%ld of %ld points finished)\n", r->dir,
+                r->sw.n_keys ? " and results.csv" : "", r->n_done, r->n_points);
         fflush(log);
     }
     if (st == RL_OK) rl_rep_plots(r, log);

@@ -19,18 +19,18 @@ struct rl_rep_row {
 };
 
 struct rl_rep_point {
-    char    name[RL_SWEEP_NAME]; /* directory under the run ("" without a sweep) */
-    int     done;                /* results.csv was read */
-    int     group;               /* index into rl_report.grp */
-    int     task;                /* index into rl_report.task */
-    int     lm;                  /* charlm / tokens: perplexity is the headline metric */
-    char    pe[16], attention[16];
-    int     n_rows;
+    char              name[RL_SWEEP_NAME]; /* directory under the run ("" without a sweep) */
+    int               done;                /* results.csv was read */
+    int               group;               /* index into rl_report.grp */
+    int               task;                /* index into rl_report.task */
+    int               lm;                  /* charlm / tokens: perplexity is the headline metric */
+    char              pe[16], attention[16];
+    int               n_rows;
     struct rl_rep_row rows[RL_CFG_MAX_LENGTHS];
-    int     n_rec; /* metrics.jsonl records */
-    int64_t *step;
-    double  *loss;
-    double   tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
+    int               n_rec; /* metrics.jsonl records */
+    int64_t          *step;
+    double           *loss;
+    double            tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
 };
 
 #define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)

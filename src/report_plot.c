@@ -75,7 +75,13 @@ static void gp_label(char *dst, size_t cap, const char *s)
 static void gp_header(FILE *gp, const char *svg, int w, int h)
 {
     fprintf(gp, "\nreset\nset terminal svg size %d,%d dynamic noenhanced font 'sans,11'\n", w, h);
-    fprintf(gp, "set output '%s'\nset grid\nset key bottom left\n", svg);
+    fprintf(gp, "set output '%s'\nset grid\nset key below horizontal\n", svg);
+    /* ten distinct colours (matplotlib's tab10) and point shapes, cycling */
+    static const char *const colour[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    for (int i = 0; i < 10; i++)
+        fprintf(gp, "set linetype %d lc rgb '%s' lw 2 pt %d\n", i + 1, colour[i], i % 7 + 1);
+    fputs("set linetype cycle 10\n", gp);
 }
 
 /* Attention kinds among the groups of task t, in order of appearance. */
@@ -145,13 +151,13 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
     if (!f) return;
     gp_header(pf->gp, svg, 480 * np, 420);
     fprintf(pf->gp, "set multiplot layout 1,%d title '%s: training loss'\n", np, r->task[t]);
-    fputs("set key top right\nset logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
+    fputs("set logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
     for (int p = 0; p < np; p++) {
         int first = 1;
         fprintf(pf->gp, "set title '%s'\nplot", att[p]);
         for (int g = 0; g < r->n_groups; g++) {
             if (r->grp[g].task != t || strcmp(r->grp[g].col[1], att[p])) continue;
-            const struct rl_rep_point *p0 = NULL;
+            const struct rl_rep_point *p0   = NULL;
             int                        nrec = 1 << 30, npts = 0;
             for (long i = 0; i < r->n_points; i++)
                 if (r->pt[i].done && r->pt[i].group == g) {
@@ -183,7 +189,8 @@ static double group_tok_s(const struct rl_report *r, int g)
     double s = 0;
     int    n = 0;
     for (long i = 0; i < r->n_points; i++)
-        if (r->pt[i].done && r->pt[i].group == g && !isnan(r->pt[i].tok_s)) s += r->pt[i].tok_s, n++;
+        if (r->pt[i].done && r->pt[i].group == g && !isnan(r->pt[i].tok_s))
+            s += r->pt[i].tok_s, n++;
     return n ? s / n : NAN;
 }
 
@@ -204,7 +211,7 @@ static void plot_throughput(const struct rl_report *r, struct plot_files *pf)
     gp_header(pf->gp, "throughput.svg", 200 + 40 * r->n_groups, 480);
     fputs("set title 'training throughput'\nset ylabel 'tokens / s'\nset yrange [0:*]\n"
           "set style data histograms\nset style fill solid 0.7 border -1\nset boxwidth 0.8\n"
-          "set xtics rotate by -40 scale 0\nset bmargin 10\nunset key\n"
+          "set xtics rotate by 45 right scale 0\nset bmargin 10\nunset key\n"
           "plot 'throughput.dat' using 2:xtic(1)\n",
           pf->gp);
 }
@@ -213,7 +220,10 @@ void rl_rep_plots(const struct rl_report *r, FILE *log)
 {
     struct plot_files pf;
     char              path[4096], why[512];
-    if (r->n_done == 0) return;
+    if (r->n_done == 0) {
+        if (log) fprintf(log, "no finished points: no plots\n");
+        return;
+    }
     snprintf(pf.dir, sizeof pf.dir, "%s/plots", r->dir);
     snprintf(path, sizeof path, "%s/plots.gp", pf.dir);
     if (rl_mkdir_p(pf.dir) != RL_OK || !(pf.gp = fopen(path, "w"))) {
@@ -272,14 +282,15 @@ rl_status rl_rope_decay_write(const char *dir, int d, const double *bases, int n
     snprintf(path, sizeof path, "%s/rope_decay.gp", dir);
     if (!(f = fopen(path, "w"))) RL_FAIL(RL_EIO, "%s: cannot create: %s", path, strerror(errno));
     gp_header(f, "rope_decay.svg", 720, 440);
-    fprintf(f, "set datafile separator ','\nset key top right\n"
-               "set title 'RoPE long-term decay (RoFormer 3.4.3), d = %d'\n"
-               "set xlabel 'relative distance m - n'\n"
-               "set ylabel 'mean_j |sum_{i<j} exp(i (m-n) theta_i)|'\nplot",
-            d);
+    fprintf(f,
+            "set datafile separator ','\nset key top right\n"
+            "set title 'RoPE long-term decay (RoFormer 3.4.3), d = %d'\n"
+            "set xlabel 'relative distance m - n'\nset xrange [0:%d]\n"
+            "set ylabel 'mean_j |sum_{i<j} exp(i (m-n) theta_i)|'\nplot",
+            d, max_distance);
     for (int b = 0; b < n_bases; b++)
-        fprintf(f, "%s 'rope_decay.csv' using 1:%d with lines title 'base %g'", b ? "," : "",
-                b + 2, bases[b]);
+        fprintf(f, "%s 'rope_decay.csv' using 1:%d with lines title 'base %g'", b ? "," : "", b + 2,
+                bases[b]);
     fputc('\n', f);
     if (fclose(f)) RL_FAIL(RL_EIO, "%s: write failed", path);
     if (log) {

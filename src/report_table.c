@@ -51,7 +51,7 @@ static void table_text(struct table *t, FILE *f)
             if (width(cell(t, r, c)) > w[c]) w[c] = width(cell(t, r, c));
     for (int r = 0; r < t->rows; r++) {
         for (int c = 0; c < t->cols && c < 64; c++) {
-            const char *s = cell(t, r, c);
+            const char *s   = cell(t, r, c);
             int         pad = w[c] - width(s);
             /* label columns left-aligned, numbers right-aligned */
             fprintf(f, "%s%*s%s%*s", c ? "  " : "", c >= 2 ? pad : 0, "", s, c < 2 ? pad : 0, "");
@@ -74,7 +74,7 @@ static void fmt_value(char *buf, size_t len, char f, double x)
 
 static void fmt_cell(char *buf, int n, char f, double mean, double sd)
 {
-    char a[32], b[32];
+    char a[28], b[28];
     if (n == 0) {
         snprintf(buf, CELL, "-");
         return;
@@ -123,7 +123,10 @@ static double group_mean(const struct rl_report *r, int g, int which)
     int    n = 0;
     for (long i = 0; i < r->n_points; i++) {
         const struct rl_rep_point *p = &r->pt[i];
-        double x = which == 0 ? p->tok_s : which == 1 ? p->ms_fwd : which == 2 ? p->ms_bwd : p->ms_opt;
+        double                     x = which == 0   ? p->tok_s
+                                       : which == 1 ? p->ms_fwd
+                                       : which == 2 ? p->ms_bwd
+                                                    : p->ms_opt;
         if (p->done && p->group == g && !isnan(x)) s += x, n++;
     }
     return n ? s / n : NAN;
@@ -182,8 +185,7 @@ static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
                        r->n_points, r->n_points == 1 ? "" : "s", r->n_done);
     if (!r->sw.n_keys) rl_json_buf_puts(b, "Nothing is swept: one run.\n");
     for (int k = 0; k < r->sw.n_keys; k++) {
-        rl_json_buf_printf(b, "%s`%s.%s` = ", k ? "; " : "Swept: ", r->sw.section[k],
-                           r->sw.key[k]);
+        rl_json_buf_printf(b, "%s`%s.%s` = ", k ? "; " : "Swept: ", r->sw.section[k], r->sw.key[k]);
         for (int v = 0; v < r->sw.n_values[k]; v++)
             rl_json_buf_printf(b, "%s%s", v ? ", " : "", r->sw.values[k][v]);
         if (k == r->sw.n_keys - 1) rl_json_buf_puts(b, ".\n");
@@ -232,8 +234,9 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
     rl_json_buf_puts(b, "\n## Plots\n\nIn plots/ when gnuplot is available (`ropelab report` "
                         "remakes them):");
     for (int t = 0; t < r->n_tasks; t++)
-        rl_json_buf_printf(b, " `%s-%s.svg` (%s vs evaluation length), `%s-loss.svg` "
-                              "(training loss),",
+        rl_json_buf_printf(b,
+                           " `%s-%s.svg` (%s vs evaluation length), `%s-loss.svg` "
+                           "(training loss),",
                            r->task[t], r->task_lm[t] ? "ppl" : "acc",
                            r->task_lm[t] ? "perplexity" : "accuracy", r->task[t]);
     rl_json_buf_puts(b, " `throughput.svg` (training tokens/s).\n");

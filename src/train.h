@@ -29,12 +29,12 @@
 #include "task.h"
 
 struct rl_train_opts {
-    int     resume;     /* continue from the latest checkpoint in the run directory */
-    int64_t stop_after; /* > 0: stop after this many updates as if killed (no checkpoint, no
-                           evaluation) -- for tests of resume and for time-boxed runs */
+    int     resume;      /* continue from the latest checkpoint in the run directory */
+    int64_t stop_after;  /* > 0: stop after this many updates as if killed (no checkpoint, no
+                            evaluation) -- for tests of resume and for time-boxed runs */
     int64_t max_updates; /* > 0: stop after this many updates in this call (as stop_after) */
-    FILE *log;          /* progress lines; NULL = quiet */
-    FILE *table;        /* the evaluation table; NULL = none */
+    FILE   *log;         /* progress lines; NULL = quiet */
+    FILE   *table;       /* the evaluation table; NULL = none */
     /* Called after every update when set (an experiment's progress line): updates done,
      * train.steps, and that update's loss. */
     void (*on_update)(void *ctx, int64_t step, int64_t steps, double loss);

@@ -67,3 +67,8 @@ dist_check_DATA += \
 	tests/data/f64_v1.npy \
 	tests/data/i32_tokens.npy \
 	tests/data/i64_tokens.npy
+
+## --- experiment tests ---
+check_PROGRAMS += tests/t_sweep
+tests_t_sweep_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_experiment.sh

@@ -1,0 +1,132 @@
+#!/bin/sh
+# t_experiment.sh -- `ropelab run` as an experiment (SPEC 6) and `ropelab report`, end to
+# end on a tiny 2 x 2 sweep: point directories, the combined results.csv (rows and
+# columns), summary.md, the printed table, plots with and without gnuplot, refusal to
+# overwrite, an interrupted sweep resumed without redoing finished points (file times and
+# metrics records) and with the numbers of an uninterrupted run, report regenerating
+# byte-identical outputs, an impossible combination stopping everything, and the RoPE
+# long-term-decay figure.
+: "${ROPELAB:=./src/ropelab}"
+OMP_NUM_THREADS=1; export OMP_NUM_THREADS
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_experiment.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+cat >"$tmp/tiny.ini" <<EOF
+[experiment]
+name = tiny
+threads = 1
+[model]
+d_model = 16
+heads = 2
+layers = 1
+[task]
+name = copy
+length = 8
+[train]
+steps = 6
+batch = 4
+log_every = 2
+checkpoint_every = 2
+[eval]
+lengths = 8, 16
+batches = 2
+[sweep]
+model.pe = learned, rope
+model.attention = softmax, linear
+EOF
+
+# --- a whole sweep ---
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/a" >"$tmp/out" 2>"$tmp/err"
+ok $? "a 2 x 2 sweep runs"
+d="$tmp/a/tiny"
+all=1
+for p in pe=learned,attention=softmax pe=learned,attention=linear pe=rope,attention=softmax pe=rope,attention=linear; do
+    for f in config.ini metrics.jsonl results.csv checkpoints/step-6.safetensors; do
+        [ -f "$d/$p/$f" ] || { all=0; echo "# missing $d/$p/$f"; }
+    done
+done
+[ $all = 1 ]; ok $? "every point has config.ini, metrics.jsonl, results.csv, checkpoints"
+grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^attention = linear$' "$d/pe=rope,attention=linear/config.ini" &&
+    ! grep -q '^\[sweep\]' "$d/pe=rope,attention=linear/config.ini"
+ok $? "a point's config.ini holds its values and no [sweep]"
+grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
+ok $? "the experiment's config.ini keeps the [sweep] section"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note" ]
+ok $? "results.csv header: swept keys, length, acc, loss, ppl, ms_per_1k_tokens, note"
+[ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
+    grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
+ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
+[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 12 ] &&
+    grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
+    grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
+ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
+grep -q '^pe  *attention  *8  *16$' "$tmp/out" && grep -q '^rope  *linear  *[0-9.]*  *[0-9.]*$' "$tmp/out"
+ok $? "the accuracy table is printed"
+grep -q '^\[1/4\] pe=learned,attention=softmax .*done' "$tmp/out"; ok $? "progress lines per point"
+if [ -n "$("$ROPELAB" --version | grep '^gnuplot: /')" ] && [ -z "${ROPELAB_GNUPLOT+x}" ]; then
+    [ -s "$d/plots/copy-acc.svg" ] && [ -s "$d/plots/copy-loss.svg" ] && [ -s "$d/plots/throughput.svg" ]
+    ok $? "plots: copy-acc.svg, copy-loss.svg, throughput.svg"
+else
+    n=$((n + 1)); echo "ok $n - plots # SKIP no gnuplot"
+fi
+
+# --- report regenerates the same files ---
+cp "$d/summary.md" "$tmp/summary.run"; cp "$d/results.csv" "$tmp/results.run"
+rm "$d/summary.md" "$d/results.csv"
+ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >"$tmp/rep" 2>&1
+ok $? "ropelab report exits 0"
+cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
+ok $? "report regenerates summary.md and results.csv byte for byte"
+grep -q 'plots skipped' "$tmp/rep" && grep -q '^rope  *linear' "$tmp/rep"
+ok $? "without gnuplot: plots skipped (said so), the table still printed"
+"$ROPELAB" report --help | grep -q '^Usage: ropelab report'; ok $? "report --help"
+"$ROPELAB" report "$tmp/nothing" >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 1 ] && grep -q 'not a ropelab run directory' "$tmp/err"; ok $? "report of a non-run: exit 1"
+
+# --- no overwrite ---
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/a" >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 1 ] && grep -q 'already holds a run' "$tmp/err"; ok $? "a second run into the same directory: exit 1"
+
+# --- interrupted, then resumed ---
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --stop-after 9 >"$tmp/out" 2>&1
+ok $? "--stop-after 9: interrupted after 9 updates, exit 0"
+b="$tmp/b/tiny"; p1="$b/pe=learned,attention=softmax"; p2="$b/pe=learned,attention=linear"
+[ -f "$p1/results.csv" ] && [ ! -f "$p2/results.csv" ] && [ -f "$p2/checkpoints/step-2.safetensors" ] &&
+    [ ! -d "$b/pe=rope,attention=softmax" ] && [ ! -f "$b/summary.md" ]
+ok $? "point 1 finished, point 2 interrupted after its step-2 checkpoint, nothing else"
+t1=$(stat -c '%y' "$p1/results.csv" "$p1/metrics.jsonl" "$p1/checkpoints/step-6.safetensors")
+c1=$(cksum <"$p1/metrics.jsonl")
+sleep 0.05
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume >"$tmp/out" 2>"$tmp/err"
+ok $? "--resume completes the sweep"
+[ "$t1" = "$(stat -c '%y' "$p1/results.csv" "$p1/metrics.jsonl" "$p1/checkpoints/step-6.safetensors")" ] &&
+    [ "$c1" = "$(cksum <"$p1/metrics.jsonl")" ] && grep -q '^\[1/4\] .*skipped' "$tmp/out"
+ok $? "the finished point is not redone (same file times and records)"
+[ "$(sed 's/^{"step": \([0-9]*\),.*/\1/' "$p2/metrics.jsonl" | tr '\n' ' ')" = "2 4 6 " ] &&
+    grep -q '^\[2/4\] .*done.*: 4 updates' "$tmp/out"
+ok $? "the interrupted point resumed from update 2: records 2, 4, 6 once each"
+cut -d, -f1-6 "$d/results.csv" >"$tmp/x"; cut -d, -f1-6 "$b/results.csv" >"$tmp/y"
+cmp -s "$tmp/x" "$tmp/y"; ok $? "resumed sweep: acc, loss, ppl equal the uninterrupted run's"
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume --set train.lr=0.5 >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 1 ] && grep -q 'configuration differs from the finished point.s (train.lr' "$tmp/err"
+ok $? "--resume with a changed key: exit 1 naming the key"
+
+# --- impossible combination: nothing runs ---
+printf '[model]\nd_model = 12\nheads = 4\n[train]\nsteps = 2\n[sweep]\nmodel.pe = none, rope\n' >"$tmp/odd.ini"
+"$ROPELAB" run "$tmp/odd.ini" --out "$tmp/c" >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 2 ] && grep -q "odd.ini:3: \[model\] heads: head dim d_model/heads = 3 is odd.*(sweep point pe=rope)" "$tmp/err" &&
+    [ ! -e "$tmp/c" ] && [ "$(wc -l <"$tmp/err")" = 1 ]
+ok $? "an impossible point: exit 2, file:line:key and the point, nothing written"
+
+# --- RoPE long-term decay ---
+ROPELAB_GNUPLOT=none "$ROPELAB" report --rope-decay --out "$tmp/decay" --dims 128 --base 10000,500000 --max-distance 300 >/dev/null
+ok $? "report --rope-decay"
+[ "$(head -1 "$tmp/decay/rope_decay.csv")" = "distance,base=10000,base=500000" ] &&
+    [ "$(wc -l <"$tmp/decay/rope_decay.csv")" = 302 ] && grep -q '^0,32.500000,32.500000$' "$tmp/decay/rope_decay.csv"
+ok $? "rope_decay.csv: a column per base, 301 distances, d/4 + 1/2 at distance 0"
+
+echo "1..$n"
+exit $failed
