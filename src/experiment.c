@@ -96,6 +96,7 @@ struct progress {
     double      tokens_after;         /* later points still to train */
     double      tokens_per_update;
     int64_t     first_step; /* the point's step before this process's first update */
+    int         shown;      /* a progress line of this point is on the terminal */
 };
 
 static void fmt_time(char *buf, size_t len, double s)
@@ -112,6 +113,7 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     pr->tokens_done += pr->tokens_per_update;
     if (now - pr->last < (pr->tty ? 200 : 10000) && step < steps) return;
     pr->last         = now;
+    pr->shown        = 1;
     double upd_ms    = (now - pr->t_point) / (double)(step - pr->first_step);
     double rate      = pr->tokens_done / (now - pr->t_all); /* tokens per ms, all points */
     double remaining = (double)(steps - step) * pr->tokens_per_update + pr->tokens_after;
@@ -188,7 +190,7 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     struct progress                 *pr = &rs->pr;
     if (o->stop_after && rs->budget <= 0) return *rs->stopped = 1, RL_OK;
     pr->point_no = (int)p + 1, pr->name = name;
-    pr->t_point = pr->last = rl_now_ms(), pr->first_step = -1;
+    pr->t_point = pr->last = rl_now_ms(), pr->first_step = -1, pr->shown = 0;
     pr->tokens_per_update = (double)pc->train.batch * pc->task.length;
     pr->tokens_after      = 0;
     for (long q = p + 1; q < e->sw.n_points; q++)
@@ -199,6 +201,7 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
     if (o->stop_after) rs->budget -= res.updates;
     if (res.steps_done < pc->train.steps) *rs->stopped = 1;
+    if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
     if (o->out && !o->quiet && !*rs->stopped) {
         char t[32];
         fmt_time(t, sizeof t, (rl_now_ms() - pr->t_point) / 1000);
