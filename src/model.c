@@ -74,6 +74,7 @@ struct rl_model {
         rl_attn *a;
     } plans[MAX_PLANS];
     int next_plan;
+    long bad_den; /* linear attention: rows with denominator <= eps in the last forward */
 };
 
 /* --- tensor table --------------------------------------------------------------------- */
@@ -462,7 +463,9 @@ static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
     rl_layernorm_forward(a->ln1, a->mean1, a->rstd1, x, p->ln1w, p->ln1b, T, D);
     rl_linear_forward(m->a.qkv, a->ln1, p->wqkv, NULL, T, D, 3 * D, 0);
     rl_heads_split(a->q, a->k, a->v, m->a.qkv, p->bqkv, B, N, m->H, m->d);
-    RL_TRY(rl_attn_forward(plan, a->o, a->saved, a->q, a->k, a->v, p->t5, B * m->H, NULL));
+    struct rl_attn_stats st = {0};
+    RL_TRY(rl_attn_forward(plan, a->o, a->saved, a->q, a->k, a->v, p->t5, B * m->H, &st));
+    m->bad_den += st.bad_denominators;
     rl_heads_merge(a->om, a->o, B, N, m->H, m->d);
     residual_bias(a->xmid, x, p->bo, T, D);
     rl_linear_forward(a->xmid, a->om, p->wo, NULL, T, D, D, 1);
@@ -494,6 +497,7 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
                            long *n_correct)
 {
     m->have_forward = 0;
+    m->bad_den      = 0;
     RL_TRY(check_batch(m, b));
     rl_attn *plan = NULL;
     RL_TRY(ensure_acts(m, b->B, b->N));
@@ -577,3 +581,5 @@ rl_status rl_model_backward(rl_model *m, float scale)
                       m->tok, B, N, D);
     return RL_OK;
 }
+
+long rl_model_bad_denominators(const rl_model *m) { return m->bad_den; }

@@ -63,6 +63,10 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
  * whole update); accumulates into the gradient buffer. */
 rl_status rl_model_backward(rl_model *m, float scale);
 void      rl_model_zero_grad(rl_model *m);
+/* Linear attention's diagnostic of the last forward: the rows (summed over layers,
+ * sequences and heads) whose denominator before eps was <= eps (SPEC 2.3); 0 for
+ * softmax attention. */
+long rl_model_bad_denominators(const rl_model *m);
 /* Logits of the last forward: (B, N, vocab) for LM, (B, n_classes) for classifiers. */
 const float *rl_model_logits(const rl_model *m);
 

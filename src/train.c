@@ -150,6 +150,7 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
         if (st == RL_OK) st = rl_model_forward(t->m, &b, &ls, &nt, &nc);
         ms += rl_now_ms() - t0;
         if (st == RL_OK) loss += ls, r->targets += nt, correct += nc;
+        if (st == RL_OK) r->bad_den += rl_model_bad_denominators(t->m);
     }
     rl_batch_free(&b);
     RL_TRY(st);
@@ -157,6 +158,7 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
     r->acc              = r->targets ? (double)correct / (double)r->targets : NAN;
     r->ppl              = rl_task_causal(t->task) ? exp(r->loss) : NAN;
     r->ms_per_1k_tokens = ms * 1000.0 / ((double)rows * n * c->eval.batches);
+    r->den_rows = rows * n * (long)c->eval.batches * c->model.layers * c->model.heads;
     return RL_OK;
 }
 

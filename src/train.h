@@ -47,6 +47,8 @@ struct rl_eval_row {
     double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
+    long   bad_den;          /* linear attention: rows (x layers x heads) with denominator <= eps */
+    long   den_rows;         /* the rows counted: eval rows x N x layers x heads */
     char   note[64];
 };
 

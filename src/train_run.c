@@ -80,9 +80,10 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
         }
         rl_json_buf_printf(&b,
                            "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
-                           "\"ms_per_1k_tokens\": %.6g}",
+                           "\"ms_per_1k_tokens\": %.6g, \"rows_denominator_le_eps\": %ld, "
+                           "\"denominator_rows\": %ld}",
                            i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
-                           rows[i].ms_per_1k_tokens);
+                           rows[i].ms_per_1k_tokens, rows[i].bad_den, rows[i].den_rows);
     }
     rl_json_buf_puts(&b, "]}\n");
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")

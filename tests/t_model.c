@@ -450,6 +450,35 @@ static void test_threads(enum rl_attn_kind kind, int pe)
     rl_init(1);
 }
 
+/* The linear-attention denominator diagnostic (SPEC 2.3) reaches the model's caller:
+ * with eps larger than any denominator every row of every layer and head counts; with
+ * eps = 0 and the (positive) eq. 19 denominator none does; softmax attention counts 0. */
+static void test_bad_denominators(void)
+{
+    struct combo           k = {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0};
+    struct rl_model_config c;
+    struct rl_batch        b;
+    double                 s;
+    long                   nt, nc;
+    const int              B = 2, N = 6;
+    make_batch(&b, B, N, 11, 0);
+    for (int pass = 0; pass < 3; pass++) {
+        make_config(&c, &k, 1);
+        if (pass == 1) c.attn.eps = 0.0f;
+        if (pass == 2) c.attn.kind = RL_ATTN_SOFTMAX;
+        else if (pass == 0) c.attn.eps = 1e6f;
+        rl_model *m = NULL;
+        if (rl_model_create(&m, &c) != RL_OK) tap_bail("model: %s", rl_last_error());
+        rl_model_init_weights(m, 7);
+        long want = pass == 0 ? (long)B * N * c.layers * c.heads : 0;
+        CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK && rl_model_bad_denominators(m) == want,
+              "denominator diagnostic: %ld rows <= eps (want %ld) for %s", rl_model_bad_denominators(m),
+              want, pass == 0 ? "linear, eps=1e6" : pass == 1 ? "linear, eps=0" : "softmax");
+        rl_model_free(m);
+    }
+    free_batch(&b);
+}
+
 int main(void)
 {
     rl_init(1);
@@ -477,5 +506,6 @@ int main(void)
     test_save_load(4);
     test_overfit(RL_ATTN_SOFTMAX, 3);
     test_overfit(RL_ATTN_LINEAR, 3);
+    test_bad_denominators();
     return tap_done();
 }
