@@ -10,59 +10,32 @@ Prints CSV: impl,N,B,threads,tokens_per_s,ms_step (median over --steps timed upd
 after --warmup untimed ones).
 """
 import argparse
-import math
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# same helpers as torch_attn_bench.py
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_attn_bench as peer  # noqa: E402  (RoPE tables, rotation, chunked linear attention)
 
 
 def rope_tables(N, d, base=10000.0):
-    i = torch.arange(d // 2, dtype=torch.float64)
-    ang = torch.arange(N, dtype=torch.float64)[:, None] * base ** (-2.0 * i / d)[None, :]
-    return torch.cos(ang).float(), torch.sin(ang).float()
+    return peer.rope_tables(torch, N, d, base)
 
 
-def rope(x, cos, sin):
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+rope = peer.rope
 
 
 def softmax_attn(q, k, v, cos, sin):
-    N, d = q.shape[-2], q.shape[-1]
-    q, k = rope(q, cos, sin), rope(k, cos, sin)
-    s = q @ k.transpose(-1, -2) / math.sqrt(d)
-    s = s.masked_fill(torch.ones(N, N, dtype=torch.bool).triu(1), float("-inf"))
-    return torch.softmax(s, dim=-1) @ v
+    return peer.softmax_attn(torch, q, k, v, cos, sin, causal=True)
 
 
 def linear_attn(q, k, v, cos, sin, C=64, eps=1e-6):
-    """Causal linear attention, elu+1, eq. 19: numerator with rotated phi, plain denominator.
-
-    Chunked the way fast PyTorch code does it (no per-chunk Python loop, whose slice
-    backward would cost O(N^2/C)): sequences are reshaped into chunks of C, the
-    intra-chunk part is a masked batched matmul, the inter-chunk part an exclusive
-    cumulative sum of per-chunk states.  N must be a multiple of C.
-    """
-    fq = torch.nn.functional.elu(q) + 1
-    fk = torch.nn.functional.elu(k) + 1
-    rq, rk = rope(fq, cos, sin), rope(fk, cos, sin)
-    *lead, N, d = q.shape
-    dv = v.shape[-1]
-    nc = N // C
-    ch = lambda t: t.reshape(*lead, nc, C, t.shape[-1])
-    rq, rk, fq, fk, vc = ch(rq), ch(rk), ch(fq), ch(fk), ch(v)
-    tri = torch.ones(C, C).tril()
-    S = rk.transpose(-1, -2) @ vc                      # (..., nc, d, dv) per-chunk states
-    S = torch.cumsum(S, dim=-3) - S                    # exclusive prefix over chunks
-    z = fk.sum(-2, keepdim=True)                       # (..., nc, 1, d)
-    z = torch.cumsum(z, dim=-3) - z
-    num = rq @ S + ((rq @ rk.transpose(-1, -2)) * tri) @ vc
-    den = (fq * z).sum(-1, keepdim=True) + ((fq @ fk.transpose(-1, -2)) * tri).sum(-1, keepdim=True)
-    return (num / (den + eps)).reshape(*lead, N, dv)
+    return peer.linear_attn_chunked(torch, q, k, v, cos, sin, C, eps)
 
 
 class Block(nn.Module):
