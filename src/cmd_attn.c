@@ -171,11 +171,7 @@ static int write_out(const char *dir, const char *name, const float *x, int nd, 
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    if (rl_npy_write_f32(p, x, nd, shape) != RL_OK) {
-        fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
-        return 1;
-    }
-    return 0;
+    return rl_npy_write_f32(p, x, nd, shape) != RL_OK;
 }
 
 static int write_stats(const char *dir, const struct attn_args *A, const struct rl_attn_stats *fs,
@@ -193,11 +189,7 @@ static int write_stats(const char *dir, const struct attn_args *A, const struct 
                       ",\n  \"eps\": %g,\n  \"rows_denominator_le_eps\": %ld", (double)A->o.eps,
                       fs->bad_denominators);
     n += snprintf(body + n, sizeof body - (size_t)n, "\n}\n");
-    if (rl_write_file_atomic(p, body, (size_t)n, NULL, 0) != RL_OK) {
-        fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
-        return 1;
-    }
-    return 0;
+    return rl_write_file_atomic(p, body, (size_t)n, NULL, 0) != RL_OK;
 }
 
 static int run_kernel(struct attn_args *A, struct arrays *X)
@@ -216,14 +208,21 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
     int     rc = RL_EXIT_FAIL;
     struct rl_attn_stats fs = {0};
     double  ms_bwd = 0;
-    if (!o || !saved || rl_attn_forward(plan, o, saved, X->q, X->k, X->v, X->t5, H, &fs) != RL_OK)
+    if (!o || !saved) {
+        rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
+        goto done;
+    }
+    if (rl_attn_forward(plan, o, saved, X->q, X->k, X->v, X->t5, H, &fs) != RL_OK)
         goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     if (write_out(A->out, "out.npy", o, 3, shv)) goto done;
     if (X->dout) {
         dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)), dvv = calloc(nv, sizeof(float));
         if (X->t5) dt5 = calloc((size_t)X->st5[0] * X->st5[1], sizeof(float));
-        if (!dq || !dk || !dvv || (X->t5 && !dt5)) goto done;
+        if (!dq || !dk || !dvv || (X->t5 && !dt5)) {
+            rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the gradients");
+            goto done;
+        }
         double t0 = rl_now_ms();
         if (rl_attn_backward(plan, dq, dk, dvv, dt5, X->dout, o, saved, X->q, X->k, X->v, X->t5, H) != RL_OK)
             goto done;
@@ -236,7 +235,8 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
     if (write_stats(A->out, A, &fs, ms_bwd, H, N, d, dv)) goto done;
     rc = RL_EXIT_OK;
 done:
-    if (rc != RL_EXIT_OK && rl_last_error()[0]) fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
+    /* every failure above was recorded through rl_error_report: print it once */
+    if (rc != RL_EXIT_OK) fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
     free(o), free(saved), free(dq), free(dk), free(dvv), free(dt5);
     rl_attn_free(plan);
     return rc;
