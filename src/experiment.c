@@ -87,6 +87,8 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
 
 /* ---- progress ---- */
 
+enum { PROGRESS_BAR = 24 }; /* characters of the bar on a terminal */
+
 struct progress {
     FILE       *f;
     int         tty, point_no, n_points;
@@ -120,9 +122,18 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     char   a[32], b[32];
     fmt_time(a, sizeof a, upd_ms * (double)(steps - step) / 1000);
     fmt_time(b, sizeof b, remaining / rate / 1000);
-    fprintf(pr->f, "%s[%*d/%d] %s  step %lld/%lld  loss %.4f  eta %s (all %s)%s",
+    /* On a terminal one line redrawn in place with a bar of this point's updates;
+     * otherwise (a log file, a pipe) a plain line every 10 s. */
+    char bar[PROGRESS_BAR + 4] = "";
+    if (pr->tty) {
+        int fill = (int)((double)PROGRESS_BAR * (double)step / (double)steps);
+        bar[0]   = '|';
+        for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
+        bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
+    }
+    fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s (all %s)%s",
             pr->tty ? "\r" : "", (int)snprintf(NULL, 0, "%d", pr->n_points), pr->point_no,
-            pr->n_points, pr->name, (long long)step, (long long)steps, loss, a, b,
+            pr->n_points, pr->name, bar, (long long)step, (long long)steps, loss, a, b,
             pr->tty ? "\033[K" : "\n");
     fflush(pr->f);
 }

@@ -59,11 +59,47 @@ static double csv_num(const char *line, int col, int *na)
     return strtod(f, NULL);
 }
 
+static double num_field(const struct rl_json *j, const char *key)
+{
+    const struct rl_json *v = rl_json_get(j, key);
+    return v && v->type == RL_JSON_NUMBER ? v->number : NAN;
+}
+
+/* Field `name` of a data line, verbatim ("" when the header lacks the column). */
+static const char *raw_field(const char *hdr, const char *line, const char *name, char *buf,
+                             size_t len)
+{
+    int c = csv_col(hdr, name);
+    if (c < 0 || !csv_field(line, c, buf, len)) buf[0] = 0;
+    return buf;
+}
+
+/* The row's line as the combined results.csv has it, from its length on; the numbers
+ * keep the text they were written with. */
+static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line,
+                          const char *path)
+{
+    char a[64], l[64], p[64], m[64], d[64];
+    if (w->na)
+        snprintf(d, sizeof d, "n/a");
+    else if (isnan(w->den))
+        raw_field(hdr, line, "den_le_eps", d, sizeof d);
+    else
+        snprintf(d, sizeof d, "%.6g", w->den);
+    int n = snprintf(w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s", w->length,
+                     raw_field(hdr, line, "acc", a, sizeof a),
+                     raw_field(hdr, line, "loss", l, sizeof l),
+                     raw_field(hdr, line, "ppl", p, sizeof p),
+                     raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note);
+    if (n < 0 || (size_t)n >= sizeof w->tail) RL_FAIL(RL_EFORMAT, "%s: line too long", path);
+    return RL_OK;
+}
+
 /* One data line of a point's results.csv (header columns found by name). */
 static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const char *line,
                                    const char *path)
 {
-    int  cl = csv_col(hdr, "length"), cn = csv_col(hdr, "note");
+    int  cl = csv_col(hdr, "length"), cn = csv_col(hdr, "note"), na = 0;
     char f[96];
     memset(w, 0, sizeof *w);
     if (cl < 0 || !csv_field(line, cl, f, sizeof f) || (w->length = atoi(f)) <= 0)
@@ -72,15 +108,40 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
     w->loss = csv_num(line, csv_col(hdr, "loss"), &w->na);
     w->ppl  = csv_num(line, csv_col(hdr, "ppl"), &w->na);
     w->ms   = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
+    w->den  = csv_num(line, csv_col(hdr, "den_le_eps"), &na);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
-    const char *t = line;
-    for (int i = 0; i < cl; i++)
-        t = strchr(t, ',') + 1;
-    size_t n = strcspn(t, "\r\n");
-    if (n >= sizeof w->tail) RL_FAIL(RL_EFORMAT, "%s: line too long", path);
-    memcpy(w->tail, t, n);
-    w->tail[n] = 0;
     return RL_OK;
+}
+
+/* Runs written before results.csv had den_le_eps: the denominator counts of the last
+ * record of eval.jsonl (absent in still older runs: the column stays empty). */
+static void den_from_evals(struct rl_rep_point *p, const char *pdir)
+{
+    char           path[4096];
+    unsigned char *buf;
+    size_t         len;
+    snprintf(path, sizeof path, "%s/eval.jsonl", pdir);
+    if (!exists(path) || rl_read_file(&buf, &len, path) != RL_OK) return;
+    size_t end = len;
+    while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r'))
+        end--;
+    size_t start = end;
+    while (start > 0 && buf[start - 1] != '\n')
+        start--;
+    struct rl_json *j = NULL;
+    if (end > start && rl_json_parse(&j, (const char *)buf + start, end - start) == RL_OK) {
+        const struct rl_json *ev = rl_json_get(j, "eval");
+        for (int i = 0; ev && ev->type == RL_JSON_ARRAY && i < ev->n; i++) {
+            double L = num_field(&ev->items[i], "length");
+            double b = num_field(&ev->items[i], "rows_denominator_le_eps");
+            double n = num_field(&ev->items[i], "denominator_rows");
+            for (int k = 0; k < p->n_rows; k++)
+                if (p->rows[k].length == L && !p->rows[k].na && n > 0)
+                    p->rows[k].den = b / n;
+        }
+    }
+    rl_json_free(j);
+    free(buf);
 }
 
 static rl_status read_results(struct rl_rep_point *p, const char *pdir)
@@ -91,7 +152,7 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
     snprintf(path, sizeof path, "%s/results.csv", pdir);
     if (!exists(path)) return RL_OK; /* not finished */
     RL_TRY(rl_read_file(&buf, &len, path));
-    char     *text = (char *)buf, *save = NULL;
+    char     *text = (char *)buf, *save = NULL, *lines[RL_CFG_MAX_LENGTHS];
     rl_status st = RL_OK;
     for (char *line = strtok_r(text, "\n", &save); line && st == RL_OK;
          line       = strtok_r(NULL, "\n", &save)) {
@@ -103,19 +164,19 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
             st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: too many lines", path);
             break;
         }
-        st = parse_result_line(&p->rows[p->n_rows++], hdr, line, path);
+        lines[p->n_rows] = line;
+        st               = parse_result_line(&p->rows[p->n_rows++], hdr, line, path);
     }
     if (st == RL_OK && (!hdr || csv_col(hdr, "length") < 0))
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no header line", path);
+    if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 && !strcmp(p->attention, "linear"))
+        den_from_evals(p, pdir);
+    /* the tails once every row is known (the lines are still in buf) */
+    for (int k = 0; st == RL_OK && k < p->n_rows; k++)
+        st = row_tail(&p->rows[k], hdr, lines[k], path);
     free(buf);
     p->done = st == RL_OK;
     return st;
-}
-
-static double num_field(const struct rl_json *j, const char *key)
-{
-    const struct rl_json *v = rl_json_get(j, key);
-    return v && v->type == RL_JSON_NUMBER ? v->number : NAN;
 }
 
 /* metrics.jsonl: the loss curve and the timing means (weighted by the updates each record
@@ -316,6 +377,11 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max)
     return n;
 }
 
+static double row_value(const struct rl_rep_row *w, char f)
+{
+    return f == 'a' ? w->acc : f == 'l' ? w->loss : f == 'p' ? w->ppl : f == 'd' ? w->den : w->ms;
+}
+
 int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd)
 {
     double s = 0, s2 = 0;
@@ -326,7 +392,7 @@ int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, d
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
             if (w->length != L) continue;
-            double x = f == 'a' ? w->acc : f == 'l' ? w->loss : f == 'p' ? w->ppl : w->ms;
+            double x = row_value(w, f);
             if (w->na) na++;
             if (isnan(x)) continue;
             s += x, n++;
@@ -339,7 +405,7 @@ int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, d
         if (!p->done || p->group != g) continue;
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
-            double x = f == 'a' ? w->acc : f == 'l' ? w->loss : f == 'p' ? w->ppl : w->ms;
+            double x = row_value(w, f);
             if (w->length == L && !isnan(x)) s2 += (x - *mean) * (x - *mean);
         }
     }
@@ -358,7 +424,8 @@ static rl_status write_results(const struct rl_report *r)
     rl_json_buf_init(&b);
     for (int k = 0; k < r->sw.n_keys; k++)
         rl_json_buf_printf(&b, "%s,", r->sw.column[k]);
-    rl_json_buf_printf(&b, "%s%slength,acc,loss,ppl,ms_per_1k_tokens,note\n", pe_swept ? "" : "pe,",
+    rl_json_buf_printf(&b, "%s%slength,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n",
+                       pe_swept ? "" : "pe,",
                        at_swept ? "" : "attention,");
     for (long i = 0; i < r->n_points; i++) {
         const struct rl_rep_point *p = &r->pt[i];

@@ -14,7 +14,8 @@
 struct rl_rep_row {
     int    length, na;
     double acc, loss, ppl, ms; /* NaN where empty or n/a */
-    char   tail[320];          /* the line from its length field on, verbatim */
+    double den;                /* linear attention: fraction of denominators <= eps, else NaN */
+    char   tail[320];          /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 
@@ -66,8 +67,9 @@ struct rl_report {
 /* Sorted union of the evaluation lengths of the finished points of task t (t < 0: all). */
 int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
 /* Mean and sample standard deviation over the finished points of group g of field f
- * ('a' acc, 'l' loss, 'p' ppl, 'm' ms per 1k tokens) at length L.  Returns the number of
- * values (0: none; -1: every point has n/a there). */
+ * ('a' acc, 'l' loss, 'p' ppl, 'm' ms per 1k tokens, 'd' fraction of linear-attention
+ * denominators <= eps) at length L.  Returns the number of values (0: none; -1: every
+ * point has n/a there). */
 int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
 
 /* report_table.c: summary.md into b; the headline table as aligned text. */

@@ -66,7 +66,7 @@ static void fmt_value(char *buf, size_t len, char f, double x)
         snprintf(buf, len, "%.3f", x);
     else if (f == 'l')
         snprintf(buf, len, "%.4f", x);
-    else if (f == 'p')
+    else if (f == 'p' || f == 'd')
         snprintf(buf, len, "%.4g", x);
     else
         snprintf(buf, len, "%.2f", x);
@@ -93,18 +93,32 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd)
 }
 
 /* Rows: the groups of task t; columns: the row columns, then the lengths. */
+/* Is group g a row of task t's table of field f?  The denominator table has the groups
+ * whose points measured it (linear attention). */
+static int in_table(const struct rl_report *r, int g, int t, char f)
+{
+    if (r->grp[g].task != t) return 0;
+    if (f != 'd') return 1;
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++)
+            if (!isnan(r->pt[i].rows[j].den)) return 1;
+    return 0;
+}
+
+/* Rows: the groups of task t; columns: the row columns, then the lengths.  Returns the
+ * number of rows but the header, -1 without memory. */
 static int metric_table(const struct rl_report *r, int t, char f, struct table *tb)
 {
     int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), rows = 1;
     for (int g = 0; g < r->n_groups; g++)
-        rows += r->grp[g].task == t;
-    if (!table_init(tb, rows, r->n_cols + nl)) return 0;
+        rows += in_table(r, g, t, f);
+    if (!table_init(tb, rows, r->n_cols + nl)) return -1;
     for (int c = 0; c < r->n_cols; c++)
         snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
     for (int j = 0; j < nl; j++)
         snprintf(cell(tb, 0, r->n_cols + j), CELL, "%d", L[j]);
     for (int g = 0, row = 1; g < r->n_groups; g++) {
-        if (r->grp[g].task != t) continue;
+        if (!in_table(r, g, t, f)) continue;
         for (int c = 0; c < r->n_cols; c++)
             snprintf(cell(tb, row, c), CELL, "%s", r->grp[g].col[c]);
         for (int j = 0; j < nl; j++) {
@@ -114,7 +128,7 @@ static int metric_table(const struct rl_report *r, int t, char f, struct table *
         }
         row++;
     }
-    return 1;
+    return rows - 1;
 }
 
 static double group_mean(const struct rl_report *r, int g, int which)
@@ -208,12 +222,26 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
             rl_json_buf_printf(b, " Cells: mean ± sample standard deviation over train.seed = %s.",
                                r->base.sweep.keys[r->seed_key].values);
         rl_json_buf_puts(b, "\n\n");
-        if (!metric_table(r, t, fs[i], &tb)) RL_FAIL(RL_ENOMEM, "out of memory");
+        if (metric_table(r, t, fs[i], &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
         table_markdown(&tb, b);
         free(tb.cell);
         const char *na = na_note(r, t);
         if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
     }
+    int rows = metric_table(r, t, 'd', &tb);
+    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (rows > 0) {
+        rl_json_buf_printf(b, "\n## %s: linear-attention denominators <= eps\n\n", r->task[t]);
+        rl_json_buf_printf(b, "The fraction of denominators, before eps = %g is added, that are "
+                              "<= eps, over every evaluated row, layer and head (0 for a "
+                              "positive feature map with an unrotated denominator; a rotated "
+                              "denominator can reach or cross 0).",
+                           r->base.model.eps);
+        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
+        rl_json_buf_puts(b, "\n\n");
+        table_markdown(&tb, b);
+    }
+    free(tb.cell);
     return RL_OK;
 }
 
@@ -258,7 +286,7 @@ void rl_rep_print_table(const struct rl_report *r, FILE *f)
         if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
         if (r->seed_key >= 0) fputs(", mean ± std over seeds", f);
         fputs("\n", f);
-        if (!metric_table(r, t, fm, &tb)) return;
+        if (metric_table(r, t, fm, &tb) < 0) return;
         table_text(&tb, f);
         free(tb.cell);
         const char *na = na_note(r, t);

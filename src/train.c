@@ -158,7 +158,10 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
     r->acc              = r->targets ? (double)correct / (double)r->targets : NAN;
     r->ppl              = rl_task_causal(t->task) ? exp(r->loss) : NAN;
     r->ms_per_1k_tokens = ms * 1000.0 / ((double)rows * n * c->eval.batches);
-    r->den_rows = rows * n * (long)c->eval.batches * c->model.layers * c->model.heads;
+    /* the denominator diagnostic exists for linear attention only */
+    r->den_rows = c->model.attention == RL_ATTN_LINEAR
+                      ? rows * n * (long)c->eval.batches * c->model.layers * c->model.heads
+                      : 0;
     return RL_OK;
 }
 

@@ -155,7 +155,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    fprintf(f, "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note\n");
+    fprintf(f, "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
@@ -164,6 +164,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         csv_num(f, r->loss, r->na);
         csv_num(f, r->ppl, r->na);
         csv_num(f, r->ms_per_1k_tokens, r->na);
+        csv_num(f, r->den_rows > 0 ? (double)r->bad_den / (double)r->den_rows : NAN, r->na);
         fprintf(f, ",%s\n", r->note);
     }
     if (fclose(f) != 0 || rename(tmp, path) != 0) {

@@ -53,13 +53,21 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note" ]
-ok $? "results.csv header: swept keys, length, acc, loss, ppl, ms_per_1k_tokens, note"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note" ]
+ok $? "results.csv header: swept keys, length, acc, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
-[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 12 ] &&
+# elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
+grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,$' "$d/results.csv" &&
+    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,$' "$d/results.csv"
+ok $? "results.csv: den_le_eps is 0 for elu1 linear attention, empty for softmax"
+grep -A8 '^## copy: linear-attention denominators' "$d/summary.md" >"$tmp/den" &&
+    [ "$(grep -c '^| \(learned\|rope\) | linear | ' "$tmp/den")" = 2 ] &&
+    ! grep -q '| softmax |' "$tmp/den" && grep -q '^| rope | linear | 0 | 0 |$' "$tmp/den"
+ok $? "summary.md: the denominator table has the linear-attention rows only"
+[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 14 ] &&
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
@@ -80,6 +88,16 @@ ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >"$tmp/rep" 2>&1
 ok $? "ropelab report exits 0"
 cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
 ok $? "report regenerates summary.md and results.csv byte for byte"
+# a run written before results.csv had den_le_eps: the report takes it from eval.jsonl
+for f in "$d"/*/results.csv; do
+    awk -F, -v OFS=, '{ $8 = ""; sub(/,,/, ","); print }' "$f" >"$f.old"
+    mv "$f.old" "$f"
+done
+lp="$d/pe=rope,attention=linear/results.csv"
+head -1 "$lp" | grep -q '^pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note$' &&
+    ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >/dev/null 2>&1 &&
+    cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
+ok $? "report of points without den_le_eps: the same files, the counts read from eval.jsonl"
 grep -q 'plots skipped' "$tmp/rep" && grep -q '^rope  *linear' "$tmp/rep"
 ok $? "without gnuplot: plots skipped (said so), the table still printed"
 "$ROPELAB" report --help | grep -q '^Usage: ropelab report'; ok $? "report --help"

@@ -388,7 +388,7 @@ static void test_learned_na(void)
                strstr(r.eval[1].note, "learned PE has max_len rows"),
            "learned PE: length 48 > max_len 16 is n/a, never clamped");
     tap_ok(count_lines(tmp_path("na/results.csv"),
-                       "learned,softmax,48,n/a,n/a,n/a,n/a,learned PE has max_len rows") == 1,
+                       "learned,softmax,48,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows") == 1,
            "results.csv marks the n/a row with its reason");
     const char    *bad[] = {"task.name=tokens", p, "eval.lengths=16,48", NULL};
     struct rl_cfg *c     = malloc(sizeof *c);
