@@ -13,11 +13,12 @@
  * recomputes p = exp(s - lse) tile by tile, so it needs no running statistics:
  *   D_m = dout_m . o_m,  dv += p^T dout,  dp = dout v^T,  ds = p (dp - D),
  *   dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d),  drel[(n-m)+N-1] += ds[m,n].
- * All five products are rl_sgemm calls; the elementwise passes use the vectorisable exp
- * of vexp.h.  Details, FLOP counts and timings: docs/attention.md. */
+ * The five products go through tilemm.h (a register-blocked kernel where the CPU has
+ * AVX-512F and the widths are multiples of 16, BLIS otherwise); the elementwise passes
+ * use the vectorisable exp of vexp.h.  Details, FLOP counts and timings: docs/attention.md. */
 #include "config.h"
 #include "attn_softmax.h"
-#include "gemm.h"
+#include "tilemm.h"
 #include "vexp.h"
 
 #include <math.h>
@@ -60,10 +61,10 @@ static int query_block(int N, int causal)
 
 size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
 {
-    (void)d, (void)dv;
     int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
-    return 2 * (size_t)bq * ld + 3 * (size_t)bq; /* s/p tile, dp tile, row statistics */
+    /* s/p tile, dp tile, row statistics, the packed k^T or v^T of a key tile */
+    return 2 * (size_t)bq * ld + 3 * (size_t)bq + rl_tile_pack_floats(bk, d > dv ? d : dv);
 }
 
 /* Columns of key tile [j0, j0+nb) that query i sees: all, or n <= i when causal. */
@@ -131,6 +132,7 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
     int bq, bk, ld;
     tile_dims(c->N, &bq, &bk, &ld);
     float *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
+    float *pack = scratch + 2 * (size_t)bq * ld + 3 * (size_t)bq;
     float *oi = c->out + (size_t)i0 * c->dv;
     memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
     for (int a = 0; a < mb; a++)
@@ -139,16 +141,16 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
     for (int j0 = 0; j0 < jend; j0 += bk) {
         const int nb = imin(bk, jend - j0); /* causal: keys past the block's last row unused */
         /* s = q k^T / sqrt(d) */
-        rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d,
-                 c->k + (size_t)j0 * c->d, c->d, 0.0f, s, ld);
+        rl_tile_gemm_nt(mb, nb, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d,
+                        c->k + (size_t)j0 * c->d, c->d, s, ld, pack);
         for (int a = 0; a < mb; a++) {
             float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                                      row_cols(c->causal, i0 + a, j0, nb), nb, mrow + a, lrow + a);
             if (alpha != 1.0f) scale_row(oi + (size_t)a * c->dv, c->dv, alpha);
         }
         /* o += p v */
-        rl_sgemm(RL_TRANS_N, RL_TRANS_N, mb, c->dv, nb, 1.0f, s, ld, c->v + (size_t)j0 * c->dv,
-                 c->dv, 1.0f, oi, c->dv);
+        rl_tile_gemm(mb, c->dv, nb, 1.0f, s, ld, 1, c->v + (size_t)j0 * c->dv, c->dv, 1.0f, oi,
+                     c->dv);
     }
     for (int a = 0; a < mb; a++) { /* o = acc / l, lse = m + log l (l >= 1: the max term) */
         scale_row(oi + (size_t)a * c->dv, c->dv, 1.0f / lrow[a]);
@@ -211,29 +213,26 @@ static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, in
 
 /* One (query block, key block) tile of the backward; Drow holds D for the block's rows. */
 static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int nb,
-                          const float *Drow, float *p, float *dp, int ld)
+                          const float *Drow, float *p, float *dp, int ld, float *pack)
 {
     const int    d = c->d, dv = c->dv;
     const float *qi = c->q + (size_t)i0 * d, *kj = c->k + (size_t)j0 * d;
     const float *gi = c->dout + (size_t)i0 * dv, *vj = c->v + (size_t)j0 * dv;
     /* s = q k^T / sqrt(d) + rel, p = exp(s - lse): the forward's softmax, recomputed */
-    rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, d, c->scale, qi, d, kj, d, 0.0f, p, ld);
+    rl_tile_gemm_nt(mb, nb, d, c->scale, qi, d, kj, d, p, ld, pack);
     for (int a = 0; a < mb; a++)
         recompute_p(p + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                     row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
-    rl_sgemm(RL_TRANS_T, RL_TRANS_N, nb, dv, mb, 1.0f, p, ld, gi, dv, 1.0f,
-             c->dvg + (size_t)j0 * dv, dv);
-    rl_sgemm(RL_TRANS_N, RL_TRANS_T, mb, nb, dv, 1.0f, gi, dv, vj, dv, 0.0f, dp, ld);
+    rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, c->dvg + (size_t)j0 * dv, dv);
+    rl_tile_gemm_nt(mb, nb, dv, 1.0f, gi, dv, vj, dv, dp, ld, pack);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel  =>  drel += ds along diagonals */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(c->drel, c, i0 + a, j0),
                          row_cols(c->causal, i0 + a, j0, nb), nb, Drow[a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
-    rl_sgemm(RL_TRANS_N, RL_TRANS_N, mb, d, nb, c->scale, dp, ld, kj, d, 1.0f,
-             c->dq + (size_t)i0 * d, d);
-    rl_sgemm(RL_TRANS_T, RL_TRANS_N, nb, d, mb, c->scale, dp, ld, qi, d, 1.0f,
-             c->dk + (size_t)j0 * d, d);
+    rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, c->dq + (size_t)i0 * d, d);
+    rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 1.0f, c->dk + (size_t)j0 * d, d);
 }
 
 /* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
@@ -272,6 +271,7 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
     int                  bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
     float *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
+    float *pack = Drow + 3 * (size_t)bq;
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
     memset(dvg, 0, sizeof(float) * (size_t)N * dv);
@@ -281,6 +281,6 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
         row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
         const int jend = c.causal ? i0 + mb : N;
         for (int j0 = 0; j0 < jend; j0 += bk)
-            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld);
+            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, pack);
     }
 }

@@ -18,7 +18,8 @@ src_libropelab_la_SOURCES += \
 	%D%/attn.c %D%/attn.h %D%/task.h %D%/model.h
 
 ## --- attention kernels: softmax (tiled) ---
-src_libropelab_la_SOURCES += %D%/attn_softmax.c %D%/attn_softmax.h %D%/vexp.c %D%/vexp.h
+src_libropelab_la_SOURCES += %D%/attn_softmax.c %D%/attn_softmax.h %D%/vexp.c %D%/vexp.h \
+	%D%/tilemm.c %D%/tilemm.h
 ## --- attention kernels: linear ---
 src_libropelab_la_SOURCES += \
 	%D%/attn_linear.c %D%/attn_linear.h %D%/attn_linear_impl.h \

@@ -27,6 +27,9 @@
 
 #define NAME_LEN 64
 #define MAX_PLANS 8
+#ifndef MLP_CHUNK_FLOATS
+#define MLP_CHUNK_FLOATS 65536 /* floats of one MLP chunk of fc1 outputs (256 KiB) */
+#endif
 
 struct block_view { /* pointers into params or grads */
     float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
@@ -452,6 +455,54 @@ static void residual_bias(float *out, const float *x, const float *b, int T, int
             out[(size_t)t * C + c] = x[(size_t)t * C + c] + b[c];
 }
 
+/* The MLP runs over the tokens in chunks of mlp_rows() rows: each chunk's fc1 output,
+ * GELU and (backward) their gradients stay in cache between the GEMM and the elementwise
+ * passes instead of streaming T x 4D arrays through memory several times. */
+static int mlp_rows(const rl_model *m, int T)
+{
+    int r = MLP_CHUNK_FLOATS / (4 * m->D);
+    return r < 16 ? 16 : r > T ? T : r;
+}
+
+/* y = xmid + fc2(gelu(fc1(LN2(xmid)))) */
+static void mlp_forward(rl_model *m, int l, float *y)
+{
+    const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T);
+    const struct block_view *p = &m->p.blk[l];
+    struct block_acts       *a = &m->a.blk[l];
+    for (int t0 = 0; t0 < T; t0 += R) {
+        const int    n  = T - t0 < R ? T - t0 : R;
+        const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
+        rl_layernorm_forward(a->ln2 + o1, a->mean2 + t0, a->rstd2 + t0, a->xmid + o1, p->ln2w,
+                             p->ln2b, n, D);
+        rl_linear_forward(a->h + o4, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
+        rl_bias_gelu_forward(a->g + o4, a->h + o4, p->fc1b, n, 4 * D);
+        residual_bias(y + o1, a->xmid + o1, p->fc2b, n, D);
+        rl_linear_forward(y + o1, a->g + o4, p->fc2w, NULL, n, 4 * D, D, 1);
+    }
+}
+
+/* The MLP's backward, chunk by chunk: dres (the gradient at y) gains the gradient that
+ * flows through LN2; dh and dln hold one chunk at a time. */
+static void mlp_backward(rl_model *m, int l)
+{
+    const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T);
+    const struct block_view *p = &m->p.blk[l];
+    const struct block_view *g = &m->g.blk[l];
+    struct block_acts       *a = &m->a.blk[l];
+    struct acts             *s = &m->a;
+    for (int t0 = 0; t0 < T; t0 += R) {
+        const int    n  = T - t0 < R ? T - t0 : R;
+        const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
+        float       *dres = s->dres + o1;
+        rl_linear_backward(s->dh, g->fc2w, g->fc2b, dres, a->g + o4, p->fc2w, n, 4 * D, D, 0);
+        rl_gelu_backward(s->dh, s->dh, a->h + o4, (size_t)n * 4 * D); /* g = gelu(h) */
+        rl_linear_backward(s->dln, g->fc1w, g->fc1b, s->dh, a->ln2 + o1, p->fc1w, n, D, 4 * D, 0);
+        rl_layernorm_backward(dres, g->ln2w, g->ln2b, s->dln, a->xmid + o1, a->mean2 + t0,
+                              a->rstd2 + t0, p->ln2w, n, D);
+    }
+}
+
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
 {
     const int                B = m->B, N = m->N, T = B * N, D = m->D;
@@ -469,12 +520,7 @@ static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
     rl_heads_merge(a->om, a->o, B, N, m->H, m->d);
     residual_bias(a->xmid, x, p->bo, T, D);
     rl_linear_forward(a->xmid, a->om, p->wo, NULL, T, D, D, 1);
-    /* y = xmid + fc2(gelu(fc1(LN2(xmid)))) */
-    rl_layernorm_forward(a->ln2, a->mean2, a->rstd2, a->xmid, p->ln2w, p->ln2b, T, D);
-    rl_linear_forward(a->h, a->ln2, p->fc1w, NULL, T, D, 4 * D, 0);
-    rl_bias_gelu_forward(a->g, a->h, p->fc1b, T, 4 * D);
-    residual_bias(y, a->xmid, p->fc2b, T, D);
-    rl_linear_forward(y, a->g, p->fc2w, NULL, T, 4 * D, D, 1);
+    mlp_forward(m, l, y);
     return RL_OK;
 }
 
@@ -535,12 +581,8 @@ static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
     struct block_acts       *a = &m->a.blk[l];
     struct acts             *s = &m->a;
     const float             *x = s->x + (size_t)l * T * D;
-    /* y = xmid + g Wfc2^T + bfc2: dres flows to xmid unchanged and into the MLP */
-    rl_linear_backward(s->dh, g->fc2w, g->fc2b, s->dres, a->g, p->fc2w, T, 4 * D, D, 0);
-    rl_gelu_backward(s->dh, s->dh, a->h, (size_t)T * 4 * D); /* g = gelu(h) */
-    rl_linear_backward(s->dln, g->fc1w, g->fc1b, s->dh, a->ln2, p->fc1w, T, D, 4 * D, 0);
-    rl_layernorm_backward(s->dres, g->ln2w, g->ln2b, s->dln, a->xmid, a->mean2, a->rstd2, p->ln2w,
-                          T, D);
+    /* y = xmid + mlp(xmid): dres flows to xmid unchanged and through the MLP */
+    mlp_backward(m, l);
     /* xmid = x + om Wo^T + bo */
     rl_linear_backward(s->dom, g->wo, g->bo, s->dres, a->om, p->wo, T, D, D, 0);
     rl_heads_split1(s->dout, s->dom, B, N, m->H, m->d);

@@ -1,9 +1,11 @@
 /* t_gemm.c -- the BLIS wrapper against the naive float64 loop: every transpose pair,
  * odd shapes, leading dimensions larger than the row, beta = 0 / 1, batched and
- * general strides, and a BLIS-style residual check on a large product. */
+ * general strides, and a BLIS-style residual check on a large product; the attention-tile
+ * products of tilemm.h against the same loop (vector kernel and BLIS fallback shapes). */
 #include "config.h"
 #include "gemm.h"
 #include "tap.h"
+#include "tilemm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -84,6 +86,42 @@ static void strided_and_batched(void)
     tap_close(Y, yr, CNT * 18, 1e-5, 1e-5, "batched y = x W^T over %d items", CNT);
 }
 
+/* rl_tile_gemm (A plain or transposed through its strides) and rl_tile_gemm_nt against
+ * the naive loop; beta = 0 must not read C (it holds NaN then). */
+static void tile_case(int m, int n, int k, int ta, float beta, int nt)
+{
+    int    np = (n + 15) & ~15, ldc = np + 2, ra = ta ? k : m, lda = (ta ? m : k) + 3;
+    int    rb = nt ? n : k, ldb = (nt ? k : n) + 1;
+    float *A = malloc(sizeof(float) * ra * lda), *B = malloc(sizeof(float) * rb * ldb);
+    float *C = malloc(sizeof(float) * m * ldc), *R = malloc(sizeof(float) * m * ldc);
+    float *pack = malloc(sizeof(float) * rl_tile_pack_floats(n, k) + 4);
+    tap_fill_normal(A, (size_t)ra * lda, 1.0);
+    tap_fill_normal(B, (size_t)rb * ldb, 1.0);
+    tap_fill_normal(C, (size_t)m * ldc, 1.0);
+    if (beta == 0.0f)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) C[(size_t)i * ldc + j] = NAN;
+    memcpy(R, C, sizeof(float) * m * ldc);
+    if (nt) {
+        rl_tile_gemm_nt(m, n, k, 0.75f, A, lda, B, ldb, C, ldc, pack);
+        rl_sgemm_ref(RL_TRANS_N, RL_TRANS_T, m, n, k, 0.75f, A, lda, B, ldb, 0.0f, R, ldc);
+    } else {
+        rl_tile_gemm(m, n, k, 0.75f, A, ta ? 1 : lda, ta ? lda : 1, B, ldb, beta, C, ldc);
+        rl_sgemm_ref(ta ? RL_TRANS_T : RL_TRANS_N, RL_TRANS_N, m, n, k, 0.75f, A, lda, B, ldb, beta,
+                     R, ldc);
+    }
+    double *ref = malloc(sizeof(double) * m * ldc), *got = malloc(sizeof(double) * m * ldc);
+    size_t  cnt = 0;
+    for (int i = 0; i < m; i++) /* the n columns (the kernel may also write the padding) */
+        for (int j = 0; j < n; j++, cnt++)
+            ref[cnt] = R[(size_t)i * ldc + j], got[cnt] = C[(size_t)i * ldc + j];
+    float *gf = malloc(sizeof(float) * (cnt + 1));
+    for (size_t i = 0; i < cnt; i++) gf[i] = (float)got[i];
+    tap_close(gf, ref, cnt, 1e-5, 1e-5 * sqrt((double)k + 1), "tile %s m=%d n=%d k=%d beta=%g",
+              nt ? "A B^T" : ta ? "A^T B" : "A B", m, n, k, beta);
+    free(A), free(B), free(C), free(R), free(pack), free(ref), free(got), free(gf);
+}
+
 int main(void)
 {
     rl_init(1);
@@ -99,5 +137,16 @@ int main(void)
     rl_threads_set(2);
     residual_check(256, 256, 256);
     strided_and_batched();
+    rl_threads_set(1);
+    /* tiles: n a multiple of 16 (the vector kernel where AVX-512F exists: 8-row blocks, row
+     * tails, 32- and 16-wide column blocks) and not (BLIS) */
+    const int tiles[][3] = {{8, 32, 32}, {13, 32, 256}, {256, 32, 100}, {7, 16, 5},
+                            {9, 48, 3},  {5, 20, 7},    {1, 64, 1},     {16, 32, 0}};
+    for (int s = 0; s < 8; s++)
+        for (int ta = 0; ta < 2; ta++)
+            tile_case(tiles[s][0], tiles[s][1], tiles[s][2], ta, s % 2 ? 1.0f : 0.0f, 0);
+    const int nts[][3] = {{17, 256, 32}, {3, 40, 32}, {128, 128, 16}, {2, 5, 3}};
+    for (int s = 0; s < 4; s++)
+        tile_case(nts[s][0], nts[s][1], nts[s][2], 0, 0.0f, 1);
     return tap_done();
 }
