@@ -30,6 +30,7 @@
 #include "attn_linear_impl.h"
 #include "featmap.h"
 #include "gemm.h"
+#include "tilemm.h"
 #include "vexp.h"
 
 #include <math.h>
@@ -242,7 +243,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
         int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *o = out + (size_t)t0 * dv;
         build_block(p, q, k, t0, l, SIDE_Q);
-        rl_sgemm(RL_TRANS_N, RL_TRANS_N, l, dv, D, 1.0f, p->A, D, p->Sf, dv, 0.0f, o, dv);
+        rl_tile_gemm(l, dv, D, 1.0f, p->A, D, 1, p->Sf, dv, 0.0f, o, dv);
         *bad += rl_lin_den_rows(den + t0, o, dv, p->B, p->E, l, p->Dd, 0, eps, p->z);
     }
 }
@@ -447,8 +448,7 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
                         l, dv);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, vb, dv, p->Gf, dv, 0.0f, p->dC, D);
-        rl_sgemm(RL_TRANS_N, RL_TRANS_N, l, dv, D, 1.0f, p->C, D, p->Gf, dv, 0.0f,
-                 dvg + (size_t)t0 * dv, dv);
+        rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, dvg + (size_t)t0 * dv, dv);
         if (p->sep) {
             memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));

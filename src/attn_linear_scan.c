@@ -30,6 +30,7 @@
 #include "config.h"
 #include "attn_linear_impl.h"
 #include "gemm.h"
+#include "tilemm.h"
 #include "vexp.h"
 
 #include <string.h>
@@ -160,7 +161,7 @@ void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int
 
 void rl_lin_gemm_acc(double *Sd, float *T, const float *X, int nx, const float *Y, int ny, int l)
 {
-    rl_sgemm(RL_TRANS_T, RL_TRANS_N, nx, ny, l, 1.0f, X, nx, Y, ny, 0.0f, T, ny);
+    rl_tile_gemm(nx, ny, l, 1.0f, X, 1, nx, Y, ny, 0.0f, T, ny); /* T = X^T Y */
     for (size_t i = 0; i < (size_t)nx * ny; i++)
         Sd[i] += (double)T[i];
 }

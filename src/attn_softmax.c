@@ -75,6 +75,15 @@ static int row_cols(int causal, int i, int j0, int nb)
     return c < 0 ? 0 : imin(c, nb);
 }
 
+/* Columns of a row's exp pass: the nc valid ones rounded up to whole 16-float vectors
+ * (at most nb), so that the diagonal tiles of causal attention, whose rows end anywhere,
+ * take no scalar remainder loop; the columns nc .. ncv-1 are set to -inf first. */
+static int vector_cols(int nc, int nb)
+{
+    int v = (nc + 15) & ~15;
+    return v < nb ? v : nb;
+}
+
 /* Online softmax step for one row of a score tile: add its bias slice (rel + (j0 - i) +
  * N-1, or NULL), let the running max m and sum l absorb the nc valid columns, turn s into
  * exp(s - m_new) (0 on columns nc..nb-1, masked), and return exp(m_old - m_new), the
@@ -82,24 +91,28 @@ static int row_cols(int causal, int i, int j0, int nb)
 RL_SIMD_CLONES
 static float online_row(float *s, const float *bias, int nc, int nb, float *m, float *l)
 {
-    float mx = *m, sum = 0.0f;
+    if (nc == 0) { /* row entirely masked in this tile: m and l unchanged */
+        memset(s, 0, sizeof(float) * (size_t)nb);
+        return 1.0f;
+    }
+    const int nv  = vector_cols(nc, nb);
+    float     sum = 0.0f;
     if (bias) {
 #pragma omp simd
         for (int b = 0; b < nc; b++)
             s[b] += bias[b];
     }
-#pragma omp simd reduction(max : mx)
-    for (int b = 0; b < nc; b++)
-        mx = s[b] > mx ? s[b] : mx;
+    const float mx = rl_maxf_inline(s, nc, *m);
+    for (int b = nc; b < nv; b++)
+        s[b] = -INFINITY; /* exp gives 0 */
 #pragma omp simd reduction(+ : sum)
-    for (int b = 0; b < nc; b++) {
+    for (int b = 0; b < nv; b++) {
         float p = rl_expf_inline(s[b] - mx);
         s[b]    = p;
         sum += p;
     }
-    for (int b = nc; b < nb; b++)
+    for (int b = nv; b < nb; b++)
         s[b] = 0.0f;
-    if (nc == 0) return 1.0f;              /* row entirely masked in this tile: m and l unchanged */
     float alpha = rl_expf_inline(*m - mx); /* exp(-inf) = 0 on the row's first tile */
     *l          = *l * alpha + sum;
     *m          = mx;
@@ -181,16 +194,18 @@ void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *
 RL_SIMD_CLONES
 static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i)
 {
+    const int nv = vector_cols(nc, nb);
     if (bias) {
 #pragma omp simd
         for (int b = 0; b < nc; b++)
-            p[b] = rl_expf_inline(p[b] + bias[b] - lse_i);
-    } else {
-#pragma omp simd
-        for (int b = 0; b < nc; b++)
-            p[b] = rl_expf_inline(p[b] - lse_i);
+            p[b] += bias[b];
     }
-    for (int b = nc; b < nb; b++)
+    for (int b = nc; b < nv; b++)
+        p[b] = -INFINITY; /* exp gives 0 */
+#pragma omp simd
+    for (int b = 0; b < nv; b++)
+        p[b] = rl_expf_inline(p[b] - lse_i);
+    for (int b = nv; b < nb; b++)
         p[b] = 0.0f;
 }
 
@@ -199,10 +214,11 @@ static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i
 RL_SIMD_CLONES
 static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, int nb, float D_i)
 {
+    const int nv = vector_cols(nc, nb); /* p = 0 on columns nc .. nv-1 */
 #pragma omp simd
-    for (int b = 0; b < nc; b++)
+    for (int b = 0; b < nv; b++)
         dp[b] = p[b] * (dp[b] - D_i);
-    for (int b = nc; b < nb; b++)
+    for (int b = nv; b < nb; b++)
         dp[b] = 0.0f;
     if (drel) {
 #pragma omp simd

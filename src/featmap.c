@@ -13,10 +13,7 @@
 
 static RL_INLINE void softmax_row(float *p, const float *x, int d)
 {
-    float mx = x[0];
-#pragma omp simd reduction(max : mx)
-    for (int j = 0; j < d; j++)
-        mx = x[j] > mx ? x[j] : mx;
+    float mx = rl_maxf_inline(x, d, x[0]);
     double s = 0.0;
 #pragma omp simd reduction(+ : s)
     for (int j = 0; j < d; j++) {

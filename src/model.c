@@ -27,6 +27,9 @@
 
 #define NAME_LEN 64
 #define MAX_PLANS 8
+#ifndef ATTN_CHUNK_TOKENS
+#define ATTN_CHUNK_TOKENS 512 /* tokens of one chunk of the attention half of a block */
+#endif
 #ifndef MLP_CHUNK_FLOATS
 #define MLP_CHUNK_FLOATS 65536 /* floats of one MLP chunk of fc1 outputs (256 KiB) */
 #endif
@@ -503,23 +506,37 @@ static void mlp_backward(rl_model *m, int l)
     }
 }
 
+/* The attention half of a block also runs in chunks, of whole sequences (attention mixes
+ * the tokens of a sequence): about ATTN_CHUNK_TOKENS tokens, at least one sequence. */
+static int attn_seqs(const rl_model *m)
+{
+    int c = ATTN_CHUNK_TOKENS / m->N;
+    return c < 1 ? 1 : c > m->B ? m->B : c;
+}
+
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
 {
-    const int                B = m->B, N = m->N, T = B * N, D = m->D;
+    const int                B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m);
     const struct block_view *p = &m->p.blk[l];
     struct block_acts       *a = &m->a.blk[l];
     const float             *x = m->a.x + (size_t)l * T * D;
     float                   *y = m->a.x + (size_t)(l + 1) * T * D;
-    /* xmid = x + Wo . Attn(LN1(x)) */
-    rl_layernorm_forward(a->ln1, a->mean1, a->rstd1, x, p->ln1w, p->ln1b, T, D);
-    rl_linear_forward(m->a.qkv, a->ln1, p->wqkv, NULL, T, D, 3 * D, 0);
-    rl_heads_split(a->q, a->k, a->v, m->a.qkv, p->bqkv, B, N, m->H, m->d);
-    struct rl_attn_stats st = {0};
-    RL_TRY(rl_attn_forward(plan, a->o, a->saved, a->q, a->k, a->v, p->t5, B * m->H, &st));
-    m->bad_den += st.bad_denominators;
-    rl_heads_merge(a->om, a->o, B, N, m->H, m->d);
-    residual_bias(a->xmid, x, p->bo, T, D);
-    rl_linear_forward(a->xmid, a->om, p->wo, NULL, T, D, D, 1);
+    /* xmid = x + Wo . Attn(LN1(x)), sequences b0 .. b0+nb-1 at a time; qkv is chunk scratch */
+    for (int b0 = 0; b0 < B; b0 += S) {
+        const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
+        const size_t o1 = (size_t)t0 * D; /* also the offset of head b0*H in q, k, v, o */
+        rl_layernorm_forward(a->ln1 + o1, a->mean1 + t0, a->rstd1 + t0, x + o1, p->ln1w, p->ln1b,
+                             n, D);
+        rl_linear_forward(m->a.qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
+        rl_heads_split(a->q + o1, a->k + o1, a->v + o1, m->a.qkv, p->bqkv, nb, N, m->H, m->d);
+        struct rl_attn_stats st = {0};
+        RL_TRY(rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, a->q + o1,
+                               a->k + o1, a->v + o1, p->t5, nb * m->H, &st));
+        m->bad_den += st.bad_denominators;
+        rl_heads_merge(a->om + o1, a->o + o1, nb, N, m->H, m->d);
+        residual_bias(a->xmid + o1, x + o1, p->bo, n, D);
+        rl_linear_forward(a->xmid + o1, a->om + o1, p->wo, NULL, n, D, D, 1);
+    }
     mlp_forward(m, l, y);
     return RL_OK;
 }
@@ -575,7 +592,7 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
 
 static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
 {
-    const int                B = m->B, N = m->N, T = B * N, D = m->D;
+    const int                B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m);
     const struct block_view *p = &m->p.blk[l];
     const struct block_view *g = &m->g.blk[l];
     struct block_acts       *a = &m->a.blk[l];
@@ -583,15 +600,25 @@ static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
     const float             *x = s->x + (size_t)l * T * D;
     /* y = xmid + mlp(xmid): dres flows to xmid unchanged and through the MLP */
     mlp_backward(m, l);
-    /* xmid = x + om Wo^T + bo */
-    rl_linear_backward(s->dom, g->wo, g->bo, s->dres, a->om, p->wo, T, D, D, 0);
-    rl_heads_split1(s->dout, s->dom, B, N, m->H, m->d);
-    RL_TRY(rl_attn_backward(plan, s->dq, s->dk, s->dv, g->t5, s->dout, a->o, a->saved, a->q, a->k,
-                            a->v, p->t5, B * m->H));
-    /* q|k|v = split(ln1 Wqkv^T + bqkv) */
-    rl_heads_merge3(s->qkv, s->dq, s->dk, s->dv, B, N, m->H, m->d);
-    rl_linear_backward(s->dln, g->wqkv, g->bqkv, s->qkv, a->ln1, p->wqkv, T, D, 3 * D, 0);
-    rl_layernorm_backward(s->dres, g->ln1w, g->ln1b, s->dln, x, a->mean1, a->rstd1, p->ln1w, T, D);
+    /* by sequence chunks as in the forward; dom, dout, dq, dk, dv, qkv (as dqkv) and dln
+     * hold one chunk */
+    for (int b0 = 0; b0 < B; b0 += S) {
+        const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
+        const size_t o1 = (size_t)t0 * D;
+        float       *dres = s->dres + o1;
+        /* xmid = x + om Wo^T + bo */
+        rl_linear_backward(s->dom, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
+        rl_heads_split1(s->dout, s->dom, nb, N, m->H, m->d);
+        RL_TRY(rl_attn_backward(plan, s->dq, s->dk, s->dv, g->t5, s->dout, a->o + o1,
+                                a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1,
+                                a->v + o1, p->t5, nb * m->H));
+        /* q|k|v = split(ln1 Wqkv^T + bqkv) */
+        rl_heads_merge3(s->qkv, s->dq, s->dk, s->dv, nb, N, m->H, m->d);
+        rl_linear_backward(s->dln, g->wqkv, g->bqkv, s->qkv, a->ln1 + o1, p->wqkv, n, D, 3 * D,
+                           0);
+        rl_layernorm_backward(dres, g->ln1w, g->ln1b, s->dln, x + o1, a->mean1 + t0, a->rstd1 + t0,
+                              p->ln1w, n, D);
+    }
     return RL_OK;
 }
 

@@ -69,6 +69,21 @@ static RL_INLINE float rl_f32_unkey_(int32_t k)
     return rl_f32_from_bits_((uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) >> 1)));
 }
 
+/* max(init, x[0..n)) through the integer keys: an int32 max reduction vectorises where a
+ * float one stays scalar (GCC keeps the NaN-ordering of the float compare).  A NaN in x
+ * may or may not be the result (by its sign bit); the callers' exp(x - max) carries it
+ * on either way. */
+static RL_INLINE float rl_maxf_inline(const float *x, int n, float init)
+{
+    int32_t k = rl_f32_key_(init);
+#pragma omp simd reduction(max : k)
+    for (int i = 0; i < n; i++) {
+        int32_t v = rl_f32_key_(x[i]);
+        k         = v > k ? v : k;
+    }
+    return rl_f32_unkey_(k);
+}
+
 static RL_INLINE float rl_expf_inline(float x)
 {
     const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;

@@ -130,15 +130,21 @@ static double fd_step(double gn)
     return h < 1e-3 ? 1e-3 : h > 1e-2 ? 1e-2 : h;
 }
 
+/* Batches of B sequences of length N: the default 2 x 6 is one chunk of the model's
+ * attention and MLP loops; 8 x 300 makes several of each (model.c: ATTN_CHUNK_TOKENS,
+ * MLP_CHUNK_FLOATS), with gradients (T5's table included) accumulated across them. */
+static int gc_B = 2, gc_N = 6;
+
 static void grad_check(const struct combo *k, int causal)
 {
     struct rl_model_config c;
     make_config(&c, k, causal);
+    if (c.max_len < gc_N) c.max_len = gc_N;
     rl_model *m;
     if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
     randomize(m, 0.3);
     struct rl_batch b;
-    make_batch(&b, 2, 6, c.vocab, c.n_classes);
+    make_batch(&b, gc_B, gc_N, c.vocab, c.n_classes);
     double s;
     long   nt, nc;
     rl_model_zero_grad(m);
@@ -182,7 +188,7 @@ static void grad_check(const struct combo *k, int causal)
         free(u);
     }
     char desc[96];
-    snprintf(desc, sizeof desc, "%s%s pe=%s%s %s", k->kind ? "linear" : "softmax",
+    snprintf(desc, sizeof desc, "%s%s pe=%s%s %s %dx%d", k->kind ? "linear" : "softmax",
              k->kind ? (k->fmap == RL_FMAP_EXP       ? "(exp)"
                         : k->fmap == RL_FMAP_SOFTMAX ? "(softmax)"
                                                      : "(elu1)")
@@ -190,7 +196,8 @@ static void grad_check(const struct combo *k, int causal)
              pe_names[k->pe], k->t5_per_layer ? "/per-layer" : "",
              k->n_classes ? "classifier"
              : causal     ? "causal LM"
-                          : "non-causal LM");
+                          : "non-causal LM",
+             gc_B, gc_N);
     tap_ok(worst < 1e-3,
            "grad check %s: along each tensor's gradient, worst err/max(|g_t|, "
            "|g|max/20) %.2g (%s, |g_t| %.2g, |g|max %.2g)",
@@ -500,6 +507,12 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         grad_check(&extra[i], extra[i].n_classes == 0);
+    gc_B = 8, gc_N = 300; /* many chunks */
+    struct combo chunked[] = {{RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 4, 0, 0},
+                              {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0}};
+    for (size_t i = 0; i < sizeof chunked / sizeof *chunked; i++)
+        grad_check(&chunked[i], 1);
+    gc_B = 2, gc_N = 6;
     test_threads(RL_ATTN_SOFTMAX, 4);
     test_threads(RL_ATTN_LINEAR, 3);
     test_save_load(2);
