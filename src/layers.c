@@ -214,68 +214,80 @@ void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, cons
 #define GELU_S 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
-/* g = gelu(h + b) for one row, keeping h + b in h.  The exact identity
- * 0.5 x (1 + tanh u) = x / (1 + exp(-2u)) needs one exp and no select (a float select is a
- * branch under GCC's default -ftrapping-math and would keep the loop scalar); x -> -inf
- * gives x / inf = -0, x -> +inf gives x / 1. */
-RL_SIMD_CLONES
-static void bias_gelu_row(float *g, float *h, const float *b, int C)
+/* One row: h = h + b, sig = sigmoid(2u), g = h sig.  0.5 x (1 + tanh u) = x sigmoid(2u) =
+ * x / (1 + exp(-2u)); the sigmoid is kept so that the backward needs no exp.  Large
+ * negative x: exp overflows to inf, sig = 0, g = -0; large positive x: sig = 1. */
+static RL_INLINE void gelu_elem(float *g, float *sig, float *h, int c, float x)
 {
-#pragma omp simd
-    for (int c = 0; c < C; c++) {
-        float x = h[c] + b[c];
-        float u = GELU_S * (x + GELU_A * x * x * x);
-        h[c]    = x;
-        g[c]    = x / (1.0f + rl_expf_inline(-2.0f * u));
-    }
+    float u = GELU_S * (x + GELU_A * x * x * x);
+    float s = 1.0f / (1.0f + rl_expf_inline(-2.0f * u));
+    h[c]    = x;
+    g[c]    = x * s;
+    sig[c]  = s;
 }
 
 RL_SIMD_CLONES
-static void gelu_row(float *g, const float *h, int C)
+static void bias_gelu_row(float *g, float *sig, float *h, const float *b, int C)
 {
+    if (b) {
 #pragma omp simd
-    for (int c = 0; c < C; c++) {
-        float x = h[c];
-        float u = GELU_S * (x + GELU_A * x * x * x);
-        g[c]    = x / (1.0f + rl_expf_inline(-2.0f * u));
+        for (int c = 0; c < C; c++)
+            gelu_elem(g, sig, h, c, h[c] + b[c]);
+    } else {
+#pragma omp simd
+        for (int c = 0; c < C; c++)
+            gelu_elem(g, sig, h, c, h[c]);
     }
 }
 
-void rl_bias_gelu_forward(float *g, float *h, const float *b, int T, int C)
+void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T, int C)
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++) {
-        if (b)
-            bias_gelu_row(g + (size_t)t * C, h + (size_t)t * C, b, C);
-        else
-            gelu_row(g + (size_t)t * C, h + (size_t)t * C, C);
-    }
+    for (int t = 0; t < T; t++)
+        bias_gelu_row(g + (size_t)t * C, sig + (size_t)t * C, h + (size_t)t * C, b, C);
 }
 
-/* forward: g = x sig, sig = sigmoid(2u), u = S (x + A x^3)
- * dg/dx = sig + x sig (1 - sig) 2 S (1 + 3 A x^2) */
 RL_SIMD_CLONES
-static void gelu_backward_chunk(float *dh, const float *dg, const float *h, size_t n)
+static void gelu_recompute_chunk(float *g, const float *h, const float *sig, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        g[i] = h[i] * sig[i];
+}
+
+/* g = x sig, sig = sigmoid(2u), u = S (x + A x^3):
+ * dg/dx = sig + x sig (1 - sig) 2 S (1 + 3 A x^2)  (no exp: sig comes from the forward) */
+RL_SIMD_CLONES
+static void gelu_backward_chunk(float *dh, const float *dg, const float *h, const float *sig,
+                                size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float x   = h[i];
-        float u   = GELU_S * (x + GELU_A * x * x * x);
-        float sig = 1.0f / (1.0f + rl_expf_inline(-2.0f * u));
-        float du  = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
-        dh[i]     = dg[i] * (sig + x * sig * (1.0f - sig) * du);
+        float x  = h[i], s = sig[i];
+        float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
+        dh[i]    = dg[i] * (s + x * s * (1.0f - s) * du);
     }
 }
 
 #define GELU_CHUNK 4096
 
-void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n)
+void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n)
 {
     const long nchunk = (long)((n + GELU_CHUNK - 1) / GELU_CHUNK);
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (long k = 0; k < nchunk; k++) {
         size_t i0 = (size_t)k * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
-        gelu_backward_chunk(dh + i0, dg + i0, h + i0, len);
+        gelu_recompute_chunk(g + i0, h + i0, sig + i0, len);
+    }
+}
+
+void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n)
+{
+    const long nchunk = (long)((n + GELU_CHUNK - 1) / GELU_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
+    for (long k = 0; k < nchunk; k++) {
+        size_t i0 = (size_t)k * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+        gelu_backward_chunk(dh + i0, dg + i0, h + i0, sig + i0, len);
     }
 }
 

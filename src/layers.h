@@ -51,10 +51,12 @@ void rl_colsum_add(float *db, const float *x, int T, int C);
  * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the
  * identical x * sigmoid(2u) with the vectorised exp of vexp.h.
  * Fused with the bias of the preceding linear: h = h + b (kept, the pre-activation),
- * g = gelu(h).  b may be NULL. */
-void rl_bias_gelu_forward(float *g, float *h, const float *b, int T, int C);
-/* dh = dg * gelu'(h) (overwrites; dh may equal dg). */
-void rl_gelu_backward(float *dh, const float *dg, const float *h, size_t n);
+ * sig = sigmoid(2u) (kept for the backward), g = gelu(h) = h sig.  b may be NULL. */
+void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T, int C);
+/* g = h sig: the forward's output again, bit for bit, from what it kept. */
+void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n);
+/* dh = dg * gelu'(h), from h and the forward's sig (overwrites; dh may equal dg). */
+void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n);
 
 /* --- heads layout ----------------------------------------------------------------------
  * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias

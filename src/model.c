@@ -44,7 +44,8 @@ struct view {
 };
 
 struct block_acts {
-    float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2, *h, *g;
+    float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2, *h;
+    float *sig; /* sigmoid(2u) of the GELU (its output is h * sig) */
 };
 
 struct acts {
@@ -53,6 +54,7 @@ struct acts {
     float             *lnf, *meanf, *rstdf, *pooled, *logits, *lse;
     float             *qkv; /* (T, 3D) scratch; the backward reuses it as dqkv */
     float             *dres, *dln, *dq, *dk, *dv, *dout, *dom, *dh, *dlogits, *dpooled;
+    float             *gbuf; /* one MLP chunk of GELU outputs */
 };
 
 struct rl_model {
@@ -324,6 +326,8 @@ static float *alloc_arena(size_t floats)
     return p;
 }
 
+static int mlp_rows(const rl_model *m, int T);
+
 static float *carve(float *base, size_t *off, size_t n)
 {
     float *p = base ? base + *off : NULL;
@@ -348,7 +352,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
         b->saved = carve(base, &off, G * (size_t)N), b->om = carve(base, &off, T * D);
         b->xmid = carve(base, &off, T * D), b->ln2 = carve(base, &off, T * D);
         b->mean2 = carve(base, &off, T), b->rstd2 = carve(base, &off, T);
-        b->h = carve(base, &off, 4 * T * D), b->g = carve(base, &off, 4 * T * D);
+        b->h = carve(base, &off, 4 * T * D), b->sig = carve(base, &off, 4 * T * D);
     }
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);
@@ -358,6 +362,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
     a->dom = carve(base, &off, T * D), a->dh = carve(base, &off, 4 * T * D);
+    a->gbuf = carve(base, &off, 4 * (size_t)mlp_rows(m, (int)T) * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);
     a->dpooled = carve(base, &off, (size_t)B * D);
     return off;
@@ -479,9 +484,9 @@ static void mlp_forward(rl_model *m, int l, float *y)
         rl_layernorm_forward(a->ln2 + o1, a->mean2 + t0, a->rstd2 + t0, a->xmid + o1, p->ln2w,
                              p->ln2b, n, D);
         rl_linear_forward(a->h + o4, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
-        rl_bias_gelu_forward(a->g + o4, a->h + o4, p->fc1b, n, 4 * D);
+        rl_bias_gelu_forward(m->a.gbuf, a->sig + o4, a->h + o4, p->fc1b, n, 4 * D);
         residual_bias(y + o1, a->xmid + o1, p->fc2b, n, D);
-        rl_linear_forward(y + o1, a->g + o4, p->fc2w, NULL, n, 4 * D, D, 1);
+        rl_linear_forward(y + o1, m->a.gbuf, p->fc2w, NULL, n, 4 * D, D, 1);
     }
 }
 
@@ -498,8 +503,9 @@ static void mlp_backward(rl_model *m, int l)
         const int    n  = T - t0 < R ? T - t0 : R;
         const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
         float       *dres = s->dres + o1;
-        rl_linear_backward(s->dh, g->fc2w, g->fc2b, dres, a->g + o4, p->fc2w, n, 4 * D, D, 0);
-        rl_gelu_backward(s->dh, s->dh, a->h + o4, (size_t)n * 4 * D); /* g = gelu(h) */
+        rl_gelu_recompute(s->gbuf, a->h + o4, a->sig + o4, (size_t)n * 4 * D); /* g = gelu(h) */
+        rl_linear_backward(s->dh, g->fc2w, g->fc2b, dres, s->gbuf, p->fc2w, n, 4 * D, D, 0);
+        rl_gelu_backward(s->dh, s->dh, a->h + o4, a->sig + o4, (size_t)n * 4 * D);
         rl_linear_backward(s->dln, g->fc1w, g->fc1b, s->dh, a->ln2 + o1, p->fc1w, n, D, 4 * D, 0);
         rl_layernorm_backward(dres, g->ln2w, g->ln2b, s->dln, a->xmid + o1, a->mean2 + t0,
                               a->rstd2 + t0, p->ln2w, n, D);

@@ -193,6 +193,7 @@ static void test_gelu(int T, int C)
 {
     size_t  n = (size_t)T * C;
     float  *h = falloc(n), *g = falloc(n), *b = falloc(C), *dg = falloc(n), *dh = falloc(n);
+    float  *sig = falloc(n), *g2 = falloc(n);
     double *ref = dalloc(n), *dref = dalloc(n);
     tap_fill_normal(h, n, 3.0);
     h[0] = 40.0f, h[1] = -40.0f, h[2] = 0.0f, h[3] = 1e-4f; /* saturated, zero, tiny */
@@ -206,22 +207,25 @@ static void test_gelu(int T, int C)
     }
     float *hin = falloc(n);
     memcpy(hin, h, n * sizeof *h);
-    rl_bias_gelu_forward(g, h, b, T, C);
+    rl_bias_gelu_forward(g, sig, h, b, T, C);
     tap_close_scaled(g, ref, n, FWD_TOL, "bias+gelu forward (tanh approximation) n=%zu", n);
     int ok = 1;
     for (size_t i = 0; i < n; i++)
         ok &= h[i] == hin[i] + b[i % C];
     tap_ok(ok, "bias+gelu keeps the pre-activation h + b");
-    rl_gelu_backward(dh, dg, h, n);
+    rl_gelu_recompute(g2, h, sig, n);
+    tap_ok(!memcmp(g, g2, n * sizeof *g), "gelu recomputed from h and sig: the forward's bits");
+    rl_gelu_backward(dh, dg, h, sig, n);
     tap_close_scaled(dh, dref, n, GRAD_TOL, "gelu backward vs finite differences");
     double worst = 0;
     for (size_t i = 0; i < 4; i++)
         worst = fmax(worst, fabs(dh[i] - dref[i]) / (fabs(dg[i]) + 1e-30));
     tap_ok(worst < 1e-4 && isfinite(g[0]) && g[1] == 0.0f,
            "gelu at +-40, 0, 1e-4: finite, exact saturation (rel err %.2g)", worst);
-    rl_gelu_backward(dg, dg, h, n); /* in place */
+    rl_gelu_backward(dg, dg, h, sig, n); /* in place */
     tap_close_scaled(dg, dref, n, GRAD_TOL, "gelu backward in place");
-    free(h), free(g), free(b), free(dg), free(dh), free(ref), free(dref), free(hin);
+    free(h), free(g), free(b), free(dg), free(dh), free(ref), free(dref), free(hin), free(sig),
+        free(g2);
 }
 
 /* --- embedding, sinusoid ---------------------------------------------------------------- */
