@@ -211,23 +211,25 @@ static void rope_rows_full(const struct rl_rope *r, float *out, const float *x, 
 {
     const int   h = r->dims / 2, d = r->d, pairs = r->layout == RL_ROPE_LAYOUT_PAIRS;
     const float sgn = inverse ? -1.0f : 1.0f;
-    for (int n = 0; n < N; n++) {
+    if (pairs) { /* rows of d = 2h floats and tables of h: one flat loop over N h pairs */
+        const float *c = r->cos, *s = r->sin;
+        const size_t np = (size_t)N * h;
+#pragma omp simd
+        for (size_t i = 0; i < np; i++) {
+            float xa = x[2 * i], xb = x[2 * i + 1], si = sgn * s[i];
+            out[2 * i]     = xa * c[i] - xb * si;
+            out[2 * i + 1] = xa * si + xb * c[i];
+        }
+        return;
+    }
+    for (int n = 0; n < N; n++) { /* halves: a row's pairs are (i, i + h) */
         const float *xr = x + (size_t)n * d, *c = r->cos + (size_t)n * h, *s = r->sin + (size_t)n * h;
         float       *o = out + (size_t)n * d;
-        if (pairs) {
 #pragma omp simd
-            for (int i = 0; i < h; i++) {
-                float xa = xr[2 * i], xb = xr[2 * i + 1], si = sgn * s[i];
-                o[2 * i]     = xa * c[i] - xb * si;
-                o[2 * i + 1] = xa * si + xb * c[i];
-            }
-        } else {
-#pragma omp simd
-            for (int i = 0; i < h; i++) {
-                float xa = xr[i], xb = xr[i + h], si = sgn * s[i];
-                o[i]     = xa * c[i] - xb * si;
-                o[i + h] = xa * si + xb * c[i];
-            }
+        for (int i = 0; i < h; i++) {
+            float xa = xr[i], xb = xr[i + h], si = sgn * s[i];
+            o[i]     = xa * c[i] - xb * si;
+            o[i + h] = xa * si + xb * c[i];
         }
     }
 }

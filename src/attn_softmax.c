@@ -252,11 +252,13 @@ static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int n
 }
 
 /* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
+RL_SIMD_CLONES
 static void row_dots(float *D, const float *dout, const float *o, int rows, int dv)
 {
     for (int a = 0; a < rows; a++) {
         const float *g = dout + (size_t)a * dv, *y = o + (size_t)a * dv;
         double       acc = 0.0;
+#pragma omp simd reduction(+ : acc)
         for (int e = 0; e < dv; e++)
             acc += (double)g[e] * (double)y[e];
         D[a] = (float)acc;
