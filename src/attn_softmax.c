@@ -113,7 +113,9 @@ static float online_row(float *s, const float *bias, int nc, int nb, float *m, f
     }
     for (int b = nv; b < nb; b++)
         s[b] = 0.0f;
-    float alpha = rl_expf_inline(*m - mx); /* exp(-inf) = 0 on the row's first tile */
+    /* exp(m_old - m_new); on the row's first tile m_old = -inf, l = 0 and the output row
+     * is still 0: no exp (its latency would sit on every row of a one-tile sequence) */
+    float alpha = *m == -INFINITY ? 0.0f : rl_expf_inline(*m - mx);
     *l          = *l * alpha + sum;
     *m          = mx;
     return alpha;
