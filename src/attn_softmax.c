@@ -48,23 +48,24 @@ static void tile_dims(int N, int *bq, int *bk, int *ld)
 }
 
 /* Query rows per block (<= tile_dims' bq, which sizes the scratch).  Causal with the whole
- * sequence in one key tile (N <= BK, e.g. training at N = 256): two query blocks instead
- * of one, so the first block's key range stops at its last row (nb clipped below) and a
- * quarter of the score tile -- all masked -- is never computed: measured ~20% faster per
- * head at N = 256, d = 32; 64-row blocks gained less (smaller GEMMs). */
+ * sequence in one key tile (N <= BK, e.g. training at N = 256): four query blocks instead
+ * of one, each block's key range stopping at its last row (nb clipped below), so 3/8 of
+ * the score tile -- all masked -- is never computed (1/4 with two blocks).  With the
+ * tile kernel of tilemm.c small blocks cost little: at N = 256, d = 32, four blocks
+ * measured ~10% faster per head than two, eight no better than four. */
 static int query_block(int N, int causal)
 {
     int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
-    return causal && N <= SM_BK && bq >= 32 ? (bq + 1) / 2 : bq;
+    return causal && N <= SM_BK && bq >= 32 ? (bq + 3) / 4 : bq;
 }
 
 size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
 {
     int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
-    /* s/p tile, dp tile, row statistics, the packed k^T or v^T of a key tile */
-    return 2 * (size_t)bq * ld + 3 * (size_t)bq + rl_tile_pack_floats(bk, d > dv ? d : dv);
+    /* s/p tile, dp tile, row statistics, the packed k^T and v^T of a key tile */
+    return 2 * (size_t)bq * ld + 3 * (size_t)bq + (size_t)(d + dv) * ld;
 }
 
 /* Columns of key tile [j0, j0+nb) that query i sees: all, or n <= i when causal. */
@@ -138,6 +139,23 @@ struct sm_call {
     float        scale; /* 1/sqrt(d) */
 };
 
+/* The transpose of one key tile (k or v rows j0 .. j0+n-1, n = the whole tile), packed for
+ * rl_tile_gemm (dims x ld, zero past n) and kept: the query blocks that follow reuse it
+ * while the tile is the same -- at N <= BK, every block of the call. */
+struct key_pack {
+    float *t;
+    int    j0; /* tile held, -1: none */
+};
+
+static const float *packed(struct key_pack *kp, const float *x, int dims, int ld, int j0, int n)
+{
+    if (kp->j0 != j0) {
+        rl_tile_pack_t(kp->t, ld, x + (size_t)j0 * dims, dims, n, dims);
+        kp->j0 = j0;
+    }
+    return kp->t;
+}
+
 /* rel (or drel) slice seen by query i in a key tile starting at j0: entry b is r = j0+b-i */
 #define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->N - 1) : NULL)
 
@@ -147,7 +165,7 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
     int bq, bk, ld;
     tile_dims(c->N, &bq, &bk, &ld);
     float *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
-    float *pack = scratch + 2 * (size_t)bq * ld + 3 * (size_t)bq;
+    struct key_pack kp = {scratch + 2 * (size_t)bq * ld + 3 * (size_t)bq, -1};
     float *oi = c->out + (size_t)i0 * c->dv;
     memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
     for (int a = 0; a < mb; a++)
@@ -156,8 +174,9 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
     for (int j0 = 0; j0 < jend; j0 += bk) {
         const int nb = imin(bk, jend - j0); /* causal: keys past the block's last row unused */
         /* s = q k^T / sqrt(d) */
-        rl_tile_gemm_nt(mb, nb, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d,
-                        c->k + (size_t)j0 * c->d, c->d, s, ld, pack);
+        const float *kt = packed(&kp, c->k, c->d, ld, j0, imin(bk, c->N - j0));
+        rl_tile_gemm(mb, (nb + 15) & ~15, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d, 1, kt,
+                     ld, 0.0f, s, ld);
         for (int a = 0; a < mb; a++) {
             float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                                      row_cols(c->causal, i0 + a, j0, nb), nb, mrow + a, lrow + a);
@@ -231,19 +250,24 @@ static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, in
 
 /* One (query block, key block) tile of the backward; Drow holds D for the block's rows. */
 static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int nb,
-                          const float *Drow, float *p, float *dp, int ld, float *pack)
+                          const float *Drow, float *p, float *dp, int ld, struct key_pack *kp,
+                          struct key_pack *vp)
 {
     const int    d = c->d, dv = c->dv;
     const float *qi = c->q + (size_t)i0 * d, *kj = c->k + (size_t)j0 * d;
-    const float *gi = c->dout + (size_t)i0 * dv, *vj = c->v + (size_t)j0 * dv;
+    const float *gi = c->dout + (size_t)i0 * dv;
     /* s = q k^T / sqrt(d) + rel, p = exp(s - lse): the forward's softmax, recomputed */
-    rl_tile_gemm_nt(mb, nb, d, c->scale, qi, d, kj, d, p, ld, pack);
+    const int    nfull = imin(ld, c->N - j0); /* the whole key tile (ld >= its width) */
+    const int    np    = (nb + 15) & ~15;
+    rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, packed(kp, c->k, d, ld, j0, nfull), ld,
+                 0.0f, p, ld);
     for (int a = 0; a < mb; a++)
         recompute_p(p + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                     row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
     rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, c->dvg + (size_t)j0 * dv, dv);
-    rl_tile_gemm_nt(mb, nb, dv, 1.0f, gi, dv, vj, dv, dp, ld, pack);
+    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, c->v, dv, ld, j0, nfull), ld,
+                 0.0f, dp, ld);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel  =>  drel += ds along diagonals */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(c->drel, c, i0 + a, j0),
@@ -291,7 +315,7 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
     int                  bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
     float *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
-    float *pack = Drow + 3 * (size_t)bq;
+    struct key_pack kp = {Drow + 3 * (size_t)bq, -1}, vp = {kp.t + (size_t)d * ld, -1};
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
     memset(dvg, 0, sizeof(float) * (size_t)N * dv);
@@ -301,6 +325,6 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
         row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
         const int jend = c.causal ? i0 + mb : N;
         for (int j0 = 0; j0 < jend; j0 += bk)
-            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, pack);
+            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, &kp, &vp);
     }
 }

@@ -109,26 +109,13 @@ void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rs
     rl_sgemm_strided(m, n, k, alpha, A, rsa, csa, B, ldb, 1, beta, C, ldc, 1);
 }
 
-size_t rl_tile_pack_floats(int n, int k) { return (size_t)k * (size_t)((n + 15) & ~15); }
-
-void rl_tile_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B,
-                     int ldb, float *C, int ldc, float *pack)
+void rl_tile_pack_t(float *pack, int ldp, const float *B, int ldb, int n, int k)
 {
-    if (m <= 0 || n <= 0) return;
-#if RL_TILE_VECTOR
-    if (have_avx512f()) {
-        const int np = (n + 15) & ~15;
-        for (int c = 0; c < k; c++) { /* pack[c][j] = B[j][c], zero past n */
-            float *row = pack + (size_t)c * np;
-            for (int j = 0; j < n; j++)
-                row[j] = B[(size_t)j * ldb + c];
-            for (int j = n; j < np; j++)
-                row[j] = 0.0f;
-        }
-        rl_tile_gemm(m, np, k, alpha, A, lda, 1, pack, np, 0.0f, C, ldc);
-        return;
+    for (int c = 0; c < k; c++) {
+        float *row = pack + (size_t)c * ldp;
+        for (int j = 0; j < n; j++)
+            row[j] = B[(size_t)j * ldb + c];
+        for (int j = n; j < ldp; j++)
+            row[j] = 0.0f;
     }
-#endif
-    (void)pack;
-    rl_sgemm(RL_TRANS_N, RL_TRANS_T, m, n, k, alpha, A, lda, B, ldb, 0.0f, C, ldc);
 }

@@ -4,13 +4,14 @@
  *   rl_tile_gemm:    C (m x n) = alpha * A * B + beta * C
  *                    A (m x k) with general strides (rsa, csa): A or a transposed tile;
  *                    B (k x n) and C (m x n) row-major (ldb, ldc).
- *   rl_tile_gemm_nt: C (m x n) = alpha * A * B^T  (A m x k, B n x k, both row-major),
- *                    through B^T packed into pack (k x roundup(n, 16) floats).
+ *   rl_tile_pack_t:  the transpose of B (n x k, row-major) packed for rl_tile_gemm as a
+ *                    k x ldp matrix (ldp = roundup(n, 16)), zero past column n: then
+ *                    A B^T = rl_tile_gemm(A, packed) over any prefix of the n columns.
  *
- * When n (the packed width for _nt) is a multiple of 16, a register-blocked kernel in
- * GCC vector extensions runs (compiled for AVX-512F, AVX2 and the baseline, chosen at
- * load time like the exps of vexp.h); any other shape goes to BLIS (rl_sgemm).  With
- * beta = 0, C is not read.  The results equal a float GEMM up to summation order. */
+ * When n is a multiple of 16 and the CPU has AVX-512F (checked once at run time), a
+ * register-blocked kernel written in GCC vector extensions and compiled for AVX-512F
+ * runs; any other shape or CPU goes to BLIS.  With beta = 0, C is not read.  The
+ * results equal a float GEMM up to summation order. */
 #ifndef RL_TILEMM_H
 #define RL_TILEMM_H
 
@@ -19,12 +20,7 @@
 void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
                   const float *B, int ldb, float beta, float *C, int ldc);
 
-/* ldc >= roundup(n, 16) when n is not a multiple of 16: the kernel then also writes the
- * padding columns n .. roundup(n, 16) - 1 of C (as zeros' products). */
-void rl_tile_gemm_nt(int m, int n, int k, float alpha, const float *A, int lda, const float *B,
-                     int ldb, float *C, int ldc, float *pack);
-
-/* Floats of pack that rl_tile_gemm_nt needs for k x n. */
-size_t rl_tile_pack_floats(int n, int k);
+/* pack[c * ldp + j] = B[j * ldb + c] for c < k, j < n; 0 for n <= j < ldp. */
+void rl_tile_pack_t(float *pack, int ldp, const float *B, int ldb, int n, int k);
 
 #endif

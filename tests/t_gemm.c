@@ -86,15 +86,15 @@ static void strided_and_batched(void)
     tap_close(Y, yr, CNT * 18, 1e-5, 1e-5, "batched y = x W^T over %d items", CNT);
 }
 
-/* rl_tile_gemm (A plain or transposed through its strides) and rl_tile_gemm_nt against
- * the naive loop; beta = 0 must not read C (it holds NaN then). */
+/* rl_tile_gemm (A plain or transposed through its strides, or B^T packed by
+ * rl_tile_pack_t) against the naive loop; beta = 0 must not read C (it holds NaN then). */
 static void tile_case(int m, int n, int k, int ta, float beta, int nt)
 {
     int    np = (n + 15) & ~15, ldc = np + 2, ra = ta ? k : m, lda = (ta ? m : k) + 3;
     int    rb = nt ? n : k, ldb = (nt ? k : n) + 1;
     float *A = malloc(sizeof(float) * ra * lda), *B = malloc(sizeof(float) * rb * ldb);
     float *C = malloc(sizeof(float) * m * ldc), *R = malloc(sizeof(float) * m * ldc);
-    float *pack = malloc(sizeof(float) * rl_tile_pack_floats(n, k) + 4);
+    float *pack = malloc(sizeof(float) * (size_t)k * np + 4);
     tap_fill_normal(A, (size_t)ra * lda, 1.0);
     tap_fill_normal(B, (size_t)rb * ldb, 1.0);
     tap_fill_normal(C, (size_t)m * ldc, 1.0);
@@ -103,7 +103,8 @@ static void tile_case(int m, int n, int k, int ta, float beta, int nt)
             for (int j = 0; j < n; j++) C[(size_t)i * ldc + j] = NAN;
     memcpy(R, C, sizeof(float) * m * ldc);
     if (nt) {
-        rl_tile_gemm_nt(m, n, k, 0.75f, A, lda, B, ldb, C, ldc, pack);
+        rl_tile_pack_t(pack, np, B, ldb, n, k); /* A B^T through the packed transpose */
+        rl_tile_gemm(m, np, k, 0.75f, A, lda, 1, pack, np, 0.0f, C, ldc);
         rl_sgemm_ref(RL_TRANS_N, RL_TRANS_T, m, n, k, 0.75f, A, lda, B, ldb, 0.0f, R, ldc);
     } else {
         rl_tile_gemm(m, n, k, 0.75f, A, ta ? 1 : lda, ta ? lda : 1, B, ldb, beta, C, ldc);
