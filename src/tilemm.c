@@ -65,27 +65,20 @@ static int have_avx512f(void)
     return known;
 }
 
+typedef void (*tile_kernel)(int, float, const float *, ptrdiff_t, ptrdiff_t, const float *, int,
+                            float, float *, int);
+
 static void vector_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
                         ptrdiff_t csa, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    int j = 0;
-    for (; j + 32 <= n; j += 32) {
-        int i = 0;
+    for (int j = 0; j < n; j += 32) { /* 32-wide column blocks, a 16-wide one last */
+        const int   wide = n - j >= 32;
+        tile_kernel rows8 = wide ? kernel_8x32 : kernel_8x16, row1 = wide ? kernel_1x32 : kernel_1x16;
+        int         i = 0;
         for (; i + 8 <= m; i += 8)
-            kernel_8x32(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j,
-                        ldc);
+            rows8(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j, ldc);
         for (; i < m; i++)
-            kernel_1x32(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j,
-                        ldc);
-    }
-    if (j < n) { /* n % 32 == 16 */
-        int i = 0;
-        for (; i + 8 <= m; i += 8)
-            kernel_8x16(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j,
-                        ldc);
-        for (; i < m; i++)
-            kernel_1x16(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j,
-                        ldc);
+            row1(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j, ldc);
     }
 }
 #endif
