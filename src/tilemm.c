@@ -28,7 +28,7 @@ typedef float v16u __attribute__((vector_size(64), aligned(4))); /* unaligned ac
 
 /* C[0..MR) x [0..16 NV) = alpha A B + beta C for one block. */
 #define TILE_KERNEL(NAME, MR, NV)                                                                  \
-    __attribute__((target("avx512f"))) static void NAME(                                          \
+    __attribute__((target("avx512f"))) static void NAME(                                           \
         int k, float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, int ldb, \
         float beta, float *C, int ldc)                                                             \
     {                                                                                              \
@@ -72,9 +72,10 @@ static void vector_gemm(int m, int n, int k, float alpha, const float *A, ptrdif
                         ptrdiff_t csa, const float *B, int ldb, float beta, float *C, int ldc)
 {
     for (int j = 0; j < n; j += 32) { /* 32-wide column blocks, a 16-wide one last */
-        const int   wide = n - j >= 32;
-        tile_kernel rows8 = wide ? kernel_8x32 : kernel_8x16, row1 = wide ? kernel_1x32 : kernel_1x16;
-        int         i = 0;
+        const int   wide  = n - j >= 32;
+        tile_kernel rows8 = wide ? kernel_8x32 : kernel_8x16,
+                    row1  = wide ? kernel_1x32 : kernel_1x16;
+        int i             = 0;
         for (; i + 8 <= m; i += 8)
             rows8(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j, ldc);
         for (; i < m; i++)
