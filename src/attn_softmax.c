@@ -23,6 +23,10 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+#define RL_HAVE_MXCSR 1
+#endif
 
 /* Tile sizes (compile-time tunables).  d = 32 makes the score GEMM a small-K product and
  * the other four GEMMs have only 32 output columns, so BLIS's per-call packing of the
@@ -39,6 +43,31 @@
 enum { SM_BQ = RL_SM_BQ, SM_BK = RL_SM_BK };
 
 static int imin(int a, int b) { return a < b ? a : b; }
+
+/* Probabilities below FLT_MIN (~1e-38; exp of scores more than 87 below the row max, common
+ * with ALiBi's large far-away biases) are subnormal, and x86 cores take a microcode assist
+ * on every subnormal operand or result: measured 3x on ALiBi's backward at N = 4096.  The
+ * kernels run with flush-to-zero and denormals-are-zero set for the calling thread and
+ * restore the caller's mode on return; the terms lost are < 1e-38 against sums >= 1. */
+static unsigned ftz_on(void)
+{
+#ifdef RL_HAVE_MXCSR
+    unsigned old = _mm_getcsr();
+    _mm_setcsr(old | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+    return old;
+#else
+    return 0;
+#endif
+}
+
+static void ftz_restore(unsigned old)
+{
+#ifdef RL_HAVE_MXCSR
+    _mm_setcsr(old);
+#else
+    (void)old;
+#endif
+}
 
 static void tile_dims(int N, int *bq, int *bk, int *ld)
 {
@@ -207,8 +236,10 @@ void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *
                                .causal  = causal,
                                .scale   = (float)(1.0 / sqrt((double)d))};
     const int            bq = query_block(N, causal);
+    const unsigned       mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += bq)
         forward_block(&c, i0, imin(bq, N - i0), scratch);
+    ftz_restore(mode);
 }
 
 /* p = exp(s + rel - lse_i) on the valid columns, 0 past them (forward: p = softmax(s)). */
@@ -319,7 +350,8 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
     memset(dvg, 0, sizeof(float) * (size_t)N * dv);
-    const int qb = query_block(N, causal);
+    const int      qb   = query_block(N, causal);
+    const unsigned mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += qb) {
         const int mb = imin(qb, N - i0);
         row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
@@ -327,4 +359,5 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
         for (int j0 = 0; j0 < jend; j0 += bk)
             backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, &kp, &vp);
     }
+    ftz_restore(mode);
 }
