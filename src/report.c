@@ -59,6 +59,60 @@ static double csv_num(const char *line, int col, int *na)
     return strtod(f, NULL);
 }
 
+/* positions.csv of an LM point: kept as text for the combined file, and the bins of its
+ * longest length parsed for the table and the plot. */
+static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
+{
+    char           path[4096], f[64];
+    unsigned char *buf;
+    size_t         len;
+    snprintf(path, sizeof path, "%s/positions.csv", pdir);
+    if (!exists(path)) return RL_OK;
+    RL_TRY(rl_read_file(&buf, &len, path));
+    char *text = (char *)buf, *nl = memchr(text, '\n', len);
+    if (!nl) return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
+                                               "%s: no header line", path);
+    *nl                 = 0;
+    const char *hdr     = text;
+    int         cl      = csv_col(hdr, "length"), c0 = csv_col(hdr, "position_start");
+    int         c1      = csv_col(hdr, "position_end"), cs = csv_col(hdr, "loss");
+    int         ct      = csv_col(hdr, "targets"), lines = 0, na = 0;
+    const char *data    = nl + 1;
+    size_t      datalen = len - (size_t)(data - text);
+    if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
+        return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
+                                          "%s: missing columns", path);
+    for (size_t i = 0; i < datalen; i++)
+        lines += data[i] == '\n';
+    p->pos_text = malloc(datalen + 1);
+    p->pos0 = malloc(((size_t)lines + 1) * sizeof *p->pos0);
+    p->pos1 = malloc(((size_t)lines + 1) * sizeof *p->pos1);
+    p->pos_loss = malloc(((size_t)lines + 1) * sizeof *p->pos_loss);
+    p->pos_targets = malloc(((size_t)lines + 1) * sizeof *p->pos_targets);
+    if (!p->pos_text || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets)
+        return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    memcpy(p->pos_text, data, datalen);
+    p->pos_text[datalen] = 0;
+    for (const char *l = data; l < data + datalen; l = strchr(l, '\n') + 1) { /* longest */
+        if (csv_field(l, cl, f, sizeof f) && atoi(f) > p->pos_len) p->pos_len = atoi(f);
+        if (!strchr(l, '\n')) break;
+    }
+    for (const char *l = data; l < data + datalen;) {
+        const char *e = strchr(l, '\n');
+        if (csv_field(l, cl, f, sizeof f) && atoi(f) == p->pos_len) {
+            p->pos0[p->n_pos]        = atoi(csv_field(l, c0, f, sizeof f));
+            p->pos1[p->n_pos]        = atoi(csv_field(l, c1, f, sizeof f));
+            p->pos_loss[p->n_pos]    = csv_num(l, cs, &na);
+            p->pos_targets[p->n_pos] = csv_num(l, ct, &na);
+            p->n_pos++;
+        }
+        if (!e) break;
+        l = e + 1;
+    }
+    free(buf);
+    return RL_OK;
+}
+
 static double num_field(const struct rl_json *j, const char *key)
 {
     const struct rl_json *v = rl_json_get(j, key);
@@ -79,15 +133,16 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
 static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line,
                           const char *path)
 {
-    char a[64], l[64], p[64], m[64], d[64];
+    char a[64], e[64], l[64], p[64], m[64], d[64];
     if (w->na)
         snprintf(d, sizeof d, "n/a");
     else if (isnan(w->den))
         raw_field(hdr, line, "den_le_eps", d, sizeof d);
     else
         snprintf(d, sizeof d, "%.6g", w->den);
-    int n = snprintf(w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s", w->length,
+    int n = snprintf(w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s", w->length,
                      raw_field(hdr, line, "acc", a, sizeof a),
+                     w->na ? "n/a" : raw_field(hdr, line, "exact", e, sizeof e),
                      raw_field(hdr, line, "loss", l, sizeof l),
                      raw_field(hdr, line, "ppl", p, sizeof p),
                      raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note);
@@ -104,7 +159,8 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
     memset(w, 0, sizeof *w);
     if (cl < 0 || !csv_field(line, cl, f, sizeof f) || (w->length = atoi(f)) <= 0)
         RL_FAIL(RL_EFORMAT, "%s: a line without a length: '%.60s'", path, line);
-    w->acc  = csv_num(line, csv_col(hdr, "acc"), &w->na);
+    w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na);
+    w->exact = csv_num(line, csv_col(hdr, "exact"), &na);
     w->loss = csv_num(line, csv_col(hdr, "loss"), &w->na);
     w->ppl  = csv_num(line, csv_col(hdr, "ppl"), &w->na);
     w->ms   = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
@@ -298,6 +354,7 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
     point_dir(r, p, pdir, sizeof pdir);
     RL_TRY(read_results(p, pdir));
     RL_TRY(read_metrics(p, pdir));
+    if (p->done) RL_TRY(read_positions(p, pdir));
     if (!p->done) return RL_OK;
     r->n_done++;
     group_point(r, i);
@@ -313,7 +370,8 @@ static void report_free(struct rl_report *r)
 {
     if (!r) return;
     for (long i = 0; r->pt && i < r->n_points; i++)
-        free(r->pt[i].step), free(r->pt[i].loss);
+        free(r->pt[i].step), free(r->pt[i].loss), free(r->pt[i].pos_text), free(r->pt[i].pos0),
+            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets);
     free(r->pt);
     free(r->grp);
     free(r);
@@ -379,7 +437,12 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max)
 
 static double row_value(const struct rl_rep_row *w, char f)
 {
-    return f == 'a' ? w->acc : f == 'l' ? w->loss : f == 'p' ? w->ppl : f == 'd' ? w->den : w->ms;
+    return f == 'a'   ? w->acc
+           : f == 'e' ? w->exact
+           : f == 'l' ? w->loss
+           : f == 'p' ? w->ppl
+           : f == 'd' ? w->den
+                      : w->ms;
 }
 
 int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd)
@@ -415,33 +478,66 @@ int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, d
 
 /* ---- combined results.csv ---- */
 
+/* The combined files of a sweep: a point's line gets the swept values, then pe and
+ * attention where they are not swept (the point files always have them). */
+static void combined_prefix(struct rl_json_buf *b, const struct rl_report *r, long i)
+{
+    for (int k = 0; k < r->sw.n_keys; k++)
+        rl_json_buf_printf(b, "%s,", i < 0 ? r->sw.column[k] : rl_sweep_value(&r->sw, i, k));
+    if (rl_sweep_find(&r->sw, "model", "pe") < 0)
+        rl_json_buf_printf(b, "%s,", i < 0 ? "pe" : r->pt[i].pe);
+    if (rl_sweep_find(&r->sw, "model", "attention") < 0)
+        rl_json_buf_printf(b, "%s,", i < 0 ? "attention" : r->pt[i].attention);
+}
+
+static rl_status write_combined(const struct rl_report *r, const char *name,
+                                struct rl_json_buf *b)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    rl_status st = b->failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
+                             : rl_write_file_atomic(path, b->p, b->len, NULL, 0);
+    rl_json_buf_free(b);
+    return st;
+}
+
 static rl_status write_results(const struct rl_report *r)
 {
     struct rl_json_buf b;
-    char               path[4096];
-    int                pe_swept = rl_sweep_find(&r->sw, "model", "pe") >= 0;
-    int                at_swept = rl_sweep_find(&r->sw, "model", "attention") >= 0;
     rl_json_buf_init(&b);
-    for (int k = 0; k < r->sw.n_keys; k++)
-        rl_json_buf_printf(&b, "%s,", r->sw.column[k]);
-    rl_json_buf_printf(&b, "%s%slength,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n",
-                       pe_swept ? "" : "pe,",
-                       at_swept ? "" : "attention,");
-    for (long i = 0; i < r->n_points; i++) {
-        const struct rl_rep_point *p = &r->pt[i];
-        for (int j = 0; p->done && j < p->n_rows; j++) {
-            for (int k = 0; k < r->sw.n_keys; k++)
-                rl_json_buf_printf(&b, "%s,", rl_sweep_value(&r->sw, i, k));
-            if (!pe_swept) rl_json_buf_printf(&b, "%s,", p->pe);
-            if (!at_swept) rl_json_buf_printf(&b, "%s,", p->attention);
-            rl_json_buf_printf(&b, "%s\n", p->rows[j].tail);
+    combined_prefix(&b, r, -1);
+    rl_json_buf_puts(&b, "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++) {
+            combined_prefix(&b, r, i);
+            rl_json_buf_printf(&b, "%s\n", r->pt[i].rows[j].tail);
         }
-    }
-    snprintf(path, sizeof path, "%s/results.csv", r->dir);
-    rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
-                            : rl_write_file_atomic(path, b.p, b.len, NULL, 0);
-    rl_json_buf_free(&b);
-    return st;
+    return write_combined(r, "results.csv", &b);
+}
+
+/* positions.csv of the LM points, combined (none when no point has one) */
+static rl_status write_positions(const struct rl_report *r)
+{
+    long any = 0;
+    for (long i = 0; i < r->n_points; i++)
+        any += r->pt[i].pos_text != NULL;
+    if (!any) return RL_OK;
+    struct rl_json_buf b;
+    rl_json_buf_init(&b);
+    combined_prefix(&b, r, -1);
+    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets\n");
+    for (long i = 0; i < r->n_points; i++)
+        for (const char *l = r->pt[i].pos_text; l && *l;) {
+            const char *e = strchr(l, '\n'), *t = strchr(l, ',');
+            t         = t ? strchr(t + 1, ',') : NULL; /* past the point's pe, attention */
+            size_t n  = e ? (size_t)(e - l) : strlen(l);
+            if (t && t < l + n) {
+                combined_prefix(&b, r, i);
+                rl_json_buf_printf(&b, "%.*s\n", (int)(n - (size_t)(t + 1 - l)), t + 1);
+            }
+            l += n + (e != NULL);
+        }
+    return write_combined(r, "positions.csv", &b);
 }
 
 rl_status rl_report_write(const char *dir, FILE *table, FILE *log)
@@ -450,6 +546,7 @@ rl_status rl_report_write(const char *dir, FILE *table, FILE *log)
     RL_TRY(report_load(&r, dir));
     rl_status st = RL_OK;
     if (r->sw.n_keys) st = write_results(r);
+    if (r->sw.n_keys && st == RL_OK) st = write_positions(r);
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     if (st == RL_OK) st = rl_rep_summary(r, &b);

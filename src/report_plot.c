@@ -184,6 +184,59 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
     fclose(f);
 }
 
+/* LM tasks: loss vs position at the longest evaluation length (positions.csv), one line
+ * per group (its points' mean), one panel per attention kind, the training length marked. */
+static void plot_positions(const struct rl_report *r, int t, struct plot_files *pf)
+{
+    const char *att[8];
+    int         np = panels(r, t, att, 8), block = 0, M = 0;
+    char        dat[96], svg[96], lab[600];
+    for (long i = 0; i < r->n_points; i++)
+        if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
+    if (M == 0) return;
+    snprintf(dat, sizeof dat, "%s-position.dat", r->task[t]);
+    snprintf(svg, sizeof svg, "%s-position.svg", r->task[t]);
+    FILE *f = open_dat(pf, dat);
+    if (!f) return;
+    gp_header(pf->gp, svg, 480 * np, 420);
+    fprintf(pf->gp, "set multiplot layout 1,%d title '%s: loss by position at length %d'\n", np,
+            r->task[t], M);
+    fputs("set xlabel 'position'\nset ylabel 'loss (nats)'\n", pf->gp);
+    if (r->task_length[t] > 0)
+        fprintf(pf->gp, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n",
+                r->task_length[t], r->task_length[t]);
+    for (int p = 0; p < np; p++) {
+        int first = 1;
+        fprintf(pf->gp, "set title '%s'\nplot", att[p]);
+        for (int g = 0; g < r->n_groups; g++) {
+            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], att[p])) continue;
+            const struct rl_rep_point *p0 = NULL;
+            for (long i = 0; i < r->n_points && !p0; i++)
+                if (r->pt[i].done && r->pt[i].group == g && r->pt[i].pos_len == M) p0 = &r->pt[i];
+            if (!p0) continue;
+            for (int k = 0; k < p0->n_pos; k++) {
+                double s = 0;
+                int    n = 0;
+                for (long i = 0; i < r->n_points; i++) {
+                    const struct rl_rep_point *q = &r->pt[i];
+                    if (q->done && q->group == g && q->pos_len == M && k < q->n_pos &&
+                        !isnan(q->pos_loss[k]))
+                        s += q->pos_loss[k], n++;
+                }
+                if (n) fprintf(f, "%.1f %.9g\n", 0.5 * (p0->pos0[k] + p0->pos1[k]), s / n);
+            }
+            fputs("\n\n", f);
+            gp_label(lab, sizeof lab, r->grp[g].line);
+            fprintf(pf->gp, "%s '%s' index %d using 1:2 with lines title '%s'", first ? "" : ",",
+                    dat, block++, lab);
+            first = 0;
+        }
+        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
+    }
+    fputs("unset multiplot\n", pf->gp);
+    fclose(f);
+}
+
 static double group_tok_s(const struct rl_report *r, int g)
 {
     double s = 0;
@@ -235,6 +288,7 @@ void rl_rep_plots(const struct rl_report *r, FILE *log)
     for (int t = 0; t < r->n_tasks; t++) {
         plot_metric(r, t, &pf);
         plot_loss(r, t, &pf);
+        if (r->task_lm[t]) plot_positions(r, t, &pf);
     }
     plot_throughput(r, &pf);
     fclose(pf.gp);

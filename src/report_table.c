@@ -62,7 +62,7 @@ static void table_text(struct table *t, FILE *f)
 
 static void fmt_value(char *buf, size_t len, char f, double x)
 {
-    if (f == 'a')
+    if (f == 'a' || f == 'e')
         snprintf(buf, len, "%.3f", x);
     else if (f == 'l')
         snprintf(buf, len, "%.4f", x);
@@ -93,15 +93,15 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd)
 }
 
 /* Rows: the groups of task t; columns: the row columns, then the lengths. */
-/* Is group g a row of task t's table of field f?  The denominator table has the groups
- * whose points measured it (linear attention). */
+/* Is group g a row of task t's table of field f?  The denominator and exact-match tables
+ * have the groups whose points measured them (linear attention; runs that recorded it). */
 static int in_table(const struct rl_report *r, int g, int t, char f)
 {
     if (r->grp[g].task != t) return 0;
-    if (f != 'd') return 1;
+    if (f != 'd' && f != 'e') return 1;
     for (long i = 0; i < r->n_points; i++)
         for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++)
-            if (!isnan(r->pt[i].rows[j].den)) return 1;
+            if (!isnan(f == 'd' ? r->pt[i].rows[j].den : r->pt[i].rows[j].exact)) return 1;
     return 0;
 }
 
@@ -206,10 +206,68 @@ static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
     }
 }
 
+/* LM tasks: the mean loss over position ranges [0, L), [L, 2L), [2L, 4L), ... at the
+ * longest evaluation length (L = training length; from positions.csv, bins assigned by
+ * their first position, weighted by their targets; over seeds, the mean). */
+static rl_status position_table(const struct rl_report *r, int t, struct rl_json_buf *b)
+{
+    int M = 0, L = r->task_length[t];
+    for (long i = 0; i < r->n_points; i++)
+        if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
+    if (M == 0 || L <= 0) return RL_OK;
+    int edge[40], ne = 0; /* range k = [edge[k], edge[k+1]) */
+    edge[ne++] = 0;
+    for (int e = L; e < M && ne < 38; e *= 2)
+        edge[ne++] = e;
+    edge[ne] = M;
+    struct table tb;
+    int          rows = 1;
+    for (int g = 0; g < r->n_groups; g++)
+        rows += r->grp[g].task == t;
+    if (!table_init(&tb, rows, r->n_cols + ne)) RL_FAIL(RL_ENOMEM, "out of memory");
+    for (int c = 0; c < r->n_cols; c++)
+        snprintf(cell(&tb, 0, c), CELL, "%s", r->colname[c]);
+    for (int k = 0; k < ne; k++)
+        snprintf(cell(&tb, 0, r->n_cols + k), CELL, "%d–%d", edge[k], edge[k + 1]);
+    for (int g = 0, row = 1; g < r->n_groups; g++) {
+        if (r->grp[g].task != t) continue;
+        for (int c = 0; c < r->n_cols; c++)
+            snprintf(cell(&tb, row, c), CELL, "%s", r->grp[g].col[c]);
+        for (int k = 0; k < ne; k++) {
+            double sum = 0;
+            int    npt = 0;
+            for (long i = 0; i < r->n_points; i++) {
+                const struct rl_rep_point *p = &r->pt[i];
+                double                     s = 0, w = 0;
+                if (!p->done || p->group != g || p->pos_len != M) continue;
+                for (int j = 0; j < p->n_pos; j++)
+                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] &&
+                        !isnan(p->pos_loss[j]))
+                        s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
+                if (w > 0) sum += s / w, npt++;
+            }
+            if (npt)
+                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%.4f", sum / npt);
+            else
+                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%s", "-");
+        }
+        row++;
+    }
+    rl_json_buf_printf(b, "\n## %s: loss by position at evaluation length %d\n\n", r->task[t], M);
+    rl_json_buf_printf(b,
+                       "Mean loss (nats) of the positions in each range, training length %d: "
+                       "the first column is what training saw, the others are beyond it "
+                       "(from each point's positions.csv; plot `%s-position.svg`).\n\n",
+                       L, r->task[t]);
+    table_markdown(&tb, b);
+    free(tb.cell);
+    return RL_OK;
+}
+
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
-    struct table tb;
+    struct table tb    = {0, 0, NULL};
     for (int i = 0; i < 2; i++) {
         rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t],
                            metric_name(fs[i]));
@@ -225,10 +283,24 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
         if (metric_table(r, t, fs[i], &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
         table_markdown(&tb, b);
         free(tb.cell);
+        tb.cell        = NULL;
         const char *na = na_note(r, t);
         if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
     }
-    int rows = metric_table(r, t, 'd', &tb);
+    int rows = r->task_lm[t] ? 0 : metric_table(r, t, 'e', &tb);
+    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (rows > 0) {
+        rl_json_buf_printf(b, "\n## %s: exact match by evaluation length\n\n", r->task[t]);
+        rl_json_buf_puts(b, "The fraction of sequences whose every scored target is predicted "
+                            "right (ListOps: one target per sequence, the accuracy).");
+        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
+        rl_json_buf_puts(b, "\n\n");
+        table_markdown(&tb, b);
+    }
+    free(tb.cell);
+    tb.cell = NULL;
+    if (r->task_lm[t]) RL_TRY(position_table(r, t, b));
+    rows = metric_table(r, t, 'd', &tb);
     if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
     if (rows > 0) {
         rl_json_buf_printf(b, "\n## %s: linear-attention denominators <= eps\n\n", r->task[t]);

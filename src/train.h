@@ -41,10 +41,19 @@ struct rl_train_opts {
     void *ctx;
 };
 
+/* Bins of the per-position loss curve of an evaluation length (LM tasks). */
+#define RL_EVAL_POS_BINS 64
+
 struct rl_eval_row {
     int    length;
     int    na;               /* 1: not applicable (learned PE beyond max_len); see note */
     double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
+    double exact;            /* sequences whose every scored target is right (fraction) */
+    long   sequences;        /* the sequences counted (those with a scored target) */
+    /* LM tasks (charlm, tokens): mean loss of positions [b w, (b+1) w), b < pos_bins */
+    int    pos_width, pos_bins;
+    double pos_loss[RL_EVAL_POS_BINS];
+    long   pos_targets[RL_EVAL_POS_BINS];
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
     long   bad_den;          /* linear attention: rows (x layers x heads) with denominator <= eps */

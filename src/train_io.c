@@ -147,6 +147,37 @@ static void csv_num(FILE *f, double x, int na)
         fprintf(f, ",%.6g", x);
 }
 
+/* LM tasks: positions.csv, the per-position loss curve of every evaluation length (one
+ * line per bin of pos_width positions).  Other tasks write none. */
+static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
+                                     const struct rl_eval_row *rows, int n)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= rows[i].pos_bins > 0;
+    if (!any) return RL_OK;
+    char path[2300], tmp[2400];
+    RL_TRY(rl_train_path(path, sizeof path, dir, "positions.csv"));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets\n");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < rows[i].pos_bins; k++) {
+            int p0 = k * rows[i].pos_width, p1 = p0 + rows[i].pos_width;
+            fprintf(f, "%s,%s,%d,%d,%d", rl_cfg_pe_name(c->model.pe),
+                    rl_cfg_attention_name(c->model.attention), rows[i].length, p0,
+                    p1 < rows[i].length ? p1 : rows[i].length);
+            csv_num(f, rows[i].pos_loss[k], 0);
+            fprintf(f, ",%ld\n", rows[i].pos_targets[k]);
+        }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        remove(tmp);
+        RL_FAIL(RL_EIO, "%s: write failed", path);
+    }
+    return RL_OK;
+}
+
 rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
                                const struct rl_eval_row *rows, int n)
 {
@@ -155,12 +186,13 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    fprintf(f, "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
+    fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
                 rl_cfg_attention_name(c->model.attention), r->length);
         csv_num(f, r->acc, r->na);
+        csv_num(f, r->exact, r->na);
         csv_num(f, r->loss, r->na);
         csv_num(f, r->ppl, r->na);
         csv_num(f, r->ms_per_1k_tokens, r->na);
@@ -171,7 +203,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         remove(tmp);
         RL_FAIL(RL_EIO, "%s: write failed", path);
     }
-    return RL_OK;
+    return write_positions_csv(dir, c, rows, n);
 }
 
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
@@ -180,15 +212,15 @@ void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_r
     fprintf(f, "\nevaluation (%s, %s attention, %d batches per length):\n",
             rl_cfg_pe_name(c->model.pe), rl_cfg_attention_name(c->model.attention),
             c->eval.batches);
-    fprintf(f, "%8s  %9s  %7s  %10s  %12s\n", "length", "loss", "acc", causal ? "ppl" : "",
-            "ms/1k tok");
+    fprintf(f, "%8s  %9s  %7s  %7s  %10s  %12s\n", "length", "loss", "acc", "exact",
+            causal ? "ppl" : "", "ms/1k tok");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         if (r->na) {
             fprintf(f, "%8d  n/a (%s)\n", r->length, r->note);
             continue;
         }
-        fprintf(f, "%8d  %9.4f  %7.4f  ", r->length, r->loss, r->acc);
+        fprintf(f, "%8d  %9.4f  %7.4f  %7.4f  ", r->length, r->loss, r->acc, r->exact);
         if (causal)
             fprintf(f, "%10.4g", r->ppl);
         else

@@ -80,10 +80,25 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
         }
         rl_json_buf_printf(&b,
                            "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
+                           "\"exact\": %.9g, \"sequences\": %ld, "
                            "\"ms_per_1k_tokens\": %.6g, \"rows_denominator_le_eps\": %ld, "
-                           "\"denominator_rows\": %ld}",
+                           "\"denominator_rows\": %ld",
                            i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
-                           rows[i].ms_per_1k_tokens, rows[i].bad_den, rows[i].den_rows);
+                           rows[i].exact, rows[i].sequences, rows[i].ms_per_1k_tokens,
+                           rows[i].bad_den, rows[i].den_rows);
+        if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
+            rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
+                               rows[i].pos_width);
+            for (int k = 0; k < rows[i].pos_bins; k++) {
+                if (k) rl_json_buf_puts(&b, ", ");
+                if (isnan(rows[i].pos_loss[k]))
+                    rl_json_buf_puts(&b, "null");
+                else
+                    rl_json_buf_printf(&b, "%.6g", rows[i].pos_loss[k]);
+            }
+            rl_json_buf_puts(&b, "]");
+        }
+        rl_json_buf_puts(&b, "}");
     }
     rl_json_buf_puts(&b, "]}\n");
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")

@@ -53,21 +53,24 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,den_le_eps,note" ]
-ok $? "results.csv header: swept keys, length, acc, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note" ]
+ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
 # elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
-grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,$' "$d/results.csv" &&
-    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,$' "$d/results.csv"
+grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,$' "$d/results.csv" &&
+    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,$' "$d/results.csv"
 ok $? "results.csv: den_le_eps is 0 for elu1 linear attention, empty for softmax"
 grep -A8 '^## copy: linear-attention denominators' "$d/summary.md" >"$tmp/den" &&
     [ "$(grep -c '^| \(learned\|rope\) | linear | ' "$tmp/den")" = 2 ] &&
     ! grep -q '| softmax |' "$tmp/den" && grep -q '^| rope | linear | 0 | 0 |$' "$tmp/den"
 ok $? "summary.md: the denominator table has the linear-attention rows only"
-[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 14 ] &&
+grep -A10 '^## copy: exact match by evaluation length' "$d/summary.md" >"$tmp/exact" &&
+    [ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) | ' "$tmp/exact")" = 4 ]
+ok $? "summary.md: the exact-match table (per sequence) has every point"
+[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 18 ] &&
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
@@ -90,11 +93,11 @@ cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/resul
 ok $? "report regenerates summary.md and results.csv byte for byte"
 # a run written before results.csv had den_le_eps: the report takes it from eval.jsonl
 for f in "$d"/*/results.csv; do
-    awk -F, -v OFS=, '{ $8 = ""; sub(/,,/, ","); print }' "$f" >"$f.old"
+    awk -F, -v OFS=, '{ $9 = ""; sub(/,,/, ","); print }' "$f" >"$f.old"
     mv "$f.old" "$f"
 done
 lp="$d/pe=rope,attention=linear/results.csv"
-head -1 "$lp" | grep -q '^pe,attention,length,acc,loss,ppl,ms_per_1k_tokens,note$' &&
+head -1 "$lp" | grep -q '^pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,note$' &&
     ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >/dev/null 2>&1 &&
     cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
 ok $? "report of points without den_le_eps: the same files, the counts read from eval.jsonl"
@@ -138,6 +141,46 @@ printf '[model]\nd_model = 12\nheads = 4\n[train]\nsteps = 2\n[sweep]\nmodel.pe 
 [ $r = 2 ] && grep -q "odd.ini:3: \[model\] heads: head dim d_model/heads = 3 is odd.*(sweep point pe=rope)" "$tmp/err" &&
     [ ! -e "$tmp/c" ] && [ "$(wc -l <"$tmp/err")" = 1 ]
 ok $? "an impossible point: exit 2, file:line:key and the point, nothing written"
+
+# --- a language-model sweep: per-position loss curve, combined and summarised ---
+i=0; while [ $i -lt 400 ]; do echo "line $i of a small text: the quick brown fox jumps over the lazy dog"; i=$((i + 1)); done >"$tmp/text.txt"
+cat >"$tmp/lm.ini" <<EOF
+[experiment]
+name = lm
+threads = 1
+[model]
+d_model = 16
+heads = 2
+layers = 1
+[task]
+name = charlm
+path = $tmp/text.txt
+length = 16
+[train]
+steps = 4
+batch = 4
+[eval]
+lengths = 16, 64
+batches = 2
+[sweep]
+model.pe = rope, alibi
+EOF
+ROPELAB_GNUPLOT=none "$ROPELAB" run "$tmp/lm.ini" --out "$tmp/lm" >/dev/null 2>&1
+ok $? "a charlm sweep runs"
+l="$tmp/lm/lm"
+# 16 bins of 1 at length 16 and 64 bins of 1 at 64, per point; combined with the swept pe
+[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets" ] &&
+    [ "$(wc -l <"$l/pe=rope/positions.csv")" = 81 ] &&
+    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets" ] &&
+    [ "$(wc -l <"$l/positions.csv")" = 161 ] && grep -q '^alibi,softmax,64,63,64,[0-9.]*,[0-9]*$' "$l/positions.csv"
+ok $? "positions.csv: per point and combined, one line per position bin and length"
+# the weighted mean of the bins of a length is that length's loss in results.csv
+awk -F, 'NR > 1 && $3 == 64 { s += $6 * $7; n += $7 } END { printf "%.4f\n", s / n }' "$l/pe=rope/positions.csv" >"$tmp/pm"
+awk -F, 'NR > 1 && $3 == 64 { printf "%.4f\n", $6 }' "$l/pe=rope/results.csv" >"$tmp/rm"
+cmp -s "$tmp/pm" "$tmp/rm"; ok $? "positions.csv averages to results.csv's loss ($(cat "$tmp/pm") vs $(cat "$tmp/rm"))"
+grep -A7 '^## charlm: loss by position at evaluation length 64' "$l/summary.md" | grep -q '^| pe | attention | 0–16 | 16–32 | 32–64 |$' &&
+    [ "$(grep -A7 '^## charlm: loss by position' "$l/summary.md" | grep -c '^| \(rope\|alibi\) | softmax | [0-9]')" = 2 ]
+ok $? "summary.md: loss by position range at the longest length, training length first"
 
 # --- RoPE long-term decay ---
 ROPELAB_GNUPLOT=none "$ROPELAB" report --rope-decay --out "$tmp/decay" --dims 128 --base 10000,500000 --max-distance 300 >/dev/null

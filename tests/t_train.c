@@ -342,7 +342,7 @@ static void test_learns(const char *data)
                stat(tmp_path("learn/checkpoints/step-60.safetensors"), &sb) == 0,
            "checkpoints step-0 (checkpoint_initial) and step-60 (the end)");
     tap_ok(count_lines(tmp_path("learn/results.csv"),
-                       "pe,attention,length,acc,loss,ppl,ms_per_1k_tokens") == 1 &&
+                       "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens") == 1 &&
                count_lines(tmp_path("learn/results.csv"), "rope,linear,16,") == 1,
            "results.csv: header and one row per evaluation length");
     /* config.ini holds the resolved configuration and reads back */
@@ -388,8 +388,25 @@ static void test_learned_na(void)
                strstr(r.eval[1].note, "learned PE has max_len rows"),
            "learned PE: length 48 > max_len 16 is n/a, never clamped");
     tap_ok(count_lines(tmp_path("na/results.csv"),
-                       "learned,softmax,48,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows") == 1,
+                       "learned,softmax,48,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows") ==
+               1,
            "results.csv marks the n/a row with its reason");
+    /* the LM evaluation's per-position curve: its bins cover the length, hold every target
+     * and average (weighted by targets) to the length's loss; exact match is a fraction of
+     * the sequences, no larger than the chance that all of a row's 16 targets are right */
+    const struct rl_eval_row *e = &r.eval[0];
+    double                    s = 0;
+    long                      n = 0;
+    for (int k = 0; k < e->pos_bins; k++)
+        s += e->pos_loss[k] * (double)e->pos_targets[k], n += e->pos_targets[k];
+    tap_ok(st == RL_OK && e->pos_width == 1 && e->pos_bins == 16 && n == e->targets &&
+               fabs(s / (double)n - e->loss) <= 1e-6 * e->loss,
+           "per-position loss: 16 bins of 1, %ld targets, weighted mean %.7f = loss %.7f", n,
+           n ? s / (double)n : 0.0, e->loss);
+    tap_ok(e->sequences > 0 && e->exact >= 0 && e->exact <= 1 && e->exact <= e->acc,
+           "exact match %.3f of %ld sequences (accuracy %.3f)", e->exact, e->sequences, e->acc);
+    tap_ok(count_lines(tmp_path("na/positions.csv"), NULL) == 1 + 16,
+           "positions.csv: a header and one line per bin of the length it evaluated");
     const char    *bad[] = {"task.name=tokens", p, "eval.lengths=16,48", NULL};
     struct rl_cfg *c     = malloc(sizeof *c);
     rl_task       *task  = NULL;
