@@ -9,7 +9,7 @@
  *   rl_cfg_load(c, "exp.ini")          the file, key by key; errors "exp.ini:12: [model] heads:
  * ..." rl_cfg_set(c, "model.heads=8")     a --set override; errors "--set model.heads=x: ..."
  *   rl_cfg_check(c)                    combinations that need no data (d_model % heads, ...)
- *   rl_cfg_resolve(c, task_length, task_max_length)
+ *   rl_cfg_resolve(c, task_length, task_vocab, task_max_length, task_min_length)
  *                                      automatic values made explicit (task length, max_len,
  *                                      rope_dims, eval lengths) and the checks that need them
  *   rl_cfg_render(c, buf, len, 0)      INI text with every key and its effective value; parsing
@@ -117,7 +117,8 @@ rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key,
 rl_status rl_cfg_check(const struct rl_cfg *c);
 /* Fill the automatic values from the task (its training length and the largest length it
  * can generate, 0 = unlimited) and check what depends on them. */
-rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length);
+rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length,
+                         int task_min_length);
 
 /* INI text of every key with its value.  flags: RL_CFG_RENDER_NO_RUNTIME leaves out the
  * keys that do not change results (experiment.out, experiment.threads) -- what a resume

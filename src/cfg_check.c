@@ -80,7 +80,8 @@ rl_status rl_cfg_check(const struct rl_cfg *c)
     return RL_OK;
 }
 
-rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length)
+rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length,
+                         int task_min_length)
 {
     RL_TRY(rl_cfg_check(c));
     if (!c->experiment.name[0])
@@ -100,11 +101,21 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
         CHECK_FAIL("model", "max_len", NULL, NULL,
                    "the learned PE needs max_len >= the task length %d, got %d", task_length,
                    c->model.max_len);
-    for (int i = 0; i < c->eval.n_lengths; i++)
+    for (int i = 0; i < c->eval.n_lengths; i++) {
         if (task_max_length > 0 && c->eval.lengths[i] > task_max_length)
             CHECK_FAIL("eval", "lengths", NULL, NULL,
-                       "length %d is longer than the task's data allows (%d)", c->eval.lengths[i],
-                       task_max_length);
+                       "length %d is longer than the task allows (%d: %s)", c->eval.lengths[i],
+                       task_max_length,
+                       c->task.name == RL_TASK_MQAR ? "mqar's length/16 key-value pairs need "
+                                                      "distinct keys 1 .. vocab/2 - 1; raise "
+                                                      "[task] vocab or set kv_pairs"
+                                                    : "the data's length");
+        if (c->eval.lengths[i] < task_min_length)
+            CHECK_FAIL("eval", "lengths", NULL, NULL,
+                       "length %d is shorter than the task allows (%d: mqar's kv_pairs pairs and "
+                       "a query slot per pair)",
+                       c->eval.lengths[i], task_min_length);
+    }
     return RL_OK;
 }
 

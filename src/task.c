@@ -147,7 +147,14 @@ int rl_task_max_length(const rl_task *t)
 {
     if (t->kind == RL_TASK_TOKENS) return rl_task_tokens_max_length(t->tokens);
     if (t->kind == RL_TASK_CHARLM) return rl_task_charlm_max_length(t);
+    if (t->kind == RL_TASK_MQAR && !t->kv_pairs) /* D = max(1, M/16) <= vocab/2 - 1 keys */
+        return 16 * (t->vocab / 2) - 1;
     return 0;
+}
+
+int rl_task_min_length(const rl_task *t)
+{
+    return t->kind == RL_TASK_MQAR && t->kv_pairs ? 4 * t->kv_pairs - 1 : 1;
 }
 
 /* ---- batches ---- */

@@ -61,8 +61,11 @@ int rl_task_vocab(const rl_task *t);
 int rl_task_length(const rl_task *t);    /* training length N */
 int rl_task_causal(const rl_task *t);    /* 1: decoder/LM loss; 0: classifier */
 int rl_task_n_classes(const rl_task *t); /* 0 for causal tasks */
-/* Largest N this task can generate (e.g. tokens: the array's N); 0 = unlimited. */
+/* Largest N this task can generate (e.g. tokens: the array's N; mqar: the pairs a
+ * length asks for must have distinct keys); 0 = unlimited. */
 int rl_task_max_length(const rl_task *t);
+/* Smallest N it can generate (mqar with a fixed kv_pairs D: 4D - 1); 1 for the others. */
+int rl_task_min_length(const rl_task *t);
 
 rl_status rl_batch_alloc(struct rl_batch *b, int B, int N);
 void      rl_batch_free(struct rl_batch *b);

@@ -223,7 +223,8 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
         snprintf(m, sizeof m, "%s", rl_last_error());
         RL_FAIL(st, "%s: %s", c->file[0] ? c->file : "(config)", m);
     }
-    st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task));
+    st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
+                        rl_task_min_length(*task));
     if (st != RL_OK) {
         rl_task_free(*task);
         *task = NULL;

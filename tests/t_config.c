@@ -215,7 +215,7 @@ static void expect_resolve_error(const char *text, int len, int vocab, int max_l
     struct rl_cfg c;
     rl_cfg_defaults(&c);
     rl_status st = rl_cfg_load(&c, write_ini("r.ini", text));
-    if (st == RL_OK) st = rl_cfg_resolve(&c, len, vocab, max_len);
+    if (st == RL_OK) st = rl_cfg_resolve(&c, len, vocab, max_len, 1);
     const char *m  = st == RL_OK ? "" : rl_last_error();
     int         ok = st != RL_OK && strstr(m, want);
     tap_ok(ok, "resolve error: %s", want);
@@ -227,7 +227,7 @@ static void test_resolve(void)
     struct rl_cfg c;
     rl_cfg_defaults(&c);
     rl_status st = rl_cfg_load(&c, write_ini("res.ini", "[model]\npe = learned\nd_model = 64\n"));
-    st           = st ? st : rl_cfg_resolve(&c, 48, 20, 0);
+    st           = st ? st : rl_cfg_resolve(&c, 48, 20, 0, 1);
     tap_ok(st == RL_OK && c.task.length == 48 && c.task.vocab == 20 && c.model.max_len == 48 &&
                c.model.rope_dims == 16 && c.eval.n_lengths == 1 && c.eval.lengths[0] == 48,
            "resolve fills length, vocab, max_len, rope_dims and eval lengths");
@@ -236,7 +236,7 @@ static void test_resolve(void)
         "r.ini:3: [model] max_len: the learned PE needs max_len >= the task length 64, got 32");
     expect_resolve_error(
         "[eval]\nlengths = 64, 512\n", 64, 10, 128,
-        "r.ini:2: [eval] lengths: length 512 is longer than the task's data allows (128)");
+        "r.ini:2: [eval] lengths: length 512 is longer than the task allows (128: the data's length)");
     expect_resolve_error("[task]\nlength = 32\n", 64, 10, 0,
                          "r.ini:2: [task] length: the task's length is 64, not 32");
     expect_resolve_error("[task]\nvocab = 12\n", 64, 10, 0,
@@ -267,11 +267,11 @@ static void test_round_trip(void)
         rl_cfg_defaults(a);
         rl_status st = rl_cfg_load(a, write_ini("rt.ini", texts[t]));
         int       L  = a->task.length ? a->task.length : 64;
-        st           = st ? st : rl_cfg_resolve(a, L, 50, 0);
+        st           = st ? st : rl_cfg_resolve(a, L, 50, 0, 1);
         int n        = rl_cfg_render(a, ra, 1 << 16, 0);
         rl_cfg_defaults(b);
         rl_status st2 = rl_cfg_load_string(b, ra, "rendered.ini");
-        st2           = st2 ? st2 : rl_cfg_resolve(b, L, 50, 0);
+        st2           = st2 ? st2 : rl_cfg_resolve(b, L, 50, 0, 1);
         rl_cfg_render(b, rb, 1 << 16, 0);
         int same = st == RL_OK && st2 == RL_OK && n > 0 && n < (1 << 16) && !strcmp(ra, rb);
         same     = same && a->train.seed == b->train.seed && a->train.lr == b->train.lr &&
@@ -320,7 +320,7 @@ static void test_model_mapping(void)
     rl_cfg_defaults(&c);
     rl_cfg_set(&c, "model.pe=learned");
     rl_cfg_set(&c, "experiment.name=map");
-    tap_ok(rl_cfg_resolve(&c, 32, 10, 0) == RL_OK, "resolve without a file, name given by --set");
+    tap_ok(rl_cfg_resolve(&c, 32, 10, 0, 1) == RL_OK, "resolve without a file, name given by --set");
     rl_cfg_model_config(&c, 10, 1, 0, &mc);
     tap_ok(mc.input_pe == RL_INPUT_PE_LEARNED && mc.attn.pe == RL_ATTN_PE_NONE &&
                mc.max_len == 32 && mc.vocab == 10 && mc.attn.causal == 1,

@@ -189,7 +189,9 @@ static void test_generated(enum rl_task_kind kind, int N, int vocab)
     tap_ok(rl_task_vocab(t) == vocab && rl_task_length(t) == N &&
                rl_task_causal(t) == (kind != RL_TASK_LISTOPS) &&
                rl_task_n_classes(t) == (kind == RL_TASK_LISTOPS ? 10 : 0) &&
-               rl_task_max_length(t) == 0,
+               rl_task_max_length(t) ==
+                   (kind == RL_TASK_MQAR ? 16 * (vocab / 2) - 1 : 0) &&
+               rl_task_min_length(t) == 1,
            "%s: vocab %d, length %d, causal %d, classes %d", name, rl_task_vocab(t),
            rl_task_length(t), rl_task_causal(t), rl_task_n_classes(t));
     fill(t, &a, 8, N, 0, 3);
@@ -256,7 +258,9 @@ static void test_mqar_fixed(void)
     rl_task_opts_default(&o);
     o.kind = RL_TASK_MQAR, o.length = 40, o.kv_pairs = 8, o.vocab = 64;
     rl_task *t = NULL;
-    tap_ok(rl_task_create(&t, &o) == RL_OK, "mqar: kv_pairs 8, vocab 64, N 40");
+    tap_ok(rl_task_create(&t, &o) == RL_OK && rl_task_max_length(t) == 0 &&
+               rl_task_min_length(t) == 31,
+           "mqar: kv_pairs 8, vocab 64, N 40 (lengths from 4 D - 1 = 31 up)");
     struct rl_batch b, x;
     fill(t, &b, 16, 40, 0, 1);
     fill(t, &x, 4, 160, 1, 1);

@@ -414,6 +414,22 @@ static void test_learned_na(void)
     tap_ok(st != RL_OK && task == NULL &&
                strstr(rl_last_error(), "[eval] lengths: length 48 is longer"),
            "an evaluation length beyond the data is refused before training");
+    const char *mq[] = {"task.name=mqar", "task.vocab=64", "task.length=64", "eval.lengths=64,512",
+                        NULL};
+    c  = malloc(sizeof *c);
+    st = make_cfg(c, &task, "mq", mq);
+    tap_ok(st != RL_OK && task == NULL &&
+               strstr(rl_last_error(), "[eval] lengths: length 512 is longer than the task allows (511"),
+           "mqar: an evaluation length whose pairs need more keys than vocab has is refused "
+           "before training");
+    free(c);
+    const char *mq2[] = {"task.name=mqar", "task.kv_pairs=8",  "task.length=64",
+                         "eval.lengths=16,64", NULL};
+    c                 = malloc(sizeof *c);
+    st                = make_cfg(c, &task, "mq2", mq2);
+    tap_ok(st != RL_OK && task == NULL &&
+               strstr(rl_last_error(), "[eval] lengths: length 16 is shorter than the task allows (31"),
+           "mqar with fixed kv_pairs: an evaluation length too short for its pairs is refused");
     free(c);
 }
 
