@@ -98,13 +98,25 @@ static int panels(const struct rl_report *r, int t, const char **att, int max)
     return n;
 }
 
+/* Ends one data block of a multi-line plot and adds its curve to the plot command. */
+static void add_series(struct plot_files *pf, FILE *f, const char *dat, const char *style,
+                       const char *label, int *block, int *first)
+{
+    char lab[600];
+    fputs("\n\n", f);
+    gp_label(lab, sizeof lab, label);
+    fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", *first ? "" : ",", dat,
+            (*block)++, style, lab);
+    *first = 0;
+}
+
 /* metric vs evaluation length: one block per (panel, group); one panel per attention kind */
 static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
 {
     const char *att[8], *m = r->task_lm[t] ? "ppl" : "acc";
     int         np = panels(r, t, att, 8), L[RL_CFG_MAX_LENGTHS], block = 0;
     int         nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
-    char        dat[96], svg[96], lab[600];
+    char        dat[96], svg[96];
     snprintf(dat, sizeof dat, "%s-%s.dat", r->task[t], m);
     snprintf(svg, sizeof svg, "%s-%s.svg", r->task[t], m);
     FILE *f = open_dat(pf, dat);
@@ -127,11 +139,7 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
                     fprintf(f, "%d %.9g\n", L[j], mean), rows++;
             }
             if (!rows) continue;
-            fputs("\n\n", f);
-            gp_label(lab, sizeof lab, r->grp[g].line);
-            fprintf(pf->gp, "%s '%s' index %d using 1:2 with linespoints title '%s'",
-                    first ? "" : ",", dat, block++, lab);
-            first = 0;
+            add_series(pf, f, dat, "linespoints", r->grp[g].line, &block, &first);
         }
         fputs(first ? " NaN notitle\n" : "\n", pf->gp);
     }
@@ -144,7 +152,7 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
 {
     const char *att[8];
     int         np = panels(r, t, att, 8), block = 0;
-    char        dat[96], svg[96], lab[600];
+    char        dat[96], svg[96];
     snprintf(dat, sizeof dat, "%s-loss.dat", r->task[t]);
     snprintf(svg, sizeof svg, "%s-loss.svg", r->task[t]);
     FILE *f = open_dat(pf, dat);
@@ -172,11 +180,7 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
                     if (r->pt[i].done && r->pt[i].group == g) s += r->pt[i].loss[k];
                 fprintf(f, "%lld %.9g\n", (long long)p0->step[k], s / npts);
             }
-            fputs("\n\n", f);
-            gp_label(lab, sizeof lab, r->grp[g].line);
-            fprintf(pf->gp, "%s '%s' index %d using 1:2 with lines title '%s'", first ? "" : ",",
-                    dat, block++, lab);
-            first = 0;
+            add_series(pf, f, dat, "lines", r->grp[g].line, &block, &first);
         }
         fputs(first ? " NaN notitle\n" : "\n", pf->gp);
     }
@@ -190,7 +194,7 @@ static void plot_positions(const struct rl_report *r, int t, struct plot_files *
 {
     const char *att[8];
     int         np = panels(r, t, att, 8), block = 0, M = 0;
-    char        dat[96], svg[96], lab[600];
+    char        dat[96], svg[96];
     for (long i = 0; i < r->n_points; i++)
         if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
     if (M == 0) return;
@@ -225,11 +229,7 @@ static void plot_positions(const struct rl_report *r, int t, struct plot_files *
                 }
                 if (n) fprintf(f, "%.1f %.9g\n", 0.5 * (p0->pos0[k] + p0->pos1[k]), s / n);
             }
-            fputs("\n\n", f);
-            gp_label(lab, sizeof lab, r->grp[g].line);
-            fprintf(pf->gp, "%s '%s' index %d using 1:2 with lines title '%s'", first ? "" : ",",
-                    dat, block++, lab);
-            first = 0;
+            add_series(pf, f, dat, "lines", r->grp[g].line, &block, &first);
         }
         fputs(first ? " NaN notitle\n" : "\n", pf->gp);
     }

@@ -147,6 +147,25 @@ static void csv_num(FILE *f, double x, int na)
         fprintf(f, ",%.6g", x);
 }
 
+/* The results files are written to DIR/name.tmp and renamed over DIR/name when complete. */
+static rl_status open_tmp(FILE **f, char *path, size_t plen, char *tmp, size_t tlen,
+                          const char *dir, const char *name)
+{
+    RL_TRY(rl_train_path(path, plen, dir, name));
+    snprintf(tmp, tlen, "%s.tmp", path);
+    if (!(*f = fopen(tmp, "w"))) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    return RL_OK;
+}
+
+static rl_status commit_tmp(FILE *f, const char *path, const char *tmp)
+{
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        remove(tmp);
+        RL_FAIL(RL_EIO, "%s: write failed", path);
+    }
+    return RL_OK;
+}
+
 /* LM tasks: positions.csv, the per-position loss curve of every evaluation length (one
  * line per bin of pos_width positions).  Other tasks write none. */
 static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
@@ -156,11 +175,9 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
     for (int i = 0; i < n; i++)
         any |= rows[i].pos_bins > 0;
     if (!any) return RL_OK;
-    char path[2300], tmp[2400];
-    RL_TRY(rl_train_path(path, sizeof path, dir, "positions.csv"));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    char  path[2300], tmp[2400];
+    FILE *f;
+    RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "positions.csv"));
     fprintf(f, "pe,attention,length,position_start,position_end,loss,targets\n");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < rows[i].pos_bins; k++) {
@@ -171,21 +188,15 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
             csv_num(f, rows[i].pos_loss[k], 0);
             fprintf(f, ",%ld\n", rows[i].pos_targets[k]);
         }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        remove(tmp);
-        RL_FAIL(RL_EIO, "%s: write failed", path);
-    }
-    return RL_OK;
+    return commit_tmp(f, path, tmp);
 }
 
 rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
                                const struct rl_eval_row *rows, int n)
 {
-    char path[2300], tmp[2400];
-    RL_TRY(rl_train_path(path, sizeof path, dir, "results.csv"));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) RL_FAIL(RL_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    char  path[2300], tmp[2400];
+    FILE *f;
+    RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
     fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
@@ -199,10 +210,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         csv_num(f, r->den_rows > 0 ? (double)r->bad_den / (double)r->den_rows : NAN, r->na);
         fprintf(f, ",%s\n", r->note);
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        remove(tmp);
-        RL_FAIL(RL_EIO, "%s: write failed", path);
-    }
+    RL_TRY(commit_tmp(f, path, tmp));
     return write_positions_csv(dir, c, rows, n);
 }
 
