@@ -414,6 +414,7 @@ static void test_learned_na(void)
     tap_ok(st != RL_OK && task == NULL &&
                strstr(rl_last_error(), "[eval] lengths: length 48 is longer"),
            "an evaluation length beyond the data is refused before training");
+    free(c);
     const char *mq[] = {"task.name=mqar", "task.vocab=64", "task.length=64", "eval.lengths=64,512",
                         NULL};
     c  = malloc(sizeof *c);
