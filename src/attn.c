@@ -9,7 +9,6 @@
 #include "gemm.h"
 #include "posbias.h"
 #include "util.h"
-#include "vexp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -200,48 +199,6 @@ static rl_status refresh_t5(rl_attn *a, const float *t5)
     return RL_OK;
 }
 
-/* out[n] = R_n x[n] (or R_n^T x[n]) for the N rows of one head, rows of d floats, out may
- * equal x: the rotation of rl_rope_rotate (same products and sums) in a form GCC
- * vectorises (the pair index is the only loop, both layouts spelled out).  The softmax
- * path rotates q and k of every head in the forward and again in the backward, plus dq
- * and dk back: the scalar general-purpose loop was ~3% of a training step at N = 256.
- * Partial rotation (dims < d) goes to rl_rope_rotate. */
-RL_SIMD_CLONES
-static void rope_rows_full(const struct rl_rope *r, float *out, const float *x, int N, int inverse)
-{
-    const int   h = r->dims / 2, d = r->d, pairs = r->layout == RL_ROPE_LAYOUT_PAIRS;
-    const float sgn = inverse ? -1.0f : 1.0f;
-    if (pairs) { /* rows of d = 2h floats and tables of h: one flat loop over N h pairs */
-        const float *c = r->cos, *s = r->sin;
-        const size_t np = (size_t)N * h;
-#pragma omp simd
-        for (size_t i = 0; i < np; i++) {
-            float xa = x[2 * i], xb = x[2 * i + 1], si = sgn * s[i];
-            out[2 * i]     = xa * c[i] - xb * si;
-            out[2 * i + 1] = xa * si + xb * c[i];
-        }
-        return;
-    }
-    for (int n = 0; n < N; n++) { /* halves: a row's pairs are (i, i + h) */
-        const float *xr = x + (size_t)n * d, *c = r->cos + (size_t)n * h, *s = r->sin + (size_t)n * h;
-        float       *o = out + (size_t)n * d;
-#pragma omp simd
-        for (int i = 0; i < h; i++) {
-            float xa = xr[i], xb = xr[i + h], si = sgn * s[i];
-            o[i]     = xa * c[i] - xb * si;
-            o[i + h] = xa * si + xb * c[i];
-        }
-    }
-}
-
-static void rope_rows(const struct rl_rope *r, float *out, const float *x, int N, int inverse)
-{
-    if (r->dims == r->d && N <= r->n_pos)
-        rope_rows_full(r, out, x, N, inverse);
-    else
-        rl_rope_rotate(r, out, r->d, x, r->d, N, 0, inverse);
-}
-
 static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const float *q,
                          const float *k, const float *v, int h, float *scr, rl_toeplitz *tp)
 {
@@ -250,8 +207,8 @@ static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const fl
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         if (a->has_rope) { /* s = (R_m q_m).(R_n k_n)/sqrt(d) */
             float *qr = scr, *kr = scr + (size_t)N * d;
-            rope_rows(&a->rope, qr, q, N, 0);
-            rope_rows(&a->rope, kr, k, N, 0);
+            rl_rope_rotate(&a->rope, qr, d, q, d, N, 0, 0);
+            rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
             q = qr, k = kr, scr += 2 * (size_t)N * d;
         }
         rl_attn_softmax_forward(o, saved, q, k, v, rel, N, d, dv, a->o.causal, scr);
@@ -297,15 +254,15 @@ static void head_backward(rl_attn *a, float *dq, float *dk, float *dv, double *d
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         if (a->has_rope) {
             float *qr = scr, *kr = scr + (size_t)N * d;
-            rope_rows(&a->rope, qr, q, N, 0);
-            rope_rows(&a->rope, kr, k, N, 0);
+            rl_rope_rotate(&a->rope, qr, d, q, d, N, 0, 0);
+            rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
             q = qr, k = kr, scr += 2 * (size_t)N * d;
         }
         rl_attn_softmax_backward(dq, dk, dv, drel, dout, o, saved, q, k, v, rel, N, d, dvd,
                                  a->o.causal, scr);
         if (a->has_rope) { /* d/dq of (R_m q_m) is R_m^T applied to the gradient */
-            rope_rows(&a->rope, dq, dq, N, 1);
-            rope_rows(&a->rope, dk, dk, N, 1);
+            rl_rope_rotate(&a->rope, dq, d, dq, d, N, 0, 1);
+            rl_rope_rotate(&a->rope, dk, d, dk, d, N, 0, 1);
         }
     } else if (a->has_bias && a->o.alibi_scan) {
         rl_attn_decay_backward(tp, dq, dk, dv, dout, o, saved, q, k, v, exp(-a->slopes[h]), &a->o,

@@ -1,6 +1,7 @@
 /* rope.c -- RoPE table and rotation.  See rope.h for the conventions. */
 #include "config.h"
 #include "rope.h"
+#include "vexp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -59,25 +60,49 @@ void rl_rope_free(struct rl_rope *r)
     r->cos = r->sin = NULL;
 }
 
+/* Written so that GCC vectorises it (the pair index is the only inner loop, each layout
+ * spelled out) and compiled for AVX-512F, AVX2 and the baseline (RL_SIMD_CLONES): the
+ * softmax path rotates q and k of every head forward and backward plus dq and dk back, the
+ * linear kernels every block's feature rows; the scalar loop was ~3 % of a training step.
+ * A whole-width rotation of contiguous rows in the pairs layout is one flat loop over the
+ * n_rows x h pairs (the tables' rows are h apart, the data's 2h). */
+RL_SIMD_CLONES
 void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x, int ldx,
                     int n_rows, int pos0, int inverse)
 {
     RL_ASSERT(pos0 >= 0 && pos0 + n_rows <= r->n_pos);
-    const int   h     = r->dims / 2, d = r->d;
-    const int   step  = r->layout == RL_ROPE_LAYOUT_PAIRS ? 2 : 1; /* a = i*step */
-    const int   off   = r->layout == RL_ROPE_LAYOUT_PAIRS ? 1 : h;  /* b = a + off */
-    const float sgn   = inverse ? -1.0f : 1.0f;
-    for (int n = 0; n < n_rows; n++) {
-        const float *xr = x + (size_t)n * ldx;
-        float       *orow = out + (size_t)n * ldo;
-        const float *c = r->cos + (size_t)(pos0 + n) * h, *s = r->sin + (size_t)(pos0 + n) * h;
-        for (int i = 0; i < h; i++) {
-            int   a = i * step, b = a + off;
-            float xa = xr[a], xb = xr[b], si = sgn * s[i];
-            orow[a] = xa * c[i] - xb * si;
-            orow[b] = xa * si + xb * c[i];
+    const int    h = r->dims / 2, d = r->d, pairs = r->layout == RL_ROPE_LAYOUT_PAIRS;
+    const float  sgn = inverse ? -1.0f : 1.0f;
+    const float *c0 = r->cos + (size_t)pos0 * h, *s0 = r->sin + (size_t)pos0 * h;
+    if (pairs && r->dims == d && ldx == d && ldo == d) {
+        const size_t np = (size_t)n_rows * h;
+#pragma omp simd
+        for (size_t i = 0; i < np; i++) {
+            float xa = x[2 * i], xb = x[2 * i + 1], si = sgn * s0[i];
+            out[2 * i]     = xa * c0[i] - xb * si;
+            out[2 * i + 1] = xa * si + xb * c0[i];
         }
-        if (orow != xr)
-            for (int j = r->dims; j < d; j++) orow[j] = xr[j];
+        return;
+    }
+    for (int n = 0; n < n_rows; n++) {
+        const float *xr = x + (size_t)n * ldx, *c = c0 + (size_t)n * h, *s = s0 + (size_t)n * h;
+        float       *o = out + (size_t)n * ldo;
+        if (pairs) {
+#pragma omp simd
+            for (int i = 0; i < h; i++) {
+                float xa = xr[2 * i], xb = xr[2 * i + 1], si = sgn * s[i];
+                o[2 * i]     = xa * c[i] - xb * si;
+                o[2 * i + 1] = xa * si + xb * c[i];
+            }
+        } else {
+#pragma omp simd
+            for (int i = 0; i < h; i++) {
+                float xa = xr[i], xb = xr[i + h], si = sgn * s[i];
+                o[i]     = xa * c[i] - xb * si;
+                o[i + h] = xa * si + xb * c[i];
+            }
+        }
+        if (o != xr)
+            for (int j = r->dims; j < d; j++) o[j] = xr[j];
     }
 }
