@@ -388,9 +388,9 @@ static float row_lse(const float *l, int V)
     return mx + logf(s);
 }
 
-double rl_softmax_ce_forward(float *lse, double *row_loss, long *n_targets, long *n_correct,
-                             const float *logits, const int32_t *targets, const uint8_t *mask,
-                             int rows, int V)
+double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long *n_targets,
+                             long *n_correct, const float *logits, const int32_t *targets,
+                             const uint8_t *mask, int rows, int V)
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (int r = 0; r < rows; r++) {
@@ -402,6 +402,7 @@ double rl_softmax_ce_forward(float *lse, double *row_loss, long *n_targets, long
     double sum = 0.0;
     long   nt = 0, nc = 0;
     for (int r = 0; r < rows; r++) { /* row order: reproducible */
+        if (row_ok) row_ok[r] = 0;
         if (mask && !mask[r]) continue;
         const float *l  = logits + (size_t)r * V;
         int          am = 0;
@@ -410,6 +411,7 @@ double rl_softmax_ce_forward(float *lse, double *row_loss, long *n_targets, long
         sum += row_loss[r];
         nt++;
         nc += am == targets[r];
+        if (row_ok) row_ok[r] = am == targets[r];
     }
     *n_targets = nt;
     *n_correct = nc;

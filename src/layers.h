@@ -78,11 +78,12 @@ void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C);
 /* --- fused softmax + cross-entropy ------------------------------------------------------
  * Over rows r with mask[r] != 0 (mask NULL: every row): loss_r = lse_r - logits[r,target_r],
  * lse_r = log sum_j exp(logits[r,j]).  Writes lse (rows) and row_loss (rows, double, 0 for
- * unmasked rows); returns sum of losses (summed in row order), targets and correct
- * predictions (argmax, first maximum on ties, == target). */
-double rl_softmax_ce_forward(float *lse, double *row_loss, long *n_targets, long *n_correct,
-                             const float *logits, const int32_t *targets, const uint8_t *mask,
-                             int rows, int V);
+ * unmasked rows) and, when row_ok is not NULL, row_ok (rows: 1 where a scored row's
+ * prediction is right, else 0); returns sum of losses (summed in row order), targets and
+ * correct predictions (argmax, first maximum on ties, == target). */
+double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long *n_targets,
+                             long *n_correct, const float *logits, const int32_t *targets,
+                             const uint8_t *mask, int rows, int V);
 /* dlogits[r,j] = scale * (softmax(logits[r])_j - [j == target_r]) on masked rows, 0 on
  * the others (overwrites). */
 void rl_softmax_ce_backward(float *dlogits, const float *logits, const float *lse,

@@ -74,6 +74,7 @@ struct rl_model {
     int32_t    *tok, *tgt;
     uint8_t    *mask;
     double     *row_loss;
+    uint8_t    *row_ok; /* per logits row of the last forward: prediction right */
     size_t      ints_cap;
     float      *sinus; /* sinusoidal table rows 0 .. sinus_rows-1 */
     int         sinus_rows;
@@ -249,7 +250,7 @@ void rl_model_free(rl_model *m)
     free(m->tok);
     free(m->tgt);
     free(m->mask);
-    free(m->row_loss);
+    free(m->row_loss), free(m->row_ok);
     free(m->tensors);
     free(m->names);
     free(m->p.blk);
@@ -264,6 +265,8 @@ float                        *rl_model_params(rl_model *m) { return m->params; }
 float                        *rl_model_grads(rl_model *m) { return m->grads; }
 int                           rl_model_num_tensors(const rl_model *m) { return m->n_tensors; }
 const float                  *rl_model_logits(const rl_model *m) { return m->a.logits; }
+const double                 *rl_model_row_loss(const rl_model *m) { return m->row_loss; }
+const uint8_t                *rl_model_row_correct(const rl_model *m) { return m->row_ok; }
 
 const struct rl_tensor_info *rl_model_tensor(const rl_model *m, int i)
 {
@@ -383,12 +386,13 @@ static rl_status ensure_acts(rl_model *m, int B, int N)
         m->arena_floats = need;
     }
     if (T > m->ints_cap) {
-        free(m->tok), free(m->tgt), free(m->mask), free(m->row_loss);
+        free(m->tok), free(m->tgt), free(m->mask), free(m->row_loss), free(m->row_ok);
         m->tok      = malloc(T * sizeof *m->tok);
         m->tgt      = malloc(T * sizeof *m->tgt);
         m->mask     = malloc(T * sizeof *m->mask);
         m->row_loss = malloc(T * sizeof *m->row_loss);
-        m->ints_cap = m->tok && m->tgt && m->mask && m->row_loss ? T : 0;
+        m->row_ok   = malloc(T * sizeof *m->row_ok);
+        m->ints_cap = m->tok && m->tgt && m->mask && m->row_loss && m->row_ok ? T : 0;
         if (!m->ints_cap) RL_FAIL(RL_ENOMEM, "model: cannot allocate batch buffers");
     }
     layout_acts(m, m->arena, B, N);
@@ -587,8 +591,8 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
     const int rows = cls ? B : T;
     rl_linear_forward(a->logits, cls ? a->pooled : a->lnf, m->p.headw, m->p.headb, rows, D, m->Vo,
                       0);
-    double s  = rl_softmax_ce_forward(a->lse, m->row_loss, n_targets, n_correct, a->logits, m->tgt,
-                                     cls ? NULL : m->mask, rows, m->Vo);
+    double s  = rl_softmax_ce_forward(a->lse, m->row_loss, m->row_ok, n_targets, n_correct,
+                                     a->logits, m->tgt, cls ? NULL : m->mask, rows, m->Vo);
     *loss_sum = s;
     m->have_forward = 1;
     return RL_OK;

@@ -69,5 +69,9 @@ void      rl_model_zero_grad(rl_model *m);
 long rl_model_bad_denominators(const rl_model *m);
 /* Logits of the last forward: (B, N, vocab) for LM, (B, n_classes) for classifiers. */
 const float *rl_model_logits(const rl_model *m);
+/* Per row of those logits: the cross-entropy (0 where the row is not scored) and whether
+ * the argmax is the target (0 where not scored). */
+const double  *rl_model_row_loss(const rl_model *m);
+const uint8_t *rl_model_row_correct(const rl_model *m);
 
 #endif

@@ -349,7 +349,7 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
         *pc = r->base;
     snprintf(p->pe, sizeof p->pe, "%s", rl_cfg_pe_name(pc->model.pe));
     snprintf(p->attention, sizeof p->attention, "%s", rl_cfg_attention_name(pc->model.attention));
-    p->lm   = pc->task.name == RL_TASK_CHARLM || pc->task.name == RL_TASK_TOKENS;
+    p->lm   = rl_task_kind_lm(pc->task.name);
     p->task = task_index(r, rl_task_kind_name(pc->task.name), p->lm);
     point_dir(r, p, pdir, sizeof pdir);
     RL_TRY(read_results(p, pdir));

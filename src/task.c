@@ -138,6 +138,8 @@ void rl_task_free(rl_task *t)
     free(t);
 }
 
+int rl_task_kind_lm(enum rl_task_kind k) { return k == RL_TASK_CHARLM || k == RL_TASK_TOKENS; }
+
 int rl_task_vocab(const rl_task *t) { return t->vocab; }
 int rl_task_length(const rl_task *t) { return t->length; }
 int rl_task_causal(const rl_task *t) { return t->kind != RL_TASK_LISTOPS; }

@@ -53,6 +53,8 @@ typedef struct rl_task rl_task;
 void        rl_task_opts_default(struct rl_task_opts *o);
 rl_status   rl_task_kind_parse(enum rl_task_kind *k, const char *name);
 const char *rl_task_kind_name(enum rl_task_kind k);
+/* Language-model tasks (charlm, tokens): a loss on every position, perplexity the metric. */
+int rl_task_kind_lm(enum rl_task_kind k);
 
 rl_status rl_task_create(rl_task **t, const struct rl_task_opts *o);
 void      rl_task_free(rl_task *t);

@@ -123,31 +123,21 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     return RL_OK;
 }
 
-/* Per-sequence exact match and, for LM tasks, the loss by position, from the logits of the
- * last forward on batch b (rows of n positions; targets and mask as the task gave them). */
-static void score_rows(const rl_model *m, const struct rl_batch *b, int vocab, int lm,
-                       struct rl_eval_row *r)
+/* Per-sequence exact match and, for LM tasks, the loss by position, from the per-row
+ * losses and predictions of the last forward on batch b (rows of N positions). */
+static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, struct rl_eval_row *r)
 {
-    const float *logits = rl_model_logits(m);
+    const double  *loss = rl_model_row_loss(m);
+    const uint8_t *ok   = rl_model_row_correct(m);
     for (int row = 0; row < b->B; row++) {
         int all = 1, any = 0;
         for (int n = 0; n < b->N; n++) {
             const size_t t = (size_t)row * b->N + n;
             if (b->mask && !b->mask[t]) continue;
-            const float *l  = logits + t * vocab;
-            int          am = 0;
-            double       mx = l[0], se = 0;
-            for (int j = 1; j < vocab; j++) {
-                if (l[j] > l[am]) am = j;
-                mx = l[j] > mx ? l[j] : mx;
-            }
-            all &= am == b->targets[t], any = 1;
+            all &= ok[t], any = 1;
             if (!lm) continue;
-            for (int j = 0; j < vocab; j++)
-                se += exp((double)l[j] - mx);
-            const int bin = n / r->pos_width;
-            r->pos_loss[bin] += mx + log(se) - (double)l[b->targets[t]];
-            r->pos_targets[bin]++;
+            r->pos_loss[n / r->pos_width] += loss[t];
+            r->pos_targets[n / r->pos_width]++;
         }
         r->exact += any && all, r->sequences += any;
     }
@@ -168,7 +158,7 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
     long rows = lround((double)c->train.batch * c->task.length / n);
     if (rows < 1) rows = 1;
     const int causal = rl_task_causal(t->task);
-    const int lm     = c->task.name == RL_TASK_CHARLM || c->task.name == RL_TASK_TOKENS;
+    const int lm     = rl_task_kind_lm(c->task.name);
     r->pos_width     = (n + RL_EVAL_POS_BINS - 1) / RL_EVAL_POS_BINS;
     r->pos_bins      = lm ? (n + r->pos_width - 1) / r->pos_width : 0;
     struct rl_batch b;
@@ -185,7 +175,7 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
         ms += rl_now_ms() - t0;
         if (st == RL_OK) loss += ls, r->targets += nt, correct += nc;
         if (st == RL_OK) r->bad_den += rl_model_bad_denominators(t->m);
-        if (st == RL_OK && causal) score_rows(t->m, &b, c->task.vocab, lm, r);
+        if (st == RL_OK && causal) score_rows(t->m, &b, lm, r);
         if (st == RL_OK && !causal) r->exact += (double)nc, r->sequences += nt; /* one each */
     }
     rl_batch_free(&b);

@@ -367,13 +367,23 @@ static void test_ce(int rows, int V, int masked)
     }
     struct ce_ctx c = {rows, V, dalloc(n), tgt, masked ? mask : NULL};
     to_double(c.logits, l, n);
-    long   nt = 0, nc = 0;
-    double s   = rl_softmax_ce_forward(lse, rl, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
+    long     nt = 0, nc = 0, ok_rows = 0, ok_bad = 0;
+    uint8_t *ok = malloc((size_t)rows);
+    double   s  = rl_softmax_ce_forward(lse, rl, ok, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
     double ref = ce_loss(&c);
     tap_ok(fabs(s - ref) <= 1e-5 * fabs(ref), "CE loss sum %.9g vs float64 %.9g (%s)", s, ref,
            masked ? "masked" : "all rows");
     tap_ok(nt == want_t && nc == want_c, "CE targets %ld/%ld and correct %ld/%ld", nt, want_t, nc,
            want_c);
+    for (int r = 0; r < rows; r++) { /* row_ok: the scored rows' argmax == target, else 0 */
+        int am = 0;
+        for (int j = 1; j < V; j++)
+            am = l[(size_t)r * V + j] > l[(size_t)r * V + am] ? j : am;
+        ok_bad += ok[r] != (mask[r] && am == tgt[r]), ok_rows += ok[r];
+    }
+    tap_ok(ok_bad == 0 && ok_rows == nc, "CE row_ok: %ld rows right (= correct), %ld wrong flags",
+           ok_rows, ok_bad);
+    free(ok);
     const float scale = 0.37f;
     rl_softmax_ce_backward(dl, l, lse, tgt, masked ? mask : NULL, scale, rows, V);
     fd_grad(g, c.logits, n, ce_loss, &c);
