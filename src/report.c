@@ -69,46 +69,40 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     snprintf(path, sizeof path, "%s/positions.csv", pdir);
     if (!exists(path)) return RL_OK;
     RL_TRY(rl_read_file(&buf, &len, path));
-    char *text = (char *)buf, *nl = memchr(text, '\n', len);
-    if (!nl) return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
-                                               "%s: no header line", path);
-    *nl                 = 0;
-    const char *hdr     = text;
-    int         cl      = csv_col(hdr, "length"), c0 = csv_col(hdr, "position_start");
-    int         c1      = csv_col(hdr, "position_end"), cs = csv_col(hdr, "loss");
-    int         ct      = csv_col(hdr, "targets"), lines = 0, na = 0;
-    const char *data    = nl + 1;
-    size_t      datalen = len - (size_t)(data - text);
+    char  *text = (char *)buf, *save = NULL, *hdr = strtok_r(text, "\n", &save);
+    size_t n    = 0, lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    const char *data = hdr ? hdr + strlen(hdr) + 1 : NULL;
+    int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
+    int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
+    int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0;
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
         return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
-                                          "%s: missing columns", path);
-    for (size_t i = 0; i < datalen; i++)
-        lines += data[i] == '\n';
-    p->pos_text = malloc(datalen + 1);
-    p->pos0 = malloc(((size_t)lines + 1) * sizeof *p->pos0);
-    p->pos1 = malloc(((size_t)lines + 1) * sizeof *p->pos1);
-    p->pos_loss = malloc(((size_t)lines + 1) * sizeof *p->pos_loss);
-    p->pos_targets = malloc(((size_t)lines + 1) * sizeof *p->pos_targets);
-    if (!p->pos_text || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets)
-        return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    memcpy(p->pos_text, data, datalen);
-    p->pos_text[datalen] = 0;
-    for (const char *l = data; l < data + datalen; l = strchr(l, '\n') + 1) { /* longest */
+                                          "%s: no header line with length, position_start, "
+                                          "position_end, loss, targets", path);
+    p->pos_text    = strdup(data < text + len ? data : "");
+    char **line    = malloc(lines * sizeof *line);
+    p->pos0        = malloc(lines * sizeof *p->pos0);
+    p->pos1        = malloc(lines * sizeof *p->pos1);
+    p->pos_loss    = malloc(lines * sizeof *p->pos_loss);
+    p->pos_targets = malloc(lines * sizeof *p->pos_targets);
+    if (!p->pos_text || !line || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets)
+        return free(buf), free(line),
+               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        line[n++] = l;
         if (csv_field(l, cl, f, sizeof f) && atoi(f) > p->pos_len) p->pos_len = atoi(f);
-        if (!strchr(l, '\n')) break;
     }
-    for (const char *l = data; l < data + datalen;) {
-        const char *e = strchr(l, '\n');
-        if (csv_field(l, cl, f, sizeof f) && atoi(f) == p->pos_len) {
-            p->pos0[p->n_pos]        = atoi(csv_field(l, c0, f, sizeof f));
-            p->pos1[p->n_pos]        = atoi(csv_field(l, c1, f, sizeof f));
-            p->pos_loss[p->n_pos]    = csv_num(l, cs, &na);
-            p->pos_targets[p->n_pos] = csv_num(l, ct, &na);
-            p->n_pos++;
-        }
-        if (!e) break;
-        l = e + 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!csv_field(line[i], cl, f, sizeof f) || atoi(f) != p->pos_len) continue;
+        p->pos0[p->n_pos]        = atoi(csv_field(line[i], c0, f, sizeof f));
+        p->pos1[p->n_pos]        = atoi(csv_field(line[i], c1, f, sizeof f));
+        p->pos_loss[p->n_pos]    = csv_num(line[i], cs, &na);
+        p->pos_targets[p->n_pos] = csv_num(line[i], ct, &na);
+        p->n_pos++;
     }
+    free(line);
     free(buf);
     return RL_OK;
 }
@@ -433,6 +427,14 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max)
     }
     qsort(lengths, (size_t)n, sizeof *lengths, cmp_int);
     return n;
+}
+
+int rl_rep_position_length(const struct rl_report *r, int t)
+{
+    int M = 0;
+    for (long i = 0; i < r->n_points; i++)
+        if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
+    return M;
 }
 
 static double row_value(const struct rl_rep_row *w, char f)

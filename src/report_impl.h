@@ -76,6 +76,8 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
  * linear-attention denominators <= eps) at length L.  Returns the number of values (0: none; -1: every
  * point has n/a there). */
 int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
+/* The longest length in the positions.csv of task t's finished points (0: none). */
+int rl_rep_position_length(const struct rl_report *r, int t);
 
 /* report_table.c: summary.md into b; the headline table as aligned text. */
 rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b);

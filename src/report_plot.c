@@ -98,143 +98,156 @@ static int panels(const struct rl_report *r, int t, const char **att, int max)
     return n;
 }
 
-/* Ends one data block of a multi-line plot and adds its curve to the plot command. */
-static void add_series(struct plot_files *pf, FILE *f, const char *dat, const char *style,
-                       const char *label, int *block, int *first)
+/* The line plots of a task: one panel per attention kind, one curve per group (a row of
+ * the tables).  begin_plot opens DIR/<task>-<name>.dat and starts the SVG's multiplot;
+ * plot_groups writes each group's data block through `data` (which returns the lines it
+ * wrote; a group with none gets no curve) and closes both. */
+typedef int (*group_data)(const struct rl_report *r, int g, FILE *f, const void *ctx);
+
+struct line_plot {
+    FILE       *f;
+    char        dat[96];
+    const char *att[8];
+    int         np;
+};
+
+static int begin_plot(struct line_plot *lp, const struct rl_report *r, int t,
+                      struct plot_files *pf, const char *name, const char *title)
+{
+    char svg[96];
+    lp->np = panels(r, t, lp->att, 8);
+    snprintf(lp->dat, sizeof lp->dat, "%s-%s.dat", r->task[t], name);
+    snprintf(svg, sizeof svg, "%s-%s.svg", r->task[t], name);
+    if (!(lp->f = open_dat(pf, lp->dat))) return 0;
+    gp_header(pf->gp, svg, 480 * lp->np, 420);
+    fprintf(pf->gp, "set multiplot layout 1,%d title '%s: %s'\n", lp->np, r->task[t], title);
+    return 1;
+}
+
+static void plot_groups(struct line_plot *lp, const struct rl_report *r, int t,
+                        struct plot_files *pf, const char *style, group_data data,
+                        const void *ctx)
 {
     char lab[600];
-    fputs("\n\n", f);
-    gp_label(lab, sizeof lab, label);
-    fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", *first ? "" : ",", dat,
-            (*block)++, style, lab);
-    *first = 0;
+    int  block = 0;
+    for (int p = 0; p < lp->np; p++) {
+        int first = 1;
+        fprintf(pf->gp, "set title '%s'\nplot", lp->att[p]);
+        for (int g = 0; g < r->n_groups; g++) {
+            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], lp->att[p])) continue;
+            if (!data(r, g, lp->f, ctx)) continue;
+            fputs("\n\n", lp->f);
+            gp_label(lab, sizeof lab, r->grp[g].line);
+            fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", first ? "" : ",",
+                    lp->dat, block++, style, lab);
+            first = 0;
+        }
+        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
+    }
+    fputs("unset multiplot\n", pf->gp);
+    fclose(lp->f);
 }
 
-/* metric vs evaluation length: one block per (panel, group); one panel per attention kind */
+/* metric vs evaluation length: the group's mean at each length */
+struct metric_ctx {
+    char       field;
+    const int *L;
+    int        nl;
+};
+
+static int metric_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+{
+    const struct metric_ctx *c    = ctx;
+    int                      rows = 0;
+    for (int j = 0; j < c->nl; j++) {
+        double mean, sd;
+        if (rl_rep_stat(r, g, c->field, c->L[j], &mean, &sd) > 0)
+            fprintf(f, "%d %.9g\n", c->L[j], mean), rows++;
+    }
+    return rows;
+}
+
 static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
 {
-    const char *att[8], *m = r->task_lm[t] ? "ppl" : "acc";
-    int         np = panels(r, t, att, 8), L[RL_CFG_MAX_LENGTHS], block = 0;
-    int         nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
-    char        dat[96], svg[96];
-    snprintf(dat, sizeof dat, "%s-%s.dat", r->task[t], m);
-    snprintf(svg, sizeof svg, "%s-%s.svg", r->task[t], m);
-    FILE *f = open_dat(pf, dat);
-    if (!f) return;
-    gp_header(pf->gp, svg, 480 * np, 420);
-    fprintf(pf->gp, "set multiplot layout 1,%d title '%s: %s vs evaluation length'\n", np,
-            r->task[t], r->task_lm[t] ? "perplexity" : "accuracy");
-    fprintf(pf->gp, "set logscale x 2\nset xlabel 'evaluation length'\nset ylabel '%s'\n",
-            r->task_lm[t] ? "perplexity" : "accuracy");
+    const char      *what = r->task_lm[t] ? "perplexity" : "accuracy", *m = r->task_lm[t] ? "ppl" : "acc";
+    int              L[RL_CFG_MAX_LENGTHS];
+    struct metric_ctx c = {m[0], L, rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS)};
+    struct line_plot  lp;
+    char              title[64];
+    snprintf(title, sizeof title, "%s vs evaluation length", what);
+    if (!begin_plot(&lp, r, t, pf, m, title)) return;
+    fprintf(pf->gp, "set logscale x 2\nset xlabel 'evaluation length'\nset ylabel '%s'\n", what);
     fputs(r->task_lm[t] ? "set logscale y\n" : "set yrange [0:1.05]\n", pf->gp);
-    for (int p = 0; p < np; p++) {
-        int first = 1;
-        fprintf(pf->gp, "set title '%s'\nplot", att[p]);
-        for (int g = 0; g < r->n_groups; g++) {
-            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], att[p])) continue;
-            int rows = 0;
-            for (int j = 0; j < nl; j++) {
-                double mean, sd;
-                if (rl_rep_stat(r, g, m[0], L[j], &mean, &sd) > 0)
-                    fprintf(f, "%d %.9g\n", L[j], mean), rows++;
-            }
-            if (!rows) continue;
-            add_series(pf, f, dat, "linespoints", r->grp[g].line, &block, &first);
-        }
-        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
-    }
-    fputs("unset multiplot\n", pf->gp);
-    fclose(f);
+    plot_groups(&lp, r, t, pf, "linespoints", metric_data, &c);
 }
 
-/* Training loss: per group the mean over its points of each record (same steps). */
+/* Training loss: the mean over the group's points of each record (same steps). */
+static int loss_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+{
+    const struct rl_rep_point *p0   = NULL;
+    int                        nrec = 1 << 30, npts = 0;
+    (void)ctx;
+    for (long i = 0; i < r->n_points; i++)
+        if (r->pt[i].done && r->pt[i].group == g) {
+            if (!p0) p0 = &r->pt[i];
+            if (r->pt[i].n_rec < nrec) nrec = r->pt[i].n_rec;
+            npts++;
+        }
+    if (!p0) return 0;
+    for (int k = 0; k < nrec; k++) {
+        double s = 0;
+        for (long i = 0; i < r->n_points; i++)
+            if (r->pt[i].done && r->pt[i].group == g) s += r->pt[i].loss[k];
+        fprintf(f, "%lld %.9g\n", (long long)p0->step[k], s / npts);
+    }
+    return nrec;
+}
+
 static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
 {
-    const char *att[8];
-    int         np = panels(r, t, att, 8), block = 0;
-    char        dat[96], svg[96];
-    snprintf(dat, sizeof dat, "%s-loss.dat", r->task[t]);
-    snprintf(svg, sizeof svg, "%s-loss.svg", r->task[t]);
-    FILE *f = open_dat(pf, dat);
-    if (!f) return;
-    gp_header(pf->gp, svg, 480 * np, 420);
-    fprintf(pf->gp, "set multiplot layout 1,%d title '%s: training loss'\n", np, r->task[t]);
+    struct line_plot lp;
+    if (!begin_plot(&lp, r, t, pf, "loss", "training loss")) return;
     fputs("set logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
-    for (int p = 0; p < np; p++) {
-        int first = 1;
-        fprintf(pf->gp, "set title '%s'\nplot", att[p]);
-        for (int g = 0; g < r->n_groups; g++) {
-            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], att[p])) continue;
-            const struct rl_rep_point *p0   = NULL;
-            int                        nrec = 1 << 30, npts = 0;
-            for (long i = 0; i < r->n_points; i++)
-                if (r->pt[i].done && r->pt[i].group == g) {
-                    if (!p0) p0 = &r->pt[i];
-                    if (r->pt[i].n_rec < nrec) nrec = r->pt[i].n_rec;
-                    npts++;
-                }
-            if (!p0 || nrec == 0) continue;
-            for (int k = 0; k < nrec; k++) {
-                double s = 0;
-                for (long i = 0; i < r->n_points; i++)
-                    if (r->pt[i].done && r->pt[i].group == g) s += r->pt[i].loss[k];
-                fprintf(f, "%lld %.9g\n", (long long)p0->step[k], s / npts);
-            }
-            add_series(pf, f, dat, "lines", r->grp[g].line, &block, &first);
-        }
-        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
-    }
-    fputs("unset multiplot\n", pf->gp);
-    fclose(f);
+    plot_groups(&lp, r, t, pf, "lines", loss_data, NULL);
 }
 
-/* LM tasks: loss vs position at the longest evaluation length (positions.csv), one line
- * per group (its points' mean), one panel per attention kind, the training length marked. */
+/* LM tasks: loss vs position at the longest evaluation length M (positions.csv), each bin
+ * the mean over the group's points */
+static int position_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+{
+    const int                  M  = *(const int *)ctx;
+    const struct rl_rep_point *p0 = NULL;
+    for (long i = 0; i < r->n_points && !p0; i++)
+        if (r->pt[i].done && r->pt[i].group == g && r->pt[i].pos_len == M) p0 = &r->pt[i];
+    if (!p0) return 0;
+    int rows = 0;
+    for (int k = 0; k < p0->n_pos; k++) {
+        double s = 0;
+        int    n = 0;
+        for (long i = 0; i < r->n_points; i++) {
+            const struct rl_rep_point *q = &r->pt[i];
+            if (q->done && q->group == g && q->pos_len == M && k < q->n_pos &&
+                !isnan(q->pos_loss[k]))
+                s += q->pos_loss[k], n++;
+        }
+        if (n) fprintf(f, "%.1f %.9g\n", 0.5 * (p0->pos0[k] + p0->pos1[k]), s / n), rows++;
+    }
+    return rows;
+}
+
 static void plot_positions(const struct rl_report *r, int t, struct plot_files *pf)
 {
-    const char *att[8];
-    int         np = panels(r, t, att, 8), block = 0, M = 0;
-    char        dat[96], svg[96];
-    for (long i = 0; i < r->n_points; i++)
-        if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
+    const int        M = rl_rep_position_length(r, t);
+    struct line_plot lp;
+    char             title[64];
     if (M == 0) return;
-    snprintf(dat, sizeof dat, "%s-position.dat", r->task[t]);
-    snprintf(svg, sizeof svg, "%s-position.svg", r->task[t]);
-    FILE *f = open_dat(pf, dat);
-    if (!f) return;
-    gp_header(pf->gp, svg, 480 * np, 420);
-    fprintf(pf->gp, "set multiplot layout 1,%d title '%s: loss by position at length %d'\n", np,
-            r->task[t], M);
+    snprintf(title, sizeof title, "loss by position at length %d", M);
+    if (!begin_plot(&lp, r, t, pf, "position", title)) return;
     fputs("set xlabel 'position'\nset ylabel 'loss (nats)'\n", pf->gp);
     if (r->task_length[t] > 0)
         fprintf(pf->gp, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n",
                 r->task_length[t], r->task_length[t]);
-    for (int p = 0; p < np; p++) {
-        int first = 1;
-        fprintf(pf->gp, "set title '%s'\nplot", att[p]);
-        for (int g = 0; g < r->n_groups; g++) {
-            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], att[p])) continue;
-            const struct rl_rep_point *p0 = NULL;
-            for (long i = 0; i < r->n_points && !p0; i++)
-                if (r->pt[i].done && r->pt[i].group == g && r->pt[i].pos_len == M) p0 = &r->pt[i];
-            if (!p0) continue;
-            for (int k = 0; k < p0->n_pos; k++) {
-                double s = 0;
-                int    n = 0;
-                for (long i = 0; i < r->n_points; i++) {
-                    const struct rl_rep_point *q = &r->pt[i];
-                    if (q->done && q->group == g && q->pos_len == M && k < q->n_pos &&
-                        !isnan(q->pos_loss[k]))
-                        s += q->pos_loss[k], n++;
-                }
-                if (n) fprintf(f, "%.1f %.9g\n", 0.5 * (p0->pos0[k] + p0->pos1[k]), s / n);
-            }
-            add_series(pf, f, dat, "lines", r->grp[g].line, &block, &first);
-        }
-        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
-    }
-    fputs("unset multiplot\n", pf->gp);
-    fclose(f);
+    plot_groups(&lp, r, t, pf, "lines", position_data, &M);
 }
 
 static double group_tok_s(const struct rl_report *r, int g)

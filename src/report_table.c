@@ -92,7 +92,6 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd)
     snprintf(buf, CELL, "%s ± %s", a, b);
 }
 
-/* Rows: the groups of task t; columns: the row columns, then the lengths. */
 /* Is group g a row of task t's table of field f?  The denominator and exact-match tables
  * have the groups whose points measured them (linear attention; runs that recorded it). */
 static int in_table(const struct rl_report *r, int g, int t, char f)
@@ -211,9 +210,7 @@ static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
  * their first position, weighted by their targets; over seeds, the mean). */
 static rl_status position_table(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
-    int M = 0, L = r->task_length[t];
-    for (long i = 0; i < r->n_points; i++)
-        if (r->pt[i].done && r->pt[i].task == t && r->pt[i].pos_len > M) M = r->pt[i].pos_len;
+    const int M = rl_rep_position_length(r, t), L = r->task_length[t];
     if (M == 0 || L <= 0) return RL_OK;
     int edge[40], ne = 0; /* range k = [edge[k], edge[k+1]) */
     edge[ne++] = 0;
@@ -264,10 +261,28 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     return RL_OK;
 }
 
+/* A table of field f ('e' exact match, 'd' denominators) for the groups that measured it,
+ * under a heading and a text; nothing when no group did. */
+static rl_status measured_table(const struct rl_report *r, int t, char f, const char *title,
+                                const char *text, struct rl_json_buf *b)
+{
+    struct table tb;
+    int          rows = metric_table(r, t, f, &tb);
+    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (rows > 0) {
+        rl_json_buf_printf(b, "\n## %s: %s\n\n%s", r->task[t], title, text);
+        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
+        rl_json_buf_puts(b, "\n\n");
+        table_markdown(&tb, b);
+    }
+    free(tb.cell);
+    return RL_OK;
+}
+
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
-    struct table tb    = {0, 0, NULL};
+    struct table tb;
     for (int i = 0; i < 2; i++) {
         rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t],
                            metric_name(fs[i]));
@@ -283,38 +298,23 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
         if (metric_table(r, t, fs[i], &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
         table_markdown(&tb, b);
         free(tb.cell);
-        tb.cell        = NULL;
         const char *na = na_note(r, t);
         if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
     }
-    int rows = r->task_lm[t] ? 0 : metric_table(r, t, 'e', &tb);
-    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
-    if (rows > 0) {
-        rl_json_buf_printf(b, "\n## %s: exact match by evaluation length\n\n", r->task[t]);
-        rl_json_buf_puts(b, "The fraction of sequences whose every scored target is predicted "
-                            "right (ListOps: one target per sequence, the accuracy).");
-        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
-        rl_json_buf_puts(b, "\n\n");
-        table_markdown(&tb, b);
-    }
-    free(tb.cell);
-    tb.cell = NULL;
-    if (r->task_lm[t]) RL_TRY(position_table(r, t, b));
-    rows = metric_table(r, t, 'd', &tb);
-    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
-    if (rows > 0) {
-        rl_json_buf_printf(b, "\n## %s: linear-attention denominators <= eps\n\n", r->task[t]);
-        rl_json_buf_printf(b, "The fraction of denominators, before eps = %g is added, that are "
-                              "<= eps, over every evaluated row, layer and head (0 for a "
-                              "positive feature map with an unrotated denominator; a rotated "
-                              "denominator can reach or cross 0).",
-                           r->base.model.eps);
-        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
-        rl_json_buf_puts(b, "\n\n");
-        table_markdown(&tb, b);
-    }
-    free(tb.cell);
-    return RL_OK;
+    if (r->task_lm[t])
+        RL_TRY(position_table(r, t, b));
+    else
+        RL_TRY(measured_table(r, t, 'e', "exact match by evaluation length",
+                              "The fraction of sequences whose every scored target is predicted "
+                              "right (ListOps: one target per sequence, the accuracy).",
+                              b));
+    char den[320];
+    snprintf(den, sizeof den,
+             "The fraction of denominators, before eps = %g is added, that are <= eps, over "
+             "every evaluated row, layer and head (0 for a positive feature map with an "
+             "unrotated denominator; a rotated denominator can reach or cross 0).",
+             r->base.model.eps);
+    return measured_table(r, t, 'd', "linear-attention denominators <= eps", den, b);
 }
 
 rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
