@@ -3,11 +3,11 @@
 #ifndef ROPELAB_H
 #define ROPELAB_H
 
-#include "status.h"
-#include "gemm.h"
-#include "npy.h"
-#include "rope.h"
-#include "posbias.h"
-#include "attn.h"
+#include "core/status.h"
+#include "core/gemm.h"
+#include "core/npy.h"
+#include "kernels/rope.h"
+#include "kernels/posbias.h"
+#include "kernels/attn.h"
 
 #endif

@@ -7,7 +7,7 @@ AM_TESTS_ENVIRONMENT = \
 	PYTHON='$(PYTHON)'; export PYTHON; \
 	OMP_PROC_BIND=true; export OMP_PROC_BIND;
 
-noinst_LTLIBRARIES = tests/libtap.la
+noinst_LTLIBRARIES += tests/libtap.la
 tests_libtap_la_SOURCES = %D%/tap.c %D%/tap.h
 TEST_LIBS = tests/libtap.la src/libropelab.la -lm $(OPENMP_CFLAGS)
 

@@ -2,8 +2,8 @@
  * schedule, global-norm clipping: against float64 references written here from the
  * formulas, plus the decay set (decoupled decay only on flagged tensors). */
 #include "config.h"
-#include "adamw.h"
-#include "gemm.h"
+#include "model/adamw.h"
+#include "core/gemm.h"
 #include "tap.h"
 
 #include <math.h>

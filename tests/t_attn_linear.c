@@ -12,10 +12,10 @@
  * by row, N = 1, dv != d, |q|, |k| up to 30 (also keys rising along the sequence, so that
  * the Shen column max grows from block to block). */
 #include "config.h"
-#include "attn_linear.h"
-#include "gemm.h"
+#include "kernels/attn_linear.h"
+#include "core/gemm.h"
 #include "tap.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -10,11 +10,11 @@
  * not, no bias / a random T5 table / an i.i.d. random rel / ALiBi, and |q|, |k| up to 30
  * (scores ~ 5e3). */
 #include "config.h"
-#include "attn_softmax.h"
-#include "gemm.h"
-#include "posbias.h"
+#include "kernels/attn_softmax.h"
+#include "core/gemm.h"
+#include "kernels/posbias.h"
 #include "tap.h"
-#include "vexp.h"
+#include "core/vexp.h"
 
 #include <float.h>
 #include <math.h>

@@ -10,9 +10,9 @@
  * ramping from -30 to 30 (the causal magnitude segments) still within SPEC 5; invalid
  * sizes rejected. */
 #include "config.h"
-#include "attn_toeplitz.h"
-#include "fft.h"
-#include "posbias.h"
+#include "kernels/attn_toeplitz.h"
+#include "core/fft.h"
+#include "kernels/posbias.h"
 #include "tap.h"
 
 #include <math.h>

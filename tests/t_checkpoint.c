@@ -5,12 +5,12 @@
  * overlapping or not covering the data, missing/foreign tensors, random header damage --
  * each refused with a message, none crashing (run under ASan in CI), the model unchanged. */
 #include "config.h"
-#include "checkpoint.h"
-#include "gemm.h"
-#include "json.h"
-#include "model.h"
+#include "model/checkpoint.h"
+#include "core/gemm.h"
+#include "core/json.h"
+#include "model/model.h"
 #include "tap.h"
-#include "util.h"
+#include "core/util.h"
 
 #include <dirent.h>
 #include <math.h>

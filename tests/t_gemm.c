@@ -3,9 +3,9 @@
  * general strides, and a BLIS-style residual check on a large product; the attention-tile
  * products of tilemm.h against the same loop (vector kernel and BLIS fallback shapes). */
 #include "config.h"
-#include "gemm.h"
+#include "core/gemm.h"
 #include "tap.h"
-#include "tilemm.h"
+#include "core/tilemm.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * reference (loss = sum(w_out * out) with random w_out, so dout = w_out), plus the exact
  * properties (head split/merge are inverse permutations, accumulate semantics). */
 #include "config.h"
-#include "gemm.h"
-#include "layers.h"
+#include "core/gemm.h"
+#include "model/layers.h"
 #include "tap.h"
 
 #include <math.h>

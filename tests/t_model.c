@@ -11,10 +11,10 @@
  * larger than the GPT-2 init (std 0.3) so that every tensor's gradient is well above float32 noise.
  */
 #include "config.h"
-#include "adamw.h"
-#include "checkpoint.h"
-#include "gemm.h"
-#include "model.h"
+#include "model/adamw.h"
+#include "model/checkpoint.h"
+#include "core/gemm.h"
+#include "model/model.h"
 #include "tap.h"
 
 #include <math.h>

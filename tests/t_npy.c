@@ -2,7 +2,7 @@
  * tests/ref/make_npy_fixtures.py), round trips, and every malformed input rejected
  * with a message instead of a crash. */
 #include "config.h"
-#include "npy.h"
+#include "core/npy.h"
 #include "tap.h"
 
 #include <stdio.h>

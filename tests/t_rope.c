@@ -2,7 +2,7 @@
  * the formulas, both layouts, partial rotary, scale, NTK; invariants: norms kept,
  * <R_m q, R_n k> depends on m - n only, inverse(rotate(x)) = x. */
 #include "config.h"
-#include "rope.h"
+#include "kernels/rope.h"
 #include "tap.h"
 
 #include <math.h>

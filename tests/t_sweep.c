@@ -4,10 +4,11 @@
  * before anything runs, and the RoPE long-term-decay bound of RoFormer 3.4.3 against a
  * direct float64 sum. */
 #include "config.h"
-#include "cfg.h"
-#include "experiment.h"
-#include "report.h"
-#include "sweep.h"
+#include "experiment/cfg.h"
+#include "experiment/experiment.h"
+#include "experiment/report.h"
+#include "experiment/report_plot.h"
+#include "experiment/sweep.h"
 #include "tap.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * back into a tree), charlm's split boundaries (a random file and a sparse enwik8),
  * evaluation at 4x the training length, dispatch to the tokens task, and bad options. */
 #include "config.h"
-#include "task.h"
+#include "experiment/task.h"
 #include "tap.h"
 
 #include <fcntl.h>

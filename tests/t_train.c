@@ -3,14 +3,14 @@
  * matches one big batch, the run directory's files, learned-PE evaluation beyond max_len,
  * and interrupted-then-resumed training bit-identical to an uninterrupted run. */
 #include "config.h"
-#include "cfg.h"
-#include "gemm.h"
-#include "npy.h"
+#include "experiment/cfg.h"
+#include "core/gemm.h"
+#include "core/npy.h"
 #include "tap.h"
-#include "task.h"
-#include "task_tokens.h"
-#include "train.h"
-#include "util.h"
+#include "experiment/task.h"
+#include "experiment/task_tokens.h"
+#include "experiment/train.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdint.h>

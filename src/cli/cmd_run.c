@@ -1,0 +1,145 @@
+/* cmd_run.c -- `ropelab run EXPERIMENT.ini`: read the configuration, check every sweep
+ * point, train and evaluate them in OUT/<name>/, write the experiment's tables and plots
+ * (SPEC 5, 6; experiment.h).
+ * Exit status: 0 success, 1 runtime failure (data, I/O, numerics), 2 usage or
+ * configuration error (found before anything runs). */
+#include "config.h"
+#include "../experiment/cfg.h"
+#include "cli.h"
+#include "opts.h"
+#include "../experiment/experiment.h"
+#include "../core/gemm.h"
+#include "../core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
+    "[--resume]\n"
+    "\n"
+    "Train and evaluate the models the experiment describes; the run lives in OUT/<name>/\n"
+    "(name: [experiment] name, default the INI file's stem).  With a [sweep] section every\n"
+    "point of the cross product is a sub-run OUT/<name>/<key=value,...>/ (config.ini,\n"
+    "metrics.jsonl, checkpoints/, results.csv), and OUT/<name>/ gets the combined\n"
+    "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the accuracy\n"
+    "table is printed at the end.  Every point is checked before anything trains.\n"
+    "\n"
+    "Options:\n"
+    "  --out DIR              parent of the run directory (default: [experiment] out, 'runs')\n"
+    "  --threads N            threads (default: [experiment] threads, all cores); results are\n"
+    "                         bit-reproducible for a fixed N\n"
+    "  --set section.key=V    override one key of the file (repeatable), e.g.\n"
+    "                         --set model.pe=alibi --set train.steps=200;\n"
+    "                         --set sweep.model.pe=none,rope adds a swept key\n"
+    "  --resume               continue an interrupted run: finished sweep points (those with\n"
+    "                         results.csv) are skipped, an interrupted one continues from its\n"
+    "                         latest checkpoint (the configuration must match, except out\n"
+    "                         and threads)\n"
+    "  --stop-after N         stop after N updates in all, as if interrupted (for tests and\n"
+    "                         time-boxed runs; continue with --resume)\n"
+    "  -q, --quiet            no progress lines (the accuracy table is still printed)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+
+struct run_args {
+    const char  *ini, *out;
+    int          threads, resume, quiet, n_set;
+    long long    stop_after;
+    const char **set;
+};
+
+static int parse_args(struct run_args *a, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v;
+        if (!strcmp(o, "--out")) {
+            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
+            a->out = v;
+        } else if (!strcmp(o, "--threads")) {
+            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
+            if (rl_parse_int("run", "--threads", v, 1, 4096, &a->threads)) return RL_EXIT_USAGE;
+        } else if (!strcmp(o, "--set")) {
+            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
+            a->set[a->n_set++] = v;
+        } else if (!strncmp(o, "--set=", 6)) {
+            a->set[a->n_set++] = o + 6;
+        } else if (!strcmp(o, "--stop-after")) {
+            int n;
+            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
+            if (rl_parse_int("run", "--stop-after", v, 1, 2147483647, &n)) return RL_EXIT_USAGE;
+            a->stop_after = n;
+        } else if (!strcmp(o, "--resume")) {
+            a->resume = 1;
+        } else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
+            a->quiet = 1;
+        } else if (o[0] == '-' && o[1]) {
+            return rl_usage_error("run", "unknown option '%s'", o);
+        } else if (a->ini) {
+            return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
+                                  o);
+        } else {
+            a->ini = o;
+        }
+    }
+    if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
+    return RL_EXIT_OK;
+}
+
+/* File, overrides, command-line options (the combination checks run per sweep point). */
+static int load_config(struct rl_cfg *c, const struct run_args *a)
+{
+    rl_cfg_defaults(c);
+    rl_status st = rl_cfg_load(c, a->ini);
+    for (int i = 0; st == RL_OK && i < a->n_set; i++)
+        st = rl_cfg_set(c, a->set[i]);
+    if (st == RL_OK && a->out) st = rl_cfg_set_key(c, "experiment", "out", a->out, "--out");
+    if (st == RL_OK) return RL_EXIT_OK;
+    fprintf(stderr, "ropelab: %s\n", rl_last_error());
+    return RL_EXIT_USAGE;
+}
+
+static int run(struct rl_cfg *c, const struct run_args *a)
+{
+    rl_experiment *e = NULL;
+    rl_init(a->threads ? a->threads : c->experiment.threads);
+    c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
+    rl_status st          = rl_experiment_prepare(&e, c);
+    if (st != RL_OK) {
+        fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        return st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
+    }
+    struct rl_experiment_opts o = {
+        .resume = a->resume, .stop_after = a->stop_after, .out = stdout, .quiet = a->quiet};
+    int stopped = 0;
+    st          = rl_experiment_run(e, &o, &stopped);
+    rl_experiment_free(e);
+    if (st != RL_OK) {
+        fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        return RL_EXIT_FAIL;
+    }
+    if (stopped)
+        printf("stopped after %lld updates (--stop-after); continue with --resume\n",
+               a->stop_after);
+    return RL_EXIT_OK;
+}
+
+int rl_cmd_run(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(usage, stdout);
+        return RL_EXIT_OK;
+    }
+    struct run_args a = {0};
+    a.set             = calloc((size_t)argc + 1, sizeof *a.set);
+    struct rl_cfg *c  = malloc(sizeof *c);
+    int            rc = a.set && c ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
+    if (rc == RL_EXIT_OK) rc = load_config(c, &a);
+    if (rc == RL_EXIT_OK) rc = run(c, &a);
+    free(c);
+    free(a.set);
+    return rc;
+}

@@ -1,0 +1,61 @@
+/* main.c -- the ropelab program: subcommand dispatch (SPEC 5). */
+#include "config.h"
+#include "cli.h"
+#include "opts.h"
+#include "../core/gemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: ropelab COMMAND [OPTIONS]\n"
+    "\n"
+    "Position encodings in softmax and linear attention (RoPE in linear attention:\n"
+    "RoFormer eq. 19), with a small transformer trainer and experiment runner.\n"
+    "\n"
+    "Commands:\n"
+    "  run EXPERIMENT.ini   train and evaluate the experiment (sweeps, evaluation lengths)\n"
+    "  attn                 run one attention kernel on .npy arrays (forward, backward)\n"
+    "  bench                kernel and training throughput benchmarks\n"
+    "  report RUN_DIR       tables and plots from a finished run\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help           show this help (ropelab COMMAND --help for a command)\n"
+    "  -V, --version        show version, BLIS kernel set and build options\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+
+static int version(void)
+{
+    rl_init(0);
+    printf("ropelab %s\n", PACKAGE_VERSION);
+    printf("BLIS kernels: %s (%s)\n", rl_blis_arch(), rl_blis_arch_reason());
+    printf("threads: %d\n", rl_threads_get());
+#ifdef RL_GNUPLOT
+    printf("gnuplot: %s\n", RL_GNUPLOT);
+#else
+    printf("gnuplot: not found at configure time (plots skipped)\n");
+#endif
+    return RL_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return RL_EXIT_USAGE;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+        fputs(usage, stdout);
+        return RL_EXIT_OK;
+    }
+    if (!strcmp(c, "-V") || !strcmp(c, "--version")) return version();
+    if (!strcmp(c, "run")) return rl_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "attn")) return rl_cmd_attn(argc - 1, argv + 1);
+    if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
+    if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
+    return rl_usage_error(NULL, "unknown command '%s'", c);
+}

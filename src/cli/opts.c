@@ -1,0 +1,55 @@
+/* opts.c -- option parsing helpers shared by main.c and the subcommands: usage errors
+ * and checked number parsing. */
+#include "config.h"
+#include "opts.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int rl_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ropelab%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (try 'ropelab%s%s --help')\n", cmd ? " " : "", cmd ? cmd : "");
+    return RL_EXIT_USAGE;
+}
+
+int rl_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out)
+{
+    char *e  = NULL;
+    errno    = 0;
+    long v   = strtol(s, &e, 10);
+    if (errno || e == s || *e || v < lo || v > hi) {
+        rl_usage_error(cmd, "%s: expected an integer in [%d, %d], got '%s'", opt, lo, hi, s);
+        return 1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int rl_parse_double(const char *cmd, const char *opt, const char *s, double *out)
+{
+    char *e  = NULL;
+    errno    = 0;
+    double v = strtod(s, &e);
+    if (errno || e == s || *e) {
+        rl_usage_error(cmd, "%s: expected a number, got '%s'", opt, s);
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *rl_opt_value(const char *cmd, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        rl_usage_error(cmd, "option '%s' needs an argument", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}

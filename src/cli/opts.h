@@ -1,0 +1,19 @@
+/* opts.h -- what the subcommands share for their options: exit statuses, usage errors
+ * and checked number parsing.
+ * Exit status: 0 success, 1 runtime failure, 2 usage error (bad option, missing argument). */
+#ifndef RL_OPTS_H
+#define RL_OPTS_H
+
+#define RL_EXIT_OK    0
+#define RL_EXIT_FAIL  1
+#define RL_EXIT_USAGE 2
+
+/* Print "ropelab CMD: msg" to stderr and return RL_EXIT_USAGE. */
+int rl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse helpers: return 0 on success, nonzero (after printing a usage error) otherwise. */
+int rl_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
+int rl_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+/* The value of option argv[*i] (advancing *i), or NULL after printing "missing argument". */
+const char *rl_opt_value(const char *cmd, int argc, char **argv, int *i);
+
+#endif

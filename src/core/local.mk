@@ -1,0 +1,14 @@
+## src/core/local.mk -- the foundation: no other layer below it.
+noinst_LTLIBRARIES += src/core/libcore.la
+src_core_libcore_la_SOURCES = \
+	%D%/status.c %D%/status.h \
+	%D%/util.c %D%/util.h \
+	%D%/rng.c %D%/rng.h \
+	%D%/json.c %D%/json.h \
+	%D%/npy.c %D%/npy.h \
+	%D%/gemm.c %D%/gemm.h \
+	%D%/tilemm.c %D%/tilemm.h \
+	%D%/vexp.c %D%/vexp.h \
+	%D%/fft.c %D%/fft.h
+ropelab_coredir = $(pkgincludedir)/core
+ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/npy.h

@@ -1,0 +1,298 @@
+/* experiment.c -- the points of an experiment: expansion and checks before anything runs,
+ * the experiment directory, skipping finished points on --resume, a progress line with
+ * ETA, and the outputs at the end; see experiment.h. */
+#include "config.h"
+#include "experiment.h"
+#include "report.h"
+#include "sweep.h"
+#include "train.h"
+#include "../core/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct rl_experiment {
+    struct rl_cfg   base;
+    struct rl_sweep sw;
+    char            dir[2 * RL_CFG_PATH + 8];
+    double         *tokens; /* per point: training tokens (steps x batch x length) */
+};
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* The resolved configuration of point p and its task; errors name the point. */
+static rl_status point_prepare(const rl_experiment *e, long p, struct rl_cfg *pc, rl_task **task)
+{
+    char name[RL_SWEEP_NAME], msg[1024];
+    *task = NULL;
+    if (!e->sw.n_keys) {
+        *pc = e->base;
+        return rl_train_prepare(pc, task);
+    }
+    rl_sweep_point_name(&e->sw, p, name, sizeof name);
+    rl_status st = rl_sweep_point_cfg(&e->sw, &e->base, p, pc);
+    if (st == RL_OK) st = rl_train_prepare(pc, task);
+    if (st == RL_OK && strlen(name) > 255)
+        st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                             "%s: [sweep] the point directory name '%.40s...' is longer than "
+                             "255 characters: sweep fewer keys",
+                             e->sw.where[0], name);
+    if (st == RL_OK) return RL_OK;
+    rl_task_free(*task);
+    *task = NULL;
+    snprintf(msg, sizeof msg, "%s", rl_last_error());
+    RL_FAIL(st, "%s (sweep point %s)", msg, name);
+}
+
+void rl_experiment_free(rl_experiment *e)
+{
+    if (!e) return;
+    free(e->tokens);
+    free(e);
+}
+
+rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
+{
+    rl_experiment *e  = calloc(1, sizeof *e);
+    struct rl_cfg *pc = malloc(sizeof *pc);
+    rl_status      st =
+        e && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    *out = NULL;
+    if (st == RL_OK) {
+        e->base = *c;
+        snprintf(e->dir, sizeof e->dir, "%s/%s", c->experiment.out, c->experiment.name);
+        st = rl_sweep_init(&e->sw, c);
+    }
+    if (st == RL_OK && !(e->tokens = calloc((size_t)e->sw.n_points, sizeof *e->tokens)))
+        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (long p = 0; st == RL_OK && p < e->sw.n_points; p++) {
+        rl_task *task;
+        st = point_prepare(e, p, pc, &task);
+        if (st == RL_OK) e->tokens[p] = (double)pc->train.steps * pc->train.batch * pc->task.length;
+        rl_task_free(task);
+    }
+    free(pc);
+    if (st != RL_OK) return rl_experiment_free(e), st;
+    *out = e;
+    return RL_OK;
+}
+
+/* ---- progress ---- */
+
+enum { PROGRESS_BAR = 24 }; /* characters of the bar on a terminal */
+
+struct progress {
+    FILE       *f;
+    int         tty, point_no, n_points;
+    const char *name;
+    double      t_all, t_point, last; /* ms */
+    double      tokens_done;          /* this process */
+    double      tokens_after;         /* later points still to train */
+    double      tokens_per_update;
+    int64_t     first_step; /* the point's step before this process's first update */
+    int         shown;      /* a progress line of this point is on the terminal */
+};
+
+static void fmt_time(char *buf, size_t len, double s)
+{
+    if (!isfinite(s) || s < 0) s = 0;
+    snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
+{
+    struct progress *pr  = ctx;
+    double           now = rl_now_ms();
+    if (pr->first_step < 0) pr->first_step = step - 1;
+    pr->tokens_done += pr->tokens_per_update;
+    if (now - pr->last < (pr->tty ? 200 : 10000) && step < steps) return;
+    pr->last         = now;
+    pr->shown        = 1;
+    double upd_ms    = (now - pr->t_point) / (double)(step - pr->first_step);
+    double rate      = pr->tokens_done / (now - pr->t_all); /* tokens per ms, all points */
+    double remaining = (double)(steps - step) * pr->tokens_per_update + pr->tokens_after;
+    char   a[32], b[32];
+    fmt_time(a, sizeof a, upd_ms * (double)(steps - step) / 1000);
+    fmt_time(b, sizeof b, remaining / rate / 1000);
+    /* On a terminal one line redrawn in place with a bar of this point's updates;
+     * otherwise (a log file, a pipe) a plain line every 10 s. */
+    char bar[PROGRESS_BAR + 4] = "";
+    if (pr->tty) {
+        int fill = (int)((double)PROGRESS_BAR * (double)step / (double)steps);
+        bar[0]   = '|';
+        for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
+        bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
+    }
+    fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s (all %s)%s",
+            pr->tty ? "\r" : "", (int)snprintf(NULL, 0, "%d", pr->n_points), pr->point_no,
+            pr->n_points, pr->name, bar, (long long)step, (long long)steps, loss, a, b,
+            pr->tty ? "\033[K" : "\n");
+    fflush(pr->f);
+}
+
+/* ---- the experiment directory ---- */
+
+static rl_status open_dir(const rl_experiment *e, int resume)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.ini", e->dir);
+    if (!resume && exists(path))
+        RL_FAIL(RL_EINVAL,
+                "%s already holds a run; continue it with --resume, or choose another --out "
+                "or [experiment] name",
+                e->dir);
+    RL_TRY(rl_mkdir_p(e->dir));
+    char *text = malloc(1 << 16);
+    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
+    int       n  = rl_cfg_render(&e->base, text, 1 << 16, 0);
+    rl_status st = n < (1 << 16)
+                       ? rl_write_file_atomic(path, text, (size_t)n, NULL, 0)
+                       : rl_error_report(RL_EINVAL, __FILE__, __LINE__, "configuration too long");
+    free(text);
+    return st;
+}
+
+/* A finished point is skipped only if it was made with the configuration it gets now. */
+static rl_status check_finished(const struct rl_cfg *pc, const char *pdir)
+{
+    char           path[4096], msg[1024];
+    unsigned char *then;
+    size_t         len;
+    snprintf(path, sizeof path, "%s/config.ini", pdir);
+    RL_TRY(rl_read_file(&then, &len, path));
+    char *now  = malloc(1 << 16);
+    char *told = realloc(then, len + 1);
+    if (!now || !told)
+        return free(now), free(then),
+               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    told[len] = 0;
+    rl_cfg_render(pc, now, 1 << 16, 0);
+    int diff = rl_cfg_text_diff(told, now, msg, sizeof msg);
+    free(now), free(told);
+    if (diff)
+        RL_FAIL(RL_EINVAL,
+                "%s: the configuration differs from the finished point's (%s; point vs now): "
+                "resume with the same configuration, or start a new run with another name or "
+                "--out",
+                path, msg);
+    return RL_OK;
+}
+
+struct run_state {
+    const struct rl_experiment_opts *o;
+    struct progress                  pr;
+    int64_t                          budget; /* updates left under stop_after */
+    int                             *finished;
+    int                             *stopped;
+};
+
+static rl_status train_point(const rl_experiment *e, long p, struct run_state *rs,
+                             struct rl_cfg *pc, rl_task *task, const char *pdir, const char *name)
+{
+    const struct rl_experiment_opts *o  = rs->o;
+    struct progress                 *pr = &rs->pr;
+    if (o->stop_after && rs->budget <= 0) return *rs->stopped = 1, RL_OK;
+    pr->point_no = (int)p + 1, pr->name = name;
+    pr->t_point = pr->last = rl_now_ms(), pr->first_step = -1, pr->shown = 0;
+    pr->tokens_per_update = (double)pc->train.batch * pc->task.length;
+    pr->tokens_after      = 0;
+    for (long q = p + 1; q < e->sw.n_points; q++)
+        pr->tokens_after += rs->finished[q] ? 0 : e->tokens[q];
+    struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0};
+    if (o->out && !o->quiet) to.on_update = on_update, to.ctx = pr;
+    struct rl_train_result res;
+    RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
+    if (o->stop_after) rs->budget -= res.updates;
+    if (res.steps_done < pc->train.steps) *rs->stopped = 1;
+    if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
+    if (o->out && !o->quiet && !*rs->stopped) {
+        char t[32];
+        fmt_time(t, sizeof t, (rl_now_ms() - pr->t_point) / 1000);
+        fprintf(o->out, "%s[%d/%d] %s  done in %s: %lld updates%s, final loss %.4f%s\n",
+                pr->tty ? "\r" : "", pr->point_no, pr->n_points, name, t, (long long)res.updates,
+                res.steps_done > res.updates ? " (resumed)" : "", res.last_loss,
+                pr->tty ? "\033[K" : "");
+        fflush(o->out);
+    }
+    return RL_OK;
+}
+
+static rl_status run_point(const rl_experiment *e, long p, struct run_state *rs, struct rl_cfg *pc)
+{
+    char     name[RL_SWEEP_NAME], pdir[3200];
+    rl_task *task;
+    rl_sweep_point_name(&e->sw, p, name, sizeof name);
+    snprintf(pdir, sizeof pdir, "%s/%s", e->dir, name);
+    RL_TRY(point_prepare(e, p, pc, &task));
+    rl_status st = RL_OK;
+    if (rs->finished[p]) {
+        st = check_finished(pc, pdir);
+        if (st == RL_OK && rs->o->out && !rs->o->quiet)
+            fprintf(rs->o->out, "[%ld/%ld] %s  finished before: skipped\n", p + 1, e->sw.n_points,
+                    name);
+    } else {
+        st = train_point(e, p, rs, pc, task, pdir, name);
+    }
+    rl_task_free(task);
+    return st;
+}
+
+static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped)
+{
+    struct rl_cfg *pc = malloc(sizeof *pc);
+    rl_task       *task;
+    if (!pc) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_status              st = point_prepare(e, 0, pc, &task);
+    struct rl_train_opts   to = {.resume      = o->resume,
+                                 .max_updates = o->stop_after,
+                                 .log         = o->quiet ? NULL : o->out,
+                                 .table       = o->out};
+    struct rl_train_result res;
+    if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
+    if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
+    if (st == RL_OK && !*stopped) st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
+    rl_task_free(task);
+    free(pc);
+    return st;
+}
+
+rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped)
+{
+    *stopped = 0;
+    if (!e->sw.n_keys) return run_single(e, o, stopped);
+    RL_TRY(open_dir(e, o->resume));
+    struct rl_cfg   *pc = malloc(sizeof *pc);
+    struct run_state rs = {.o = o, .budget = o->stop_after, .stopped = stopped};
+    rs.pr.f             = o->out;
+    rs.pr.tty           = o->out && isatty(fileno(o->out));
+    rs.pr.n_points      = (int)e->sw.n_points;
+    rs.pr.t_all         = rl_now_ms();
+    rs.finished         = calloc((size_t)e->sw.n_points, sizeof *rs.finished);
+    if (!pc || !rs.finished)
+        return free(pc), free(rs.finished),
+               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (long p = 0; o->resume && p < e->sw.n_points; p++) {
+        char name[RL_SWEEP_NAME], path[4096];
+        rl_sweep_point_name(&e->sw, p, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s/results.csv", e->dir, name);
+        rs.finished[p] = exists(path);
+    }
+    if (o->out && !o->quiet)
+        fprintf(o->out, "experiment %s: %ld points in %s\n", e->base.experiment.name,
+                e->sw.n_points, e->dir);
+    rl_status st = RL_OK;
+    for (long p = 0; st == RL_OK && !*stopped && p < e->sw.n_points; p++)
+        st = run_point(e, p, &rs, pc);
+    if (st == RL_OK && !*stopped) st = rl_report_write(e->dir, o->out, o->quiet ? NULL : o->out);
+    free(pc);
+    free(rs.finished);
+    return st;
+}

@@ -1,0 +1,43 @@
+/* experiment.h -- `ropelab run` as an experiment (SPEC 6): every point of the [sweep]
+ * cross product trained and evaluated in its own sub-run, then the experiment's outputs
+ * (report.h) written from the files.
+ *
+ * Layout: OUT/<name>/config.ini (the experiment's configuration with its [sweep]
+ * section: `ropelab run OUT/<name>/config.ini` repeats the experiment), results.csv,
+ * summary.md, plots/, and one directory per point (sweep.h names them) holding the
+ * point's resolved config.ini, metrics.jsonl, checkpoints/ and results.csv.  Without a
+ * sweep the run directory is the one point (train.h's layout) plus summary.md and plots/.
+ *
+ * Before anything trains, every point's configuration is built, its task created and its
+ * automatic values resolved: an impossible combination is an error naming the file, line
+ * and key and the point ("(sweep point pe=rope)").
+ *
+ * Resume: a point is finished when its results.csv exists; --resume skips finished points
+ * (after checking that their config.ini equals the configuration they would get now) and
+ * continues an interrupted one from its latest checkpoint (train.h). */
+#ifndef RL_EXPERIMENT_H
+#define RL_EXPERIMENT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "cfg.h"
+#include "../core/status.h"
+
+struct rl_experiment_opts {
+    int     resume;
+    int64_t stop_after; /* > 0: stop after this many updates in all, as if interrupted */
+    FILE   *out;        /* progress lines and the accuracy table (NULL = quiet) */
+    int     quiet;      /* no progress lines (the table is still printed) */
+};
+
+typedef struct rl_experiment rl_experiment;
+
+/* Expand and check every point of the experiment c describes (loaded and checked, thread
+ * count set); nothing is written.  Errors here are configuration errors. */
+rl_status rl_experiment_prepare(rl_experiment **e, const struct rl_cfg *c);
+/* Train and evaluate the points, then write the outputs.  *stopped is set when
+ * stop_after cut the run short (then the outputs wait for the resumed run). */
+rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped);
+void      rl_experiment_free(rl_experiment *e);
+
+#endif

@@ -1,0 +1,89 @@
+/* report_data.h -- a finished (or partly finished) run read back from its directory:
+ * its points with their results.csv rows, metrics.jsonl loss curves and positions.csv
+ * bins, the table rows (points that differ only in train.seed form a group), and the
+ * statistics the table and plot writers (report_table.c, report_plot.c) compute from
+ * them.  Reading never writes. */
+#ifndef RL_REPORT_DATA_H
+#define RL_REPORT_DATA_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "cfg.h"
+#include "../core/json.h"
+#include "sweep.h"
+
+/* One line of a point's results.csv. */
+struct rl_rep_row {
+    int    length, na;
+    double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
+    double den;                /* linear attention: fraction of denominators <= eps, else NaN */
+    char   tail[320];          /* the line from its length field on, as the combined file has it */
+    char   note[96];
+};
+
+struct rl_rep_point {
+    char              name[RL_SWEEP_NAME]; /* directory under the run ("" without a sweep) */
+    int               done;                /* results.csv was read */
+    int               group;               /* index into rl_report.grp */
+    int               task;                /* index into rl_report.task */
+    int               lm;                  /* charlm / tokens: perplexity is the headline metric */
+    char              pe[16], attention[16];
+    int               n_rows;
+    struct rl_rep_row rows[RL_CFG_MAX_LENGTHS];
+    int               n_rec; /* metrics.jsonl records */
+    int64_t          *step;
+    double           *loss;
+    double            tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
+    char             *pos_text; /* positions.csv's data lines (LM tasks), NULL if none */
+    int               pos_len;  /* the longest length in them */
+    int               n_pos;    /* its bins: positions [pos0, pos1), loss, targets */
+    int              *pos0, *pos1;
+    double           *pos_loss, *pos_targets;
+};
+
+#define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)
+
+/* A table row: the points that differ only in train.seed. */
+struct rl_rep_group {
+    int  task;
+    char col[RL_REP_MAX_COLS][RL_SWEEP_VALUE]; /* values of rl_report.colname */
+    char line[512];                            /* plot label: the columns but attention */
+    int  n_points;
+};
+
+#define RL_REP_MAX_TASKS 8
+
+struct rl_report {
+    char                 dir[2048];
+    struct rl_cfg        base;
+    struct rl_sweep      sw;
+    long                 n_points, n_done;
+    struct rl_rep_point *pt;
+    int                  n_cols; /* pe, attention, then the other swept keys but seed/task */
+    char                 colname[RL_REP_MAX_COLS][96];
+    int                  colkey[RL_REP_MAX_COLS]; /* sweep key index; -1 pe, -2 attention */
+    int                  seed_key;                /* sweep index of train.seed, or -1 */
+    int                  n_groups;
+    struct rl_rep_group *grp;
+    int                  n_tasks;
+    char                 task[RL_REP_MAX_TASKS][16];
+    int                  task_length[RL_REP_MAX_TASKS]; /* training length (0 = unknown) */
+    int                  task_lm[RL_REP_MAX_TASKS];
+};
+
+/* Sorted union of the evaluation lengths of the finished points of task t (t < 0: all). */
+int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
+/* Mean and sample standard deviation over the finished points of group g of field f
+ * ('a' acc, 'e' exact match, 'l' loss, 'p' ppl, 'm' ms per 1k tokens, 'd' fraction of
+ * linear-attention denominators <= eps) at length L.  Returns the number of values (0: none; -1: every
+ * point has n/a there). */
+int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
+/* The longest length in the positions.csv of task t's finished points (0: none). */
+int rl_rep_position_length(const struct rl_report *r, int t);
+
+/* Read the run directory dir (its config.ini, then each point's files); *out is freed
+ * with rl_rep_free. */
+rl_status rl_rep_load(struct rl_report **out, const char *dir);
+void      rl_rep_free(struct rl_report *r);
+
+#endif

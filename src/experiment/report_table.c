@@ -1,0 +1,369 @@
+/* report_table.c -- summary.md and the accuracy table of an experiment read back by
+ * report.c; see report.h for what each table holds. */
+#include "config.h"
+#include "report_table.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A grid of short strings, rendered as a Markdown table or as aligned text. */
+#define CELL 64
+struct table {
+    int rows, cols;
+    char (*cell)[CELL];
+};
+
+static int table_init(struct table *t, int rows, int cols)
+{
+    t->rows = rows, t->cols = cols;
+    t->cell = calloc((size_t)rows * (size_t)cols, CELL);
+    return t->cell != NULL;
+}
+
+static char *cell(struct table *t, int r, int c) { return t->cell[(size_t)r * t->cols + c]; }
+
+static void table_markdown(struct table *t, struct rl_json_buf *b)
+{
+    for (int r = 0; r < t->rows; r++) {
+        for (int c = 0; c < t->cols; c++)
+            rl_json_buf_printf(b, "| %s ", cell(t, r, c));
+        rl_json_buf_puts(b, "|\n");
+        for (int c = 0; r == 0 && c < t->cols; c++)
+            rl_json_buf_puts(b, c == t->cols - 1 ? "|---|\n" : "|---");
+    }
+}
+
+/* Display width of UTF-8 text (continuation bytes take no column). */
+static int width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+static void table_text(struct table *t, FILE *f)
+{
+    int w[64] = {0};
+    for (int c = 0; c < t->cols && c < 64; c++)
+        for (int r = 0; r < t->rows; r++)
+            if (width(cell(t, r, c)) > w[c]) w[c] = width(cell(t, r, c));
+    for (int r = 0; r < t->rows; r++) {
+        for (int c = 0; c < t->cols && c < 64; c++) {
+            const char *s   = cell(t, r, c);
+            int         pad = w[c] - width(s);
+            /* label columns left-aligned, numbers right-aligned */
+            fprintf(f, "%s%*s%s%*s", c ? "  " : "", c >= 2 ? pad : 0, "", s, c < 2 ? pad : 0, "");
+        }
+        fputc('\n', f);
+    }
+}
+
+static void fmt_value(char *buf, size_t len, char f, double x)
+{
+    if (f == 'a' || f == 'e')
+        snprintf(buf, len, "%.3f", x);
+    else if (f == 'l')
+        snprintf(buf, len, "%.4f", x);
+    else if (f == 'p' || f == 'd')
+        snprintf(buf, len, "%.4g", x);
+    else
+        snprintf(buf, len, "%.2f", x);
+}
+
+static void fmt_cell(char *buf, int n, char f, double mean, double sd)
+{
+    char a[28], b[28];
+    if (n == 0) {
+        snprintf(buf, CELL, "-");
+        return;
+    }
+    if (n < 0) {
+        snprintf(buf, CELL, "n/a");
+        return;
+    }
+    fmt_value(a, sizeof a, f, mean);
+    if (n == 1) {
+        snprintf(buf, CELL, "%s", a);
+        return;
+    }
+    fmt_value(b, sizeof b, f, sd);
+    snprintf(buf, CELL, "%s ± %s", a, b);
+}
+
+/* Is group g a row of task t's table of field f?  The denominator and exact-match tables
+ * have the groups whose points measured them (linear attention; runs that recorded it). */
+static int in_table(const struct rl_report *r, int g, int t, char f)
+{
+    if (r->grp[g].task != t) return 0;
+    if (f != 'd' && f != 'e') return 1;
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++)
+            if (!isnan(f == 'd' ? r->pt[i].rows[j].den : r->pt[i].rows[j].exact)) return 1;
+    return 0;
+}
+
+/* Rows: the groups of task t; columns: the row columns, then the lengths.  Returns the
+ * number of rows but the header, -1 without memory. */
+static int metric_table(const struct rl_report *r, int t, char f, struct table *tb)
+{
+    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), rows = 1;
+    for (int g = 0; g < r->n_groups; g++)
+        rows += in_table(r, g, t, f);
+    if (!table_init(tb, rows, r->n_cols + nl)) return -1;
+    for (int c = 0; c < r->n_cols; c++)
+        snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
+    for (int j = 0; j < nl; j++)
+        snprintf(cell(tb, 0, r->n_cols + j), CELL, "%d", L[j]);
+    for (int g = 0, row = 1; g < r->n_groups; g++) {
+        if (!in_table(r, g, t, f)) continue;
+        for (int c = 0; c < r->n_cols; c++)
+            snprintf(cell(tb, row, c), CELL, "%s", r->grp[g].col[c]);
+        for (int j = 0; j < nl; j++) {
+            double m = 0, sd = 0;
+            int    n = rl_rep_stat(r, g, f, L[j], &m, &sd);
+            fmt_cell(cell(tb, row, r->n_cols + j), n, f, m, sd);
+        }
+        row++;
+    }
+    return rows - 1;
+}
+
+static double group_mean(const struct rl_report *r, int g, int which)
+{
+    double s = 0;
+    int    n = 0;
+    for (long i = 0; i < r->n_points; i++) {
+        const struct rl_rep_point *p = &r->pt[i];
+        double                     x = which == 0   ? p->tok_s
+                                       : which == 1 ? p->ms_fwd
+                                       : which == 2 ? p->ms_bwd
+                                                    : p->ms_opt;
+        if (p->done && p->group == g && !isnan(x)) s += x, n++;
+    }
+    return n ? s / n : NAN;
+}
+
+static int timing_table(const struct rl_report *r, struct table *tb)
+{
+    static const char *const head[] = {"train tok/s", "fwd ms/update", "bwd ms/update",
+                                       "opt ms/update"};
+    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, -1, L, RL_CFG_MAX_LENGTHS);
+    int task_col = r->n_tasks > 1, c0 = r->n_cols + task_col;
+    if (!table_init(tb, 1 + r->n_groups, c0 + 4 + nl)) return 0;
+    for (int c = 0; c < r->n_cols; c++)
+        snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
+    if (task_col) snprintf(cell(tb, 0, r->n_cols), CELL, "task");
+    for (int k = 0; k < 4; k++)
+        snprintf(cell(tb, 0, c0 + k), CELL, "%s", head[k]);
+    for (int j = 0; j < nl; j++)
+        snprintf(cell(tb, 0, c0 + 4 + j), CELL, "eval ms/1k tok @%d", L[j]);
+    for (int g = 0; g < r->n_groups; g++) {
+        for (int c = 0; c < r->n_cols; c++)
+            snprintf(cell(tb, g + 1, c), CELL, "%s", r->grp[g].col[c]);
+        if (task_col) snprintf(cell(tb, g + 1, r->n_cols), CELL, "%s", r->task[r->grp[g].task]);
+        for (int k = 0; k < 4; k++) {
+            double x = group_mean(r, g, k);
+            snprintf(cell(tb, g + 1, c0 + k), CELL, isnan(x) ? "-" : k ? "%.2f" : "%.0f", x);
+        }
+        for (int j = 0; j < nl; j++) {
+            double m = 0, sd = 0;
+            int    n = rl_rep_stat(r, g, 'm', L[j], &m, &sd);
+            fmt_cell(cell(tb, g + 1, c0 + 4 + j), n > 0 ? 1 : n, 'm', m, sd);
+        }
+    }
+    return 1;
+}
+
+static const char *metric_name(char f)
+{
+    return f == 'a' ? "accuracy" : f == 'p' ? "perplexity" : f == 'l' ? "loss" : "ms";
+}
+
+static const char *na_note(const struct rl_report *r, int t)
+{
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].task == t && j < r->pt[i].n_rows; j++)
+            if (r->pt[i].rows[j].na) return r->pt[i].rows[j].note;
+    return NULL;
+}
+
+static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
+{
+    rl_json_buf_printf(b, "# %s\n\n", r->base.experiment.name);
+    rl_json_buf_printf(b,
+                       "Written by `ropelab run` at its end and by `ropelab report`, from the "
+                       "files of this directory alone: %ld point%s, %ld finished.\n",
+                       r->n_points, r->n_points == 1 ? "" : "s", r->n_done);
+    if (!r->sw.n_keys) rl_json_buf_puts(b, "Nothing is swept: one run.\n");
+    for (int k = 0; k < r->sw.n_keys; k++) {
+        rl_json_buf_printf(b, "%s`%s.%s` = ", k ? "; " : "Swept: ", r->sw.section[k], r->sw.key[k]);
+        for (int v = 0; v < r->sw.n_values[k]; v++)
+            rl_json_buf_printf(b, "%s%s", v ? ", " : "", r->sw.values[k][v]);
+        if (k == r->sw.n_keys - 1) rl_json_buf_puts(b, ".\n");
+    }
+}
+
+/* LM tasks: the mean loss over position ranges [0, L), [L, 2L), [2L, 4L), ... at the
+ * longest evaluation length (L = training length; from positions.csv, bins assigned by
+ * their first position, weighted by their targets; over seeds, the mean). */
+static rl_status position_table(const struct rl_report *r, int t, struct rl_json_buf *b)
+{
+    const int M = rl_rep_position_length(r, t), L = r->task_length[t];
+    if (M == 0 || L <= 0) return RL_OK;
+    int edge[40], ne = 0; /* range k = [edge[k], edge[k+1]) */
+    edge[ne++] = 0;
+    for (int e = L; e < M && ne < 38; e *= 2)
+        edge[ne++] = e;
+    edge[ne] = M;
+    struct table tb;
+    int          rows = 1;
+    for (int g = 0; g < r->n_groups; g++)
+        rows += r->grp[g].task == t;
+    if (!table_init(&tb, rows, r->n_cols + ne)) RL_FAIL(RL_ENOMEM, "out of memory");
+    for (int c = 0; c < r->n_cols; c++)
+        snprintf(cell(&tb, 0, c), CELL, "%s", r->colname[c]);
+    for (int k = 0; k < ne; k++)
+        snprintf(cell(&tb, 0, r->n_cols + k), CELL, "%d–%d", edge[k], edge[k + 1]);
+    for (int g = 0, row = 1; g < r->n_groups; g++) {
+        if (r->grp[g].task != t) continue;
+        for (int c = 0; c < r->n_cols; c++)
+            snprintf(cell(&tb, row, c), CELL, "%s", r->grp[g].col[c]);
+        for (int k = 0; k < ne; k++) {
+            double sum = 0;
+            int    npt = 0;
+            for (long i = 0; i < r->n_points; i++) {
+                const struct rl_rep_point *p = &r->pt[i];
+                double                     s = 0, w = 0;
+                if (!p->done || p->group != g || p->pos_len != M) continue;
+                for (int j = 0; j < p->n_pos; j++)
+                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] &&
+                        !isnan(p->pos_loss[j]))
+                        s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
+                if (w > 0) sum += s / w, npt++;
+            }
+            if (npt)
+                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%.4f", sum / npt);
+            else
+                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%s", "-");
+        }
+        row++;
+    }
+    rl_json_buf_printf(b, "\n## %s: loss by position at evaluation length %d\n\n", r->task[t], M);
+    rl_json_buf_printf(b,
+                       "Mean loss (nats) of the positions in each range, training length %d: "
+                       "the first column is what training saw, the others are beyond it "
+                       "(from each point's positions.csv; plot `%s-position.svg`).\n\n",
+                       L, r->task[t]);
+    table_markdown(&tb, b);
+    free(tb.cell);
+    return RL_OK;
+}
+
+/* A table of field f ('e' exact match, 'd' denominators) for the groups that measured it,
+ * under a heading and a text; nothing when no group did. */
+static rl_status measured_table(const struct rl_report *r, int t, char f, const char *title,
+                                const char *text, struct rl_json_buf *b)
+{
+    struct table tb;
+    int          rows = metric_table(r, t, f, &tb);
+    if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (rows > 0) {
+        rl_json_buf_printf(b, "\n## %s: %s\n\n%s", r->task[t], title, text);
+        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
+        rl_json_buf_puts(b, "\n\n");
+        table_markdown(&tb, b);
+    }
+    free(tb.cell);
+    return RL_OK;
+}
+
+static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
+{
+    const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
+    struct table tb;
+    for (int i = 0; i < 2; i++) {
+        rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t],
+                           metric_name(fs[i]));
+        if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
+        rl_json_buf_puts(b, fs[i] == 'a'   ? "Accuracy: the fraction of scored target tokens "
+                                             "whose argmax prediction is right."
+                            : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
+                                           : "Loss: mean cross-entropy per scored target (nats).");
+        if (r->seed_key >= 0)
+            rl_json_buf_printf(b, " Cells: mean ± sample standard deviation over train.seed = %s.",
+                               r->base.sweep.keys[r->seed_key].values);
+        rl_json_buf_puts(b, "\n\n");
+        if (metric_table(r, t, fs[i], &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+        table_markdown(&tb, b);
+        free(tb.cell);
+        const char *na = na_note(r, t);
+        if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
+    }
+    if (r->task_lm[t])
+        RL_TRY(position_table(r, t, b));
+    else
+        RL_TRY(measured_table(r, t, 'e', "exact match by evaluation length",
+                              "The fraction of sequences whose every scored target is predicted "
+                              "right (ListOps: one target per sequence, the accuracy).",
+                              b));
+    char den[320];
+    snprintf(den, sizeof den,
+             "The fraction of denominators, before eps = %g is added, that are <= eps, over "
+             "every evaluated row, layer and head (0 for a positive feature map with an "
+             "unrotated denominator; a rotated denominator can reach or cross 0).",
+             r->base.model.eps);
+    return measured_table(r, t, 'd', "linear-attention denominators <= eps", den, b);
+}
+
+rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
+{
+    struct table tb;
+    summary_head(r, b);
+    for (int t = 0; t < r->n_tasks; t++)
+        RL_TRY(summary_task(r, t, b));
+    rl_json_buf_puts(b, "\n## Timing\n\nTraining: tokens per second and milliseconds per "
+                        "update in the forward, backward and optimizer phases (means over "
+                        "metrics.jsonl's records, weighted by the updates each covers; "
+                        "over seeds, their mean). Evaluation: forward milliseconds per 1000 "
+                        "tokens at each length.\n\n");
+    if (!timing_table(r, &tb)) RL_FAIL(RL_ENOMEM, "out of memory");
+    table_markdown(&tb, b);
+    free(tb.cell);
+    rl_json_buf_puts(b, "\n## Plots\n\nIn plots/ when gnuplot is available (`ropelab report` "
+                        "remakes them):");
+    for (int t = 0; t < r->n_tasks; t++)
+        rl_json_buf_printf(b,
+                           " `%s-%s.svg` (%s vs evaluation length), `%s-loss.svg` "
+                           "(training loss),",
+                           r->task[t], r->task_lm[t] ? "ppl" : "acc",
+                           r->task_lm[t] ? "perplexity" : "accuracy", r->task[t]);
+    rl_json_buf_puts(b, " `throughput.svg` (training tokens/s).\n");
+    if (r->n_done < r->n_points) {
+        rl_json_buf_puts(b, "\n## Not finished\n\nNo results.csv yet (continue with "
+                            "`ropelab run ... --resume`):\n\n");
+        for (long i = 0; i < r->n_points; i++)
+            if (!r->pt[i].done) rl_json_buf_printf(b, "- `%s`\n", r->pt[i].name);
+    }
+    return b->failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory") : RL_OK;
+}
+
+void rl_rep_print_table(const struct rl_report *r, FILE *f)
+{
+    struct table tb;
+    for (int t = 0; t < r->n_tasks; t++) {
+        char fm = r->task_lm[t] ? 'p' : 'a';
+        fprintf(f, "\n%s: %s by evaluation length", r->task[t], metric_name(fm));
+        if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
+        if (r->seed_key >= 0) fputs(", mean ± std over seeds", f);
+        fputs("\n", f);
+        if (metric_table(r, t, fm, &tb) < 0) return;
+        table_text(&tb, f);
+        free(tb.cell);
+        const char *na = na_note(r, t);
+        if (na) fprintf(f, "n/a (%s)\n", na);
+    }
+    if (!r->n_tasks) fputs("\nno finished points yet\n", f);
+    fflush(f);
+}

@@ -1,0 +1,122 @@
+/* task_mqar.c -- multi-query associative recall (SPEC 6; docs/tasks.md), the layout of
+ * Zoology (Arora et al. 2023, "Zoology: measuring and improving recall in efficient
+ * language models", sec. 3): D key-value pairs, then every key queried once.
+ *
+ * Vocabulary V (default 1024): 0 is the filler token, keys are 1 .. K-1 and values
+ * K .. V-1 with K = V / 2 (Zoology's halves).  A row at length N is s[0 .. N]:
+ *     k_1 v_1 k_2 v_2 .. k_D v_D | query region s[2D .. N]
+ * with distinct keys and distinct values.  The query region holds floor((N + 1 - 2D) / 2)
+ * two-token slots; D of them, chosen uniformly without replacement, hold "k_i v_i" (each
+ * pair once, in random order), the rest filler.  inputs s[0 .. N-1], targets s[1 .. N]
+ * (next token: the value follows its query key), mask 1 on the D positions whose input is
+ * a query key.  D = kv_pairs, or max(1, N / 16) at every length N when kv_pairs = 0, so
+ * longer evaluation sequences hold proportionally more pairs.
+ * Deviation from Zoology: queries are placed uniformly rather than with its power-law gap
+ * distribution, and filler is token 0 rather than random tokens, so that recall distance
+ * grows with N (what a length-extrapolation study wants to measure). */
+#include "config.h"
+#include "task_mqar.h"
+
+enum { MQAR_FILL = 0 };
+
+static int pairs_at(const struct rl_task *t, int N)
+{
+    if (t->kv_pairs) return t->kv_pairs;
+    return N / 16 > 1 ? N / 16 : 1;
+}
+
+static rl_status check_fit(const struct rl_task *t, int N, int D, const char *key)
+{
+    int K = t->vocab / 2;
+    if (D > K - 1)
+        RL_FAIL(RL_EINVAL,
+                "[task] %s: mqar at length %d needs %d distinct keys but vocab = %d "
+                "has %d (keys are 1 .. vocab/2 - 1); raise vocab or lower kv_pairs",
+                key, N, D, t->vocab, K - 1);
+    if (4 * (int64_t)D - 1 > N)
+        RL_FAIL(RL_EINVAL,
+                "[task] %s: mqar with %d key-value pairs needs length >= %d (pairs "
+                "and one query slot per pair), got %d",
+                key, D, 4 * D - 1, N);
+    return RL_OK;
+}
+
+rl_status rl_task_mqar_setup(struct rl_task *t, const struct rl_task_opts *o)
+{
+    t->vocab = o->vocab ? o->vocab : 1024;
+    if (t->vocab < 4)
+        RL_FAIL(RL_EINVAL, "[task] vocab: mqar needs vocab >= 4 (filler, keys, values), got %d",
+                t->vocab);
+    if (o->kv_pairs > (1 << 28)) RL_FAIL(RL_EINVAL, "[task] kv_pairs: %d is too many", o->kv_pairs);
+    t->kv_pairs = o->kv_pairs;
+    t->length   = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
+    return check_fit(t, t->length, pairs_at(t, t->length), o->kv_pairs ? "kv_pairs" : "length");
+}
+
+/* Partial Fisher-Yates: pool[0 .. k-1] becomes k distinct values of pool[0 .. n-1] in
+ * random order. */
+static void sample_distinct(int32_t *pool, int n, int k, struct rl_rng *r)
+{
+    for (int i = 0; i < k; i++) {
+        int     j = i + (int)rl_rng_below(r, (uint64_t)(n - i));
+        int32_t v = pool[i];
+        pool[i]   = pool[j];
+        pool[j]   = v;
+    }
+}
+
+/* s[0 .. N] of one row; q[0 .. D-1] get the query positions.  pool: K-1 + nslots ints. */
+static void make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task *t, int N, int D,
+                     struct rl_rng *r)
+{
+    int K = t->vocab / 2, nslots = (N + 1 - 2 * D) / 2;
+    for (int i = 0; i <= N; i++)
+        s[i] = MQAR_FILL;
+    int32_t *keys = pool, *vals = pool + (K - 1), *slots = pool;
+    for (int i = 0; i < K - 1; i++)
+        keys[i] = 1 + i;
+    sample_distinct(keys, K - 1, D, r);
+    for (int i = 0; i < D; i++)
+        s[2 * i] = keys[i];
+    for (int i = 0; i < t->vocab - K; i++)
+        vals[i] = K + i;
+    sample_distinct(vals, t->vocab - K, D, r);
+    for (int i = 0; i < D; i++)
+        s[2 * i + 1] = vals[i];
+    /* keys and values now sit in s; the pool is reused for the slots */
+    for (int i = 0; i < nslots; i++)
+        slots[i] = i;
+    sample_distinct(slots, nslots, D, r);
+    for (int i = 0; i < D; i++) {
+        int p    = 2 * D + 2 * slots[i];
+        s[p]     = s[2 * i];
+        s[p + 1] = s[2 * i + 1];
+        q[i]     = p;
+    }
+}
+
+rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, int64_t step)
+{
+    int N = b->N, D = pairs_at(t, N);
+    RL_TRY(check_fit(t, N, D, "length"));
+    /* keys and values (vocab - 1 ids), later the slots (< N) */
+    size_t npool = (size_t)(t->vocab - 1) > (size_t)N ? (size_t)(t->vocab - 1) : (size_t)N;
+    RL_TRY(rl_task_scratch(t, (size_t)N + 1 + (size_t)D + npool));
+    int32_t *s = t->scratch, *q = s + N + 1, *pool = q + D;
+    for (int row = 0; row < b->B; row++) {
+        struct rl_rng r;
+        rl_task_row_rng(&r, t, split, step, N, row);
+        make_row(s, q, pool, t, N, D, &r);
+        size_t   off = (size_t)row * (size_t)N;
+        int32_t *in = b->inputs + off, *tg = b->targets + off;
+        uint8_t *m = b->mask + off;
+        for (int i = 0; i < N; i++) {
+            in[i] = s[i];
+            tg[i] = s[i + 1];
+            m[i]  = 0;
+        }
+        for (int i = 0; i < D; i++)
+            m[q[i]] = 1;
+    }
+    return RL_OK;
+}

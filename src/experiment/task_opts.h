@@ -1,0 +1,42 @@
+/* task_opts.h -- the task kinds and their options (the [task] section of an experiment),
+ * shared by the dispatcher (task.h) and the generator families, so that neither
+ * includes the other. */
+#ifndef RL_TASK_OPTS_H
+#define RL_TASK_OPTS_H
+
+#include <stdint.h>
+#include "../core/status.h"
+
+enum rl_task_kind {
+    RL_TASK_COPY = 0,
+    RL_TASK_REVERSE,
+    RL_TASK_SORT,
+    RL_TASK_MQAR,
+    RL_TASK_LISTOPS,
+    RL_TASK_CHARLM,
+    RL_TASK_TOKENS,
+};
+
+struct rl_task_opts {
+    enum rl_task_kind kind;
+    int               length;     /* training sequence length N (0: the task's default / data's) */
+    int               vocab;      /* 0: task default (tokens: largest id + 1) */
+    int               symbols;    /* copy/reverse/sort: number of content symbols */
+    int               kv_pairs;   /* mqar */
+    int               depth;      /* listops max nesting depth */
+    int               args;       /* listops max arguments per operator */
+    const char       *path;       /* charlm text file / tokens .npy */
+    const char       *valid_path; /* tokens: optional validation .npy */
+    uint64_t          seed;
+};
+
+
+typedef struct rl_task rl_task;
+
+void        rl_task_opts_default(struct rl_task_opts *o);
+rl_status   rl_task_kind_parse(enum rl_task_kind *k, const char *name);
+const char *rl_task_kind_name(enum rl_task_kind k);
+/* Language-model tasks (charlm, tokens): a loss on every position, perplexity the metric. */
+int rl_task_kind_lm(enum rl_task_kind k);
+
+#endif

@@ -1,0 +1,149 @@
+/* train_bench.c -- training throughput (`ropelab bench --train`): tokens/s of one
+ * forward + backward + AdamW update on the issue-4 model, split into its phases; see
+ * train.h.  Data: uniform random tokens from a fixed seed (the cost does not depend on
+ * the values). */
+#include "config.h"
+#include "train_impl.h"
+#include "../core/gemm.h"
+#include "../core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void bench_model_config(struct rl_model_config *mc, enum rl_attn_kind kind)
+{
+    memset(mc, 0, sizeof *mc);
+    mc->vocab = 64, mc->d_model = 128, mc->heads = 4, mc->layers = 2;
+    mc->input_pe = RL_INPUT_PE_NONE;
+    rl_attn_opts_default(&mc->attn);
+    mc->attn.kind   = kind;
+    mc->attn.fmap   = RL_FMAP_ELU1;
+    mc->attn.pe     = RL_ATTN_PE_ROPE;
+    mc->attn.causal = 1;
+}
+
+/* Timed updates of model m on batch b; fills the medians of cell. */
+static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
+                             const struct rl_batch *b, int warmup, int steps)
+{
+    size_t               n   = rl_model_num_params(m);
+    float               *mom = rl_alloc(2 * n * sizeof(float));
+    double              *ms  = malloc(4 * (size_t)steps * sizeof(double));
+    struct rl_adamw_opts ao;
+    rl_adamw_opts_default(&ao);
+    rl_status st =
+        mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
+    const float scale = 1.0f / (float)((size_t)b->B * b->N);
+    for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
+        double t0 = rl_now_ms(), ls;
+        long   nt, nc;
+        rl_model_zero_grad(m);
+        double t1 = rl_now_ms();
+        st        = rl_model_forward(m, b, &ls, &nt, &nc);
+        double t2 = rl_now_ms();
+        if (st == RL_OK) st = rl_model_backward(m, scale);
+        double t3 = rl_now_ms();
+        float *g  = rl_model_grads(m);
+        rl_clip(g, n, 1.0, rl_grad_norm(g, n));
+        rl_adamw_step(rl_model_params(m), g, mom, mom + n, rl_model_tensor(m, 0),
+                      rl_model_num_tensors(m), 1e-3, &ao, s + 1);
+        double t4 = rl_now_ms();
+        if (s < warmup) continue;
+        int i             = s - warmup;
+        ms[i]             = t2 - t1;               /* forward */
+        ms[steps + i]     = t3 - t2;               /* backward */
+        ms[2 * steps + i] = (t1 - t0) + (t4 - t3); /* zero-grad, norm, clip, AdamW */
+        ms[3 * steps + i] = t4 - t0;
+    }
+    if (st == RL_OK) {
+        cell->ms_forward   = median(ms, steps);
+        cell->ms_backward  = median(ms + steps, steps);
+        cell->ms_optimizer = median(ms + 2 * steps, steps);
+        cell->ms_step      = median(ms + 3 * steps, steps);
+        cell->tokens_per_s = (double)b->B * b->N / (cell->ms_step / 1000.0);
+    }
+    rl_free(mom);
+    free(ms);
+    return st;
+}
+
+rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int steps)
+{
+    if (steps < 1 || warmup < 0) RL_FAIL(RL_EINVAL, "bench: steps %d, warmup %d", steps, warmup);
+    struct rl_model_config mc;
+    bench_model_config(&mc, cell->kind);
+    rl_model *m = NULL;
+    RL_TRY(rl_model_create(&m, &mc));
+    rl_model_init_weights(m, 1);
+    struct rl_batch b;
+    rl_status       st = rl_batch_alloc(&b, cell->B, cell->N);
+    if (st == RL_OK) {
+        uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift tokens */
+        for (size_t i = 0; i < (size_t)cell->B * cell->N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            b.inputs[i]  = (int32_t)(x % 64);
+            b.targets[i] = (int32_t)((x >> 20) % 64);
+            b.mask[i]    = 1;
+        }
+        st = run_updates(cell, m, &b, warmup, steps);
+        rl_batch_free(&b);
+    }
+    rl_model_free(m);
+    return st;
+}
+
+int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
+{
+    static const struct {
+        enum rl_attn_kind kind;
+        int               N, B;
+    } cells[] = {{RL_ATTN_SOFTMAX, 256, 16},
+                 {RL_ATTN_LINEAR, 256, 16},
+                 {RL_ATTN_SOFTMAX, 4096, 1},
+                 {RL_ATTN_LINEAR, 4096, 1}};
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    if (csv_path && !csv) {
+        fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
+        return 1;
+    }
+    fprintf(out,
+            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
+            "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
+            rl_threads_get(), rl_threads_get() == 1 ? "" : "s", rl_blis_arch(), steps);
+    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s\n", "attention", "N", "batch", "tokens/s",
+            "fwd ms", "bwd ms", "opt ms", "step ms");
+    if (csv)
+        fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
+                     "ms_optimizer,ms_step\n");
+    int rc = 0;
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0] && !rc; i++) {
+        struct rl_bench_train_cell c = {.kind = cells[i].kind, .N = cells[i].N, .B = cells[i].B};
+        if (rl_bench_train_cell(&c, warmup, steps) != RL_OK) {
+            fprintf(stderr, "ropelab: %s\n", rl_last_error());
+            rc = 1;
+            break;
+        }
+        const char *name = c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear (elu1)";
+        fprintf(out, "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f\n", name, c.N, c.B,
+                c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
+        fflush(out);
+        if (csv)
+            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f\n",
+                    c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", c.N, c.B, rl_threads_get(),
+                    c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
+    }
+    if (csv && fclose(csv) != 0) rc = 1;
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* train_impl.h -- private to train.c, train_io.c and train_bench.c: the trainer object
+ * and the pieces of one run (updates, files, evaluation). */
+#ifndef RL_TRAIN_IMPL_H
+#define RL_TRAIN_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "../model/adamw.h"
+#include "cfg.h"
+#include "../model/model.h"
+#include "../core/rng.h"
+#include "task.h"
+#include "train.h"
+
+/* One update's numbers (a metrics.jsonl record holds the loss/acc/lr/grad_norm of its
+ * update and the mean timings since the previous record). */
+struct rl_update_stats {
+    double loss, acc, lr, grad_norm;
+    double ms_forward, ms_backward, ms_optimizer, ms_total;
+    long   targets;
+};
+
+struct rl_trainer {
+    const struct rl_cfg *c;
+    rl_task             *task;
+    rl_model            *m;
+    float               *mom_m, *mom_v; /* AdamW moments, the layout of the parameters */
+    size_t               n_params;
+    struct rl_adamw_opts ao;
+    struct rl_batch      batch;     /* train.batch rows of the training length */
+    struct rl_rng        rng;       /* checkpointed; data order depends on (seed, step) only */
+    int64_t              step;      /* updates done */
+    char                 dir[2200]; /* run directory */
+};
+
+rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task *task);
+void      rl_trainer_free(struct rl_trainer *t);
+/* Update number t->step (0-based), then t->step++. */
+rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s);
+/* Evaluate at every eval length into rows (c->eval.n_lengths of them). */
+rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows);
+
+/* train_io.c: the run directory's files. */
+rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
+rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
+rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
+/* Latest checkpoints/step-<k>.safetensors; *k = -1 when there is none. */
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
+/* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
+rl_status rl_jsonl_truncate(const char *path, int64_t k);
+rl_status rl_jsonl_append(const char *path, const char *line);
+rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
+                               const struct rl_eval_row *rows, int n);
+void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
+                         int causal);
+
+#endif

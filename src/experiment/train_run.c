@@ -1,0 +1,236 @@
+/* train_run.c -- one run of rl_train_run: the run directory, resume, the update loop with
+ * its logging, checkpoints and evaluations; see train.h. */
+#include "config.h"
+#include "train_impl.h"
+#include "../core/json.h"
+#include "../core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Timings summed since the previous metrics record. */
+struct interval {
+    int    n;
+    double ms_forward, ms_backward, ms_optimizer, ms_total, tokens;
+};
+
+struct run {
+    struct rl_trainer           tr;
+    const struct rl_train_opts *o;
+    char                        metrics[2300], evals[2300];
+    struct interval             iv;
+    struct interval             all; /* this process's updates, for the result */
+    int64_t                     first_step;
+    double                      t_start;
+};
+
+static void interval_add(struct interval *iv, const struct rl_update_stats *s, double tokens)
+{
+    iv->n++;
+    iv->ms_forward += s->ms_forward, iv->ms_backward += s->ms_backward;
+    iv->ms_optimizer += s->ms_optimizer, iv->ms_total += s->ms_total, iv->tokens += tokens;
+}
+
+static rl_status write_record(struct run *r, const struct rl_update_stats *s)
+{
+    struct interval   *iv = &r->iv;
+    struct rl_json_buf b;
+    rl_json_buf_init(&b);
+    rl_json_buf_printf(&b,
+                       "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
+                       "\"grad_norm\": %.9g, \"tokens_per_s\": %.6g, \"ms_forward\": %.6g, "
+                       "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g}\n",
+                       (long long)r->tr.step, s->loss, s->acc, s->lr, s->grad_norm,
+                       iv->tokens / (iv->ms_total / 1000.0), iv->ms_forward / iv->n,
+                       iv->ms_backward / iv->n, iv->ms_optimizer / iv->n);
+    rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
+                            : rl_jsonl_append(r->metrics, b.p);
+    rl_json_buf_free(&b);
+    return st;
+}
+
+static void progress(struct run *r, const struct rl_update_stats *s)
+{
+    if (!r->o->log) return;
+    const struct rl_cfg *c    = r->tr.c;
+    double               done = (double)(r->tr.step - r->first_step);
+    double eta = (rl_now_ms() - r->t_start) / 1000.0 / done * (double)(c->train.steps - r->tr.step);
+    fprintf(r->o->log,
+            "step %*lld/%d  loss %.4f  acc %.3f  lr %.3g  grad_norm %.3g  %.0f tok/s"
+            "  eta %dm%02ds\n",
+            (int)snprintf(NULL, 0, "%d", c->train.steps), (long long)r->tr.step, c->train.steps,
+            s->loss, s->acc, s->lr, s->grad_norm, r->iv.tokens / (r->iv.ms_total / 1000.0),
+            (int)(eta / 60), (int)fmod(eta, 60));
+    fflush(r->o->log);
+}
+
+static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows, int n)
+{
+    struct rl_json_buf b;
+    rl_json_buf_init(&b);
+    rl_json_buf_printf(&b, "{\"step\": %lld, \"eval\": [", (long long)r->tr.step);
+    for (int i = 0; i < n; i++) {
+        if (rows[i].na) {
+            rl_json_buf_printf(&b, "%s{\"length\": %d, \"na\": ", i ? ", " : "", rows[i].length);
+            rl_json_buf_string(&b, rows[i].note, strlen(rows[i].note));
+            rl_json_buf_puts(&b, "}");
+            continue;
+        }
+        rl_json_buf_printf(&b,
+                           "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
+                           "\"exact\": %.9g, \"sequences\": %ld, "
+                           "\"ms_per_1k_tokens\": %.6g, \"rows_denominator_le_eps\": %ld, "
+                           "\"denominator_rows\": %ld",
+                           i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
+                           rows[i].exact, rows[i].sequences, rows[i].ms_per_1k_tokens,
+                           rows[i].bad_den, rows[i].den_rows);
+        if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
+            rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
+                               rows[i].pos_width);
+            for (int k = 0; k < rows[i].pos_bins; k++) {
+                if (k) rl_json_buf_puts(&b, ", ");
+                if (isnan(rows[i].pos_loss[k]))
+                    rl_json_buf_puts(&b, "null");
+                else
+                    rl_json_buf_printf(&b, "%.6g", rows[i].pos_loss[k]);
+            }
+            rl_json_buf_puts(&b, "]");
+        }
+        rl_json_buf_puts(&b, "}");
+    }
+    rl_json_buf_puts(&b, "]}\n");
+    rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
+                            : rl_jsonl_append(r->evals, b.p);
+    rl_json_buf_free(&b);
+    return st;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* Fresh run: refuse to overwrite one; resume: load the latest checkpoint and cut the
+ * logs back to it.  Writes config.ini either way. */
+static rl_status open_run(struct run *r, const char *dir)
+{
+    char    path[2300], ck[2300];
+    int64_t k = -1;
+    RL_TRY(rl_mkdir_p(dir));
+    RL_TRY(rl_train_path(path, sizeof path, dir, "checkpoints"));
+    RL_TRY(rl_mkdir_p(path));
+    RL_TRY(rl_train_path(r->metrics, sizeof r->metrics, dir, "metrics.jsonl"));
+    RL_TRY(rl_train_path(r->evals, sizeof r->evals, dir, "eval.jsonl"));
+    RL_TRY(rl_train_latest_checkpoint(dir, &k, ck, sizeof ck));
+    if (!r->o->resume && (k >= 0 || file_exists(r->metrics)))
+        RL_FAIL(RL_EINVAL,
+                "%s already holds a run; continue it with --resume, or choose "
+                "another --out or [experiment] name",
+                dir);
+    if (r->o->resume && k >= 0) {
+        RL_TRY(rl_trainer_load(&r->tr, ck));
+        if (r->o->log)
+            fprintf(r->o->log, "resuming %s from update %lld\n", dir, (long long)r->tr.step);
+    } else if (r->o->resume && r->o->log) {
+        fprintf(r->o->log, "no checkpoint in %s/checkpoints: starting at update 0\n", dir);
+    }
+    RL_TRY(rl_jsonl_truncate(r->metrics, r->tr.step));
+    RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step));
+    char *text = malloc(1 << 16);
+    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
+    int n = rl_cfg_render(r->tr.c, text, 1 << 16, 0);
+    RL_ASSERT(n < (1 << 16));
+    rl_status st = rl_train_path(path, sizeof path, dir, "config.ini");
+    if (st == RL_OK) st = rl_write_file_atomic(path, text, (size_t)n, NULL, 0);
+    free(text);
+    RL_TRY(st);
+    if (k < 0 && r->tr.c->train.checkpoint_initial) RL_TRY(rl_trainer_save(&r->tr));
+    return RL_OK;
+}
+
+static rl_status after_update(struct run *r, const struct rl_update_stats *s)
+{
+    const struct rl_cfg *c = r->tr.c;
+    const int64_t        k = r->tr.step;
+    if (k % c->train.log_every == 0 || k == c->train.steps) {
+        RL_TRY(write_record(r, s));
+        progress(r, s);
+        memset(&r->iv, 0, sizeof r->iv);
+    }
+    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
+        RL_TRY(rl_trainer_save(&r->tr));
+    if (c->eval.every && k % c->eval.every == 0 && k < c->train.steps) {
+        struct rl_eval_row rows[RL_CFG_MAX_LENGTHS];
+        RL_TRY(rl_trainer_evaluate(&r->tr, rows));
+        RL_TRY(write_eval_record(r, rows, c->eval.n_lengths));
+    }
+    return RL_OK;
+}
+
+static rl_status train_loop(struct run *r, struct rl_train_result *res)
+{
+    const struct rl_cfg   *c      = r->tr.c;
+    const double           tokens = (double)c->train.batch * c->task.length;
+    struct rl_update_stats s;
+    r->first_step = r->tr.step;
+    r->t_start    = rl_now_ms();
+    while (r->tr.step < c->train.steps) {
+        if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
+        if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
+        RL_TRY(rl_trainer_update(&r->tr, &s));
+        interval_add(&r->iv, &s, tokens);
+        interval_add(&r->all, &s, tokens);
+        res->last_loss = s.loss, res->last_acc = s.acc;
+        RL_TRY(after_update(r, &s));
+        if (r->o->on_update) r->o->on_update(r->o->ctx, r->tr.step, c->train.steps, s.loss);
+    }
+    res->steps_done = r->tr.step;
+    res->updates    = r->tr.step - r->first_step;
+    if (r->all.n) {
+        res->tokens_per_s = r->all.tokens / (r->all.ms_total / 1000.0);
+        res->ms_forward   = r->all.ms_forward / r->all.n;
+        res->ms_backward  = r->all.ms_backward / r->all.n;
+        res->ms_optimizer = r->all.ms_optimizer / r->all.n;
+    }
+    return RL_OK;
+}
+
+static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
+{
+    const struct rl_cfg *c = r->tr.c;
+    RL_TRY(rl_trainer_evaluate(&r->tr, res->eval));
+    res->n_eval = c->eval.n_lengths;
+    RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
+    RL_TRY(write_eval_record(r, res->eval, res->n_eval));
+    RL_TRY(rl_write_results_csv(dir, c, res->eval, res->n_eval));
+    if (r->o->table)
+        rl_print_eval_table(r->o->table, c, res->eval, res->n_eval, rl_task_causal(r->tr.task));
+    return RL_OK;
+}
+
+rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *dir,
+                       const struct rl_train_opts *opts, struct rl_train_result *res)
+{
+    struct rl_train_result local;
+    struct rl_train_opts   quiet = {0};
+    struct run            *r     = calloc(1, sizeof *r);
+    if (!r) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (!res) res = &local;
+    memset(res, 0, sizeof *res);
+    r->o         = opts ? opts : &quiet;
+    rl_status st = rl_trainer_init(&r->tr, c, task);
+    if (st != RL_OK) {
+        free(r);
+        return st;
+    }
+    snprintf(r->tr.dir, sizeof r->tr.dir, "%s", dir);
+    st = open_run(r, dir);
+    if (st == RL_OK) st = train_loop(r, res);
+    if (st == RL_OK && r->tr.step == c->train.steps) st = finish(r, dir, res);
+    rl_trainer_free(&r->tr);
+    free(r);
+    return st;
+}

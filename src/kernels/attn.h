@@ -1,0 +1,38 @@
+/* attn.h -- attention kernels for G independent heads (SPEC 2-3), one entry point.
+ *
+ * Layout: q, k (G, N, d), v, o (G, N, dv), row-major, head g contiguous.  Head g uses
+ * the position-encoding parameters of head h = g % H (T5 table row, ALiBi slope), so a
+ * batch of B sequences with H heads is G = B*H with g = b*H + h.
+ *
+ * An rl_attn is a plan for one (options, H, N, d, dv): RoPE tables, relative-bias
+ * buffers, FFTW plans and per-thread scratch are made once in rl_attn_create; forward
+ * and backward never allocate.  OpenMP runs over heads; GEMMs inside run single-threaded.
+ *
+ * Forward writes o and `saved` (G*N floats: the softmax log-sum-exp per row, or the
+ * linear-attention denominator per row) which the backward reads back.
+ * Backward *overwrites* dq, dk, dv and *accumulates* into dt5 (H x t5_buckets), which a
+ * model shares across layers.  dt5 may be NULL when the PE is not t5. */
+#ifndef RL_ATTN_H
+#define RL_ATTN_H
+
+#include "../core/status.h"
+#include "attn_opts.h"
+
+typedef struct rl_attn rl_attn;
+
+void        rl_attn_opts_default(struct rl_attn_opts *o);
+/* Checks option consistency (e.g. odd d with RoPE, rotated denominator without RoPE);
+ * returns RL_EINVAL with a message naming the option. */
+rl_status   rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv);
+const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len);
+
+rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv);
+void      rl_attn_free(rl_attn *a);
+
+rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
+                          const float *v, const float *t5, int G, struct rl_attn_stats *st);
+rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dvg, float *dt5,
+                           const float *dout, const float *o, const float *saved, const float *q,
+                           const float *k, const float *v, const float *t5, int G);
+
+#endif

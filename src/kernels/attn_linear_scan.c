@@ -1,0 +1,239 @@
+/* attn_linear_scan.c -- the O(N D dv) sums of linear attention (attn_linear_impl.h).
+ *
+ * Causal: a prefix scan written as one kernel used four times (attn_linear.c runs it block
+ * by block, carrying the state),
+ *   out_i = sum_x Q_i[x] S_i[x][:],   S_i = sum over the rows n seen so far, i included, of
+ *                                           K_n[x] W_n[:]     (X x Y state, rows in order or
+ *                                                             reversed for suffix sums)
+ * forward  num = scan(Q = A, K = C, W = V)                   num_m = sum_{n<=m} (A_m.C_n) v_n
+ * backward dA  = scan(dnum, V, C)                            dA_m = sum_{n<=m} (dnum_m.v_n) C_n
+ *          dV  = scan(C, A, dnum) reversed                   dV_n = sum_{m>=n} (A_m.C_n) dnum_m
+ *          dC  = scan(V, dnum, A) reversed                   dC_n = sum_{m>=n} (dnum_m.v_n) A_m
+ * so the backward recomputes the prefix state and accumulates the gradient (suffix) states
+ * itself; nothing of size N x D x dv is stored.
+ *
+ * Why not the chunked quadratic form (C x C masked scores by GEMM + inter-chunk state)?
+ * It was the first implementation (in its last version with the state update stacked into
+ * the output GEMM, 7 GEMM calls per chunk): with d = dv = 32 those GEMMs are 64-128 wide,
+ * where BLIS's AVX-512 path spends ~3 us per call in set-up and reaches 25-45 GFLOP/s, so
+ * the numerator alone took ~20 ms forward+backward for 4 heads at N = 4096 -- the whole
+ * budget (docs/attention_linear.md).  The scan does the O(N D dv) arithmetic directly (a
+ * rank-1 update and a read-out, 4 X Y flops a row) with the state in L1: a 4-row x 32-lane
+ * register tile (scan_block) loads and stores each state row once per 4 rows and keeps 8
+ * accumulators in registers.  GEMMs remain where they are large: the per-block folds below
+ * and the non-causal form.
+ *
+ * Accuracy at N = 65536: the float state only lives for one block (RL_LIN_BLOCK rows).
+ * After each block its increment K_b^T W_b is recomputed by one rl_sgemm, added to a
+ * double state, and the float state restarts from the double one, so rounding does not
+ * build up over N.  The non-causal sums are GEMMs per block added in double. */
+#include "config.h"
+#include "attn_linear_impl.h"
+#include "../core/gemm.h"
+#include "../core/tilemm.h"
+#include "../core/vexp.h"
+
+#include <string.h>
+
+/* 16 floats, any alignment: GCC/clang vector extension, compiled per clone of
+ * RL_SIMD_CLONES (one zmm on AVX-512, two ymm on AVX2, four xmm otherwise). */
+typedef float lin_v16 __attribute__((vector_size(64), aligned(4), may_alias));
+
+static size_t r16(size_t n) { return (n + 15) & ~(size_t)15; }
+static int    lanes(int Y) { return (Y + 31) & ~31; } /* state rows padded to 32 lanes */
+
+/* Carve n floats from *p, keeping every piece 64-byte aligned relative to the start. */
+static float *take(float **p, size_t n)
+{
+    float *r = *p;
+    *p += r16(n);
+    return r;
+}
+
+size_t rl_lin_scan_floats(int X, int Y)
+{
+    size_t P = (size_t)lanes(Y);
+    return r16((size_t)X * P) + r16((size_t)X * Y) + 2 * r16(4 * P) + r16((size_t)X) +
+           r16(2 * (size_t)X * Y);
+}
+
+static void sync_float_state(struct rl_lin_scan *s)
+{
+    for (int x = 0; x < s->X; x++)
+        for (int y = 0; y < s->Y; y++)
+            s->S[(size_t)x * s->Yp + y] = (float)s->Sd[(size_t)x * s->Y + y];
+}
+
+void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const double *Sd0)
+{
+    float *p = work;
+    s->X = X, s->Y = Y, s->Yp = lanes(Y);
+    s->S    = take(&p, (size_t)X * s->Yp);
+    s->T    = take(&p, (size_t)X * Y);
+    s->wb   = take(&p, 4 * (size_t)s->Yp);
+    s->ob   = take(&p, 4 * (size_t)s->Yp);
+    s->zero = take(&p, (size_t)X);
+    s->Sd   = (double *)take(&p, 2 * (size_t)X * Y);
+    memset(s->S, 0, (size_t)X * s->Yp * sizeof(float)); /* the pad lanes stay zero */
+    memset(s->wb, 0, 4 * (size_t)s->Yp * sizeof(float));
+    memset(s->zero, 0, (size_t)X * sizeof(float));
+    if (Sd0)
+        memcpy(s->Sd, Sd0, (size_t)X * Y * sizeof(double));
+    else
+        memset(s->Sd, 0, (size_t)X * Y * sizeof(double));
+    sync_float_state(s);
+}
+
+/* One step of the scan for 4 rows r = 0..3 (in scan order) and all Yp lanes of the state:
+ *   for each x:  s = S[x];  for r:  s += k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
+ * i.e. row r's update is in the state before its readout (n <= m includes n = m).  A
+ * 4-row x 32-lane tile keeps its 8 accumulators and 8 W vectors in registers and loads
+ * and stores each state row once per 4 rows. */
+#define LIN_ROW(r, kx, qx)                                                                         \
+    s0 += (kx)*w##r##0, s1 += (kx)*w##r##1, a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
+
+RL_SIMD_CLONES
+static void scan_block(float *S, int Yp, const float *const *q, const float *const *k,
+                       const float *wb, float *ob, int X)
+{
+    for (int t = 0; t < Yp; t += 32) {
+        const float *w   = wb + t;
+        lin_v16      w00 = *(const lin_v16 *)w, w01 = *(const lin_v16 *)(w + 16);
+        lin_v16      w10 = *(const lin_v16 *)(w + Yp), w11 = *(const lin_v16 *)(w + Yp + 16);
+        lin_v16 w20 = *(const lin_v16 *)(w + 2 * Yp), w21 = *(const lin_v16 *)(w + 2 * Yp + 16);
+        lin_v16 w30 = *(const lin_v16 *)(w + 3 * Yp), w31 = *(const lin_v16 *)(w + 3 * Yp + 16);
+        lin_v16 a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
+                a31 = {0};
+        for (int x = 0; x < X; x++) {
+            float  *Sx = S + (size_t)x * Yp + t;
+            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16);
+            LIN_ROW(0, k[0][x], q[0][x]);
+            LIN_ROW(1, k[1][x], q[1][x]);
+            LIN_ROW(2, k[2][x], q[2][x]);
+            LIN_ROW(3, k[3][x], q[3][x]);
+            *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
+        }
+        float *o      = ob + t;
+        *(lin_v16 *)o = a00, *(lin_v16 *)(o + 16) = a01;
+        *(lin_v16 *)(o + Yp) = a10, *(lin_v16 *)(o + Yp + 16) = a11;
+        *(lin_v16 *)(o + 2 * Yp) = a20, *(lin_v16 *)(o + 2 * Yp + 16) = a21;
+        *(lin_v16 *)(o + 3 * Yp) = a30, *(lin_v16 *)(o + 3 * Yp + 16) = a31;
+    }
+}
+
+void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                      const float *W, int l, int reverse, int fold)
+{
+    const int X = s->X, Y = s->Y, Yp = s->Yp;
+    for (int b = 0; b < l; b += 4) { /* 4 rows at a time, zero rows pad the last step */
+        const float *q[4], *k[4];
+        int          row[4];
+        for (int r = 0; r < 4; r++) {
+            int i = b + r, n = reverse ? l - 1 - i : i;
+            row[r] = i < l ? n : -1;
+            q[r]   = i < l ? Q + (size_t)n * X : s->zero;
+            k[r]   = i < l ? K + (size_t)n * X : s->zero;
+            if (i < l)
+                memcpy(s->wb + (size_t)r * Yp, W + (size_t)n * Y, (size_t)Y * sizeof(float));
+            else
+                memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
+        }
+        scan_block(s->S, Yp, q, k, s->wb, s->ob, X);
+        for (int r = 0; r < 4; r++)
+            if (row[r] >= 0)
+                memcpy(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, (size_t)Y * sizeof(float));
+    }
+    if (fold) rl_lin_scan_fold(s, K, W, l, NULL);
+}
+
+void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int l,
+                      struct rl_lin_scan *twin)
+{
+    const int X = s->X, Y = s->Y;
+    rl_lin_gemm_acc(s->Sd, s->T, K, X, W, Y, l);
+    sync_float_state(s);
+    if (!twin) return;
+    for (int x = 0; x < X; x++) /* the twin's state is the transpose: add T^T */
+        for (int y = 0; y < Y; y++)
+            twin->Sd[(size_t)y * X + x] += (double)s->T[(size_t)x * Y + y];
+    sync_float_state(twin);
+}
+
+void rl_lin_gemm_acc(double *Sd, float *T, const float *X, int nx, const float *Y, int ny, int l)
+{
+    rl_tile_gemm(nx, ny, l, 1.0f, X, 1, nx, Y, ny, 0.0f, T, ny); /* T = X^T Y */
+    for (size_t i = 0; i < (size_t)nx * ny; i++)
+        Sd[i] += (double)T[i];
+}
+
+/* z += e (double accumulation of a float row) */
+static RL_INLINE void add_row(double *z, const float *e, int n)
+{
+#pragma omp simd
+    for (int f = 0; f < n; f++)
+        z[f] += (double)e[f];
+}
+
+static RL_INLINE void add_scaled_row(double *g, double w, const float *b, int n)
+{
+#pragma omp simd
+    for (int f = 0; f < n; f++)
+        g[f] += w * (double)b[f];
+}
+
+RL_SIMD_CLONES
+void rl_lin_sum_rows(double *z, const float *E, int l, int n)
+{
+    for (int i = 0; i < l; i++)
+        add_row(z, E + (size_t)i * n, n);
+}
+
+RL_SIMD_CLONES
+void rl_lin_wsum_rows(double *g, const double *w, const float *B, int l, int n)
+{
+    for (int i = 0; i < l; i++)
+        add_scaled_row(g, w[i], B + (size_t)i * n, n);
+}
+
+RL_SIMD_CLONES
+long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float *E, int l, int Dd,
+                     int causal, float eps, double *z)
+{
+    long bad = 0;
+    for (int m = 0; m < l; m++) {
+        const float *b = B + (size_t)m * Dd;
+        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (int f = 0; f < Dd; f++)
+            s += (double)b[f] * z[f];
+        bad += s <= (double)eps; /* SPEC 2.3: the denominator before eps is <= eps */
+        double dd = s + (double)eps;
+        den[m]    = (float)dd;
+        float *o  = out + (size_t)m * dv;
+#pragma omp simd
+        for (int j = 0; j < dv; j++)
+            o[j] = (float)((double)o[j] / dd);
+    }
+    return bad;
+}
+
+RL_SIMD_CLONES
+void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const float *B,
+                              const float *E, int l, int Dd, int causal, double *z, double *g)
+{
+    for (int m = 0; m < l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
+        float *db = dB + (size_t)m * Dd;
+        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
+#pragma omp simd
+        for (int f = 0; f < Dd; f++)
+            db[f] += (float)(dden[m] * z[f]);
+    }
+    for (int n = l - 1; n >= 0; n--) { /* dE_n = sum_{m >= n, or all m} dden_m B_m */
+        float *de = dE + (size_t)n * Dd;
+        if (causal) add_scaled_row(g, dden[n], B + (size_t)n * Dd, Dd);
+#pragma omp simd
+        for (int f = 0; f < Dd; f++)
+            de[f] += (float)g[f];
+    }
+}

@@ -1,0 +1,35 @@
+/* attn_opts.h -- the options and diagnostics every attention kernel shares: the kind
+ * (softmax or linear), the feature map, the attention-level position encoding and its
+ * parameters.  Included by the dispatcher (attn.h) and by each kernel family, so that
+ * neither includes the other. */
+#ifndef RL_ATTN_OPTS_H
+#define RL_ATTN_OPTS_H
+
+#include "rope.h"
+
+enum rl_attn_kind { RL_ATTN_SOFTMAX = 0, RL_ATTN_LINEAR = 1 };
+enum rl_fmap { RL_FMAP_ELU1 = 0, RL_FMAP_SOFTMAX = 1, RL_FMAP_EXP = 2 };
+enum rl_attn_pe { RL_ATTN_PE_NONE = 0, RL_ATTN_PE_ROPE, RL_ATTN_PE_T5, RL_ATTN_PE_ALIBI };
+enum rl_rope_place { RL_ROPE_PLACE_FEATURE = 0, RL_ROPE_PLACE_INPUT = 1 };
+enum rl_rope_denom { RL_ROPE_DENOM_PLAIN = 0, RL_ROPE_DENOM_ROTATED = 1 };
+
+struct rl_attn_opts {
+    enum rl_attn_kind   kind;            /* softmax */
+    enum rl_fmap        fmap;            /* elu1 (linear only) */
+    enum rl_attn_pe     pe;              /* none */
+    int                 causal;          /* 0 */
+    float               eps;             /* 1e-6 (linear only) */
+    struct rl_rope_opts rope;            /* SPEC 2.3 */
+    enum rl_rope_place  rope_place;      /* feature (linear only) */
+    enum rl_rope_denom  rope_denominator;/* plain (linear only) */
+    int                 t5_buckets;      /* 32 */
+    int                 t5_max_distance; /* 128 */
+    int                 alibi_scan;      /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
+};
+
+struct rl_attn_stats {
+    long   bad_denominators; /* linear: rows (summed over heads) whose denominator before eps <= eps */
+    double ms;               /* wall time of the call */
+};
+
+#endif

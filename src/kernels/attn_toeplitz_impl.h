@@ -1,0 +1,40 @@
+/* attn_toeplitz_impl.h -- private to attn_toeplitz.c and attn_decay.c: the rl_toeplitz
+ * workspace and the feature / gradient plumbing both paths share.
+ *
+ * Every path writes o_m = sum_f A[m,f] Y_f[m,:] / (sum_f A[m,f] Y'_f[m] + eps) with
+ * Y, Y' sums over n of exp(rel) B[n,f] v[n,:] and exp(rel) B[n,f]; only how the sums
+ * are taken differs (FFT Toeplitz products, or the decayed scan). */
+#ifndef RL_ATTN_TOEPLITZ_IMPL_H
+#define RL_ATTN_TOEPLITZ_IMPL_H
+
+#include "attn_toeplitz.h"
+#include "featmap.h"
+#include "../core/fft.h"
+#include "../core/util.h"
+
+struct rl_toeplitz {
+    int          N, d, dv;
+    rl_fft_conv *conv;                /* dv + 1 columns of length L */
+    void        *pool;                /* every array below */
+    float       *phq, *dph;           /* phi_q (featmap.h) and its gradient, N x d */
+    double      *colmax;              /* softmax: c_f = max_n k[n,f] (d) */
+    int         *cut_x, *cut_y;       /* causal magnitude segments (N + 1) */
+    double      *E, *corr;            /* exp(rel), d E (2N-1) */
+    double      *A, *B, *Z;           /* query weights, key features, Shen normaliser (N x d) */
+    double      *dA, *dB;             /* their gradients (N x d) */
+    double      *num, *dnum;          /* N x dv: numerator, d num (scan: dv) */
+    double      *vT, *numT, *dnumT;   /* dv x N: v^T (scan: v, N x dv), num^T (bwd: dv^T), dnum^T */
+    double      *den, *dden;          /* N: denominator before eps, d den */
+    double      *w, *wg;              /* N: segment magnitudes, adjoint row scale */
+    double      *af, *bf, *gaf, *gbf; /* N: A[:,f], B[:,f] and their gradients */
+    double      *S, *dS, *z, *dz;     /* scan states (d x dv, d) */
+};
+
+void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
+                          int causal);
+void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, float eps);
+void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den);
+void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *q,
+                                   const float *k, enum rl_fmap fm, int causal);
+
+#endif

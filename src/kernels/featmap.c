@@ -1,0 +1,113 @@
+/* featmap.c -- linear-attention feature maps and their elementwise backward (featmap.h).
+ *
+ * The loops are branch-free `omp simd` loops with the vectorisable exp of vexp.h, compiled
+ * per ISA by RL_SIMD_CLONES: with glibc's scalar expf behind a data-dependent branch, elu1
+ * on random-signed inputs cost ~0.7 ms per map and head at N = 4096, d = 32 -- more than
+ * the whole causal linear-attention scan.  elu1 is written exp(x <= 0 ? x : 0) +
+ * (x > 0 ? x : 0): x + 1 above 0, exp(x) otherwise, and NaN stays NaN. */
+#include "config.h"
+#include "featmap.h"
+#include "../core/vexp.h"
+
+#include <math.h>
+
+static RL_INLINE void softmax_row(float *p, const float *x, int d)
+{
+    float mx = rl_maxf_inline(x, d, x[0]);
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < d; j++) {
+        p[j] = rl_expf_inline(x[j] - mx);
+        s += (double)p[j];
+    }
+    float inv = (float)(1.0 / s);
+#pragma omp simd
+    for (int j = 0; j < d; j++)
+        p[j] *= inv;
+}
+
+static RL_INLINE void elu1_or_exp(float *phi, const float *x, size_t n, int elu1)
+{
+    if (elu1) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            phi[i]  = rl_expf_inline(v > 0.0f ? 0.0f : v) + (v > 0.0f ? v : 0.0f);
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++)
+            phi[i] = rl_expf_inline(x[i]);
+    }
+}
+
+RL_SIMD_CLONES
+void rl_fmap_q_forward(float *phi, const float *x, int N, int d, enum rl_fmap f)
+{
+    if (f == RL_FMAP_ELU1) {
+        elu1_or_exp(phi, x, (size_t)N * d, 1);
+        return;
+    }
+    for (int n = 0; n < N; n++)
+        softmax_row(phi + (size_t)n * d, x + (size_t)n * d, d);
+}
+
+RL_SIMD_CLONES
+void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const float *phi, int N,
+                        int d, enum rl_fmap f)
+{
+    if (f == RL_FMAP_ELU1) { /* phi = x + 1 (x > 0), exp(x) otherwise: phi' = 1 or exp(x) = phi */
+        size_t total = (size_t)N * d;
+#pragma omp simd
+        for (size_t i = 0; i < total; i++)
+            dx[i] = x[i] > 0 ? dphi[i] : dphi[i] * phi[i];
+        return;
+    }
+    for (int n = 0; n < N; n++) { /* softmax: dx_j = p_j (g_j - sum_i g_i p_i) */
+        const float *g = dphi + (size_t)n * d, *pr = phi + (size_t)n * d;
+        float       *o   = dx + (size_t)n * d;
+        double       dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < d; j++)
+            dot += (double)g[j] * (double)pr[j];
+        float fd = (float)dot;
+#pragma omp simd
+        for (int j = 0; j < d; j++)
+            o[j] = pr[j] * (g[j] - fd);
+    }
+}
+
+RL_SIMD_CLONES
+void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, enum rl_fmap f)
+{
+    if (f != RL_FMAP_SOFTMAX) {
+        elu1_or_exp(phi, x, (size_t)N * d, f == RL_FMAP_ELU1);
+        return;
+    }
+    for (int j = 0; j < d; j++)
+        colmax[j] = -INFINITY;
+    for (int n = 0; n < N; n++) {
+        const float *xr = x + (size_t)n * d;
+#pragma omp simd
+        for (int j = 0; j < d; j++)
+            colmax[j] = xr[j] > colmax[j] ? xr[j] : colmax[j];
+    }
+    for (int n = 0; n < N; n++) {
+        const float *xr = x + (size_t)n * d;
+        float       *pr = phi + (size_t)n * d;
+#pragma omp simd
+        for (int j = 0; j < d; j++)
+            pr[j] = rl_expf_inline(xr[j] - colmax[j]);
+    }
+}
+
+RL_SIMD_CLONES
+void rl_fmap_k_backward(float *dx, const float *dphi, const float *x, const float *phi, int N,
+                        int d, enum rl_fmap f)
+{
+    size_t total = (size_t)N * d;
+    int    elu1  = f == RL_FMAP_ELU1;
+#pragma omp simd
+    for (size_t i = 0; i < total; i++)
+        dx[i] = (elu1 && x[i] > 0) ? dphi[i] : dphi[i] * phi[i];
+}

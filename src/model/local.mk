@@ -1,0 +1,8 @@
+## src/model/local.mk -- the transformer, its optimizer and checkpoints (uses kernels, core).
+noinst_LTLIBRARIES += src/model/libmodel.la
+src_model_libmodel_la_SOURCES = \
+	%D%/batch.c %D%/batch.h \
+	%D%/layers.c %D%/layers.h \
+	%D%/model.c %D%/model.h \
+	%D%/adamw.c %D%/adamw.h \
+	%D%/checkpoint.c %D%/checkpoint.h
