@@ -1,5 +1,5 @@
-/* train_impl.h -- private to train.c, train_io.c and train_bench.c: the trainer object
- * and the pieces of one run (updates, files, evaluation). */
+/* train_impl.h -- private to train.c, train_eval.c, train_run.c, train_io.c and train_bench.c: the
+ * trainer object and the pieces of one run (updates, files, evaluation). */
 #ifndef RL_TRAIN_IMPL_H
 #define RL_TRAIN_IMPL_H
 
@@ -37,8 +37,9 @@ rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task 
 void      rl_trainer_free(struct rl_trainer *t);
 /* Update number t->step (0-based), then t->step++. */
 rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s);
-/* Evaluate at every eval length into rows (c->eval.n_lengths of them). */
-rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows);
+/* Evaluate at every eval length, under every rope_extend method (RoPE points; once for
+ * the others), into rows: *n_rows of them, method-major (train_eval.c). */
+rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, int *n_rows);
 
 /* train_io.c: the run directory's files. */
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
