@@ -42,6 +42,8 @@ void rl_attn_opts_default(struct rl_attn_opts *o)
     o->t5_buckets      = 32;
     o->t5_max_distance = 128;
     o->alibi_scan      = 0;
+    o->xpos            = 0;
+    o->xpos_scale_base = 512.0;
 }
 
 rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
@@ -60,6 +62,19 @@ rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
         if (!(o->rope.ntk > 0)) RL_FAIL(RL_EINVAL, "rope_ntk=%g must be > 0", o->rope.ntk);
         if (o->rope.ntk != 1.0 && R <= 2)
             RL_FAIL(RL_EINVAL, "rope_ntk needs rope_dims > 2, got %d", R);
+        if (!(o->rope.yarn >= 1)) RL_FAIL(RL_EINVAL, "rope_yarn=%g must be >= 1", o->rope.yarn);
+        if (o->rope.yarn != 1.0 && (o->rope.scale != 1.0 || o->rope.ntk != 1.0))
+            RL_FAIL(RL_EINVAL, "rope_yarn excludes rope_scale != 1 and rope_ntk != 1");
+        if (o->rope.yarn_orig < 0)
+            RL_FAIL(RL_EINVAL, "rope_yarn_orig=%d must be >= 0", o->rope.yarn_orig);
+        if (o->rope.yarn != 1.0) RL_FAIL(RL_EINVAL, "rope_yarn is not implemented yet");
+    }
+    if (o->xpos) {
+        if (o->kind != RL_ATTN_SOFTMAX || !o->causal || o->pe != RL_ATTN_PE_ROPE)
+            RL_FAIL(RL_EINVAL, "xpos needs softmax attention, causal, pe=rope");
+        if (!(o->xpos_scale_base > 0))
+            RL_FAIL(RL_EINVAL, "xpos_scale_base=%g must be > 0", o->xpos_scale_base);
+        RL_FAIL(RL_EINVAL, "xpos is not implemented yet");
     }
     if (o->kind == RL_ATTN_SOFTMAX) {
         if (o->rope_place != RL_ROPE_PLACE_FEATURE)

@@ -13,6 +13,8 @@ void rl_rope_opts_default(struct rl_rope_opts *o)
     o->dims   = 0;
     o->scale  = 1.0;
     o->ntk    = 1.0;
+    o->yarn      = 1.0;
+    o->yarn_orig = 0;
 }
 
 double rl_rope_theta(const struct rl_rope_opts *o, int dims, int i)

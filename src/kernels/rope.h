@@ -23,6 +23,8 @@ struct rl_rope_opts {
     int                 dims;   /* R; 0 means d */
     double              scale;  /* position interpolation m -> m/scale; 1 */
     double              ntk;    /* NTK alpha; 1 */
+    double              yarn;   /* YaRN factor s; 1 = off */
+    int                 yarn_orig; /* YaRN: L, the context trained at; 0 = the table's n_pos */
 };
 
 struct rl_rope {
