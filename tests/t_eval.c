@@ -200,6 +200,36 @@ static void test_extend(void)
         rl_trainer_free(&u);
         rl_task_free(task2);
     }
+    /* YaRN: the same, once the kernels have it (until then the configuration refuses it) */
+    const char *const yarn[] = {"eval.rope_extend=yarn", "eval.lengths=64", NULL};
+    rl_status         sy     = make_cfg(c2, &task2, yarn);
+    rl_task_free(task2);
+    if (sy != RL_OK && strstr(rl_last_error(), "not implemented")) {
+        tap_ok(strstr(rl_last_error(), "[eval] rope_extend: yarn:") != NULL,
+               "rope_extend = yarn is refused before training while the kernels lack YaRN: %s",
+               rl_last_error());
+    } else {
+        const char *const built[] = {"model.rope_yarn=4", "model.rope_yarn_orig=16",
+                                     "eval.lengths=64", NULL};
+        struct rl_trainer y;
+        trainer(&y, c2, &task2, yarn);
+        memcpy(rl_model_params(y.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+        struct rl_eval_row yr;
+        int                ny;
+        rl_status          s1 = rl_trainer_evaluate(&y, &yr, &ny);
+        rl_trainer_free(&y);
+        rl_task_free(task2);
+        trainer(&u, c2, &task2, built);
+        memcpy(rl_model_params(u.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+        rl_status s2 = rl_trainer_evaluate(&u, b, &nb);
+        tap_ok(s1 == RL_OK && s2 == RL_OK && ny == 1 && yr.factor == 4 && same_row(&yr, &b[0]) &&
+                   !same_row(&yr, &a[2]),
+               "rope_extend = yarn at 4N equals a model built with rope_yarn = 4, "
+               "rope_yarn_orig = 16 (loss %.6f vs %.6f)",
+               yr.loss, b[0].loss);
+        rl_trainer_free(&u);
+        rl_task_free(task2);
+    }
     const char *const fixed[] = {"eval.rope_extend=pi", "eval.rope_factor=2", NULL};
     trainer(&u, c2, &task2, fixed);
     memcpy(rl_model_params(u.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
@@ -234,7 +264,9 @@ static void refused(const char *const *sets, const char *want, const char *what)
 static void test_checks(void)
 {
     const char *const a[] = {"model.rope_scale=2", "eval.rope_extend=none, pi", NULL};
-    refused(a, "[eval] rope_extend: the model is trained with rope_scale = 2",
+    refused(a,
+            "[eval] rope_extend: the model is trained with rope_scale = 2, rope_ntk = 1, rope_yarn "
+            "= 1:",
             "a point trained with rope_scale refuses rope_extend");
     const char *const b[] = {"eval.stride=16", NULL};
     refused(b, "[eval] stride: 16 must be smaller than every evaluation length (16)",

@@ -110,17 +110,25 @@ static rl_status check_eval(const struct rl_cfg *c)
                        "non-overlapping windows",
                        c->eval.stride, c->eval.lengths[i]);
     if (!extend || c->model.pe != RL_CFG_PE_ROPE) return RL_OK; /* others: evaluated once */
-    if (c->model.rope_scale != 1 || c->model.rope_ntk != 1)
+    if (c->model.rope_scale != 1 || c->model.rope_ntk != 1 || c->model.rope_yarn != 1)
         CHECK_FAIL("eval", "rope_extend", NULL, NULL,
-                   "the model is trained with rope_scale = %g, rope_ntk = %g: extension "
-                   "methods apply to plain RoPE (use rope_extend = none)",
-                   c->model.rope_scale, c->model.rope_ntk);
+                   "the model is trained with rope_scale = %g, rope_ntk = %g, rope_yarn = %g: "
+                   "extension methods apply to plain RoPE (use rope_extend = none)",
+                   c->model.rope_scale, c->model.rope_ntk, c->model.rope_yarn);
     if (ntk && c->model.rope_dims <= 2)
         CHECK_FAIL("eval", "rope_extend", NULL, NULL, "ntk needs rope_dims > 2 (got %d)",
                    c->model.rope_dims);
-    if (yarn)
-        CHECK_FAIL("eval", "rope_extend", NULL, NULL,
-                   "yarn is not available in this build (no YaRN in the RoPE kernels)");
+    if (yarn) { /* the kernels must take YaRN with this model's other options */
+        struct rl_model_config mc;
+        rl_cfg_model_config(c, 2, rl_task_kind_lm(c->task.name), 0, &mc);
+        mc.attn.rope.yarn = 2, mc.attn.rope.yarn_orig = c->task.length;
+        const int d = c->model.d_model / c->model.heads;
+        if (rl_attn_opts_check(&mc.attn, c->model.heads, d, d) != RL_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", rl_last_error());
+            CHECK_FAIL("eval", "rope_extend", NULL, NULL, "yarn: %s", why);
+        }
+    }
     return RL_OK;
 }
 

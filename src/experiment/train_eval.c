@@ -157,9 +157,9 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
 /* The RoPE options of extension method e with factor s (training length N). */
 static struct rl_rope_opts extend_opts(struct rl_rope_opts o, enum rl_cfg_extend e, double s, int N)
 {
-    (void)N;
     if (e == RL_CFG_EXTEND_PI) o.scale = s;
     if (e == RL_CFG_EXTEND_NTK) o.ntk = s;
+    if (e == RL_CFG_EXTEND_YARN) o.yarn = s, o.yarn_orig = N;
     return o;
 }
 

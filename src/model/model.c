@@ -666,7 +666,8 @@ long rl_model_bad_denominators(const rl_model *m) { return m->bad_den; }
 static int same_rope(const struct rl_rope_opts *a, const struct rl_rope_opts *b)
 {
     return a->base == b->base && a->layout == b->layout && a->dims == b->dims &&
-           a->scale == b->scale && a->ntk == b->ntk;
+           a->scale == b->scale && a->ntk == b->ntk && a->yarn == b->yarn &&
+           a->yarn_orig == b->yarn_orig;
 }
 
 rl_status rl_model_set_rope(rl_model *m, const struct rl_rope_opts *o)
