@@ -72,4 +72,4 @@ dist_check_DATA += \
 ## --- experiment tests ---
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
-dist_check_SCRIPTS += tests/t_experiment.sh
+dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh

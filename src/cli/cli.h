@@ -7,5 +7,6 @@ int rl_cmd_run(int argc, char **argv);
 int rl_cmd_attn(int argc, char **argv);
 int rl_cmd_bench(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
+int rl_cmd_eval(int argc, char **argv);
 
 #endif

@@ -94,6 +94,13 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *run_di
 rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, const char *path,
                                        struct rl_train_result *r, int64_t *step);
 
+/* A run directory's latest checkpoints/step-<k>.safetensors into path; *k = -1 when there
+ * is none (train_io.c). */
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
+/* DIR/results.csv (and positions.csv for LM tasks) of the n rows of an evaluation. */
+rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
+                               const struct rl_eval_row *rows, int n);
+
 /* [train] init_from: load that checkpoint's parameters into m (no-op without it); an error
  * names the file, the key and the tensor that does not match. */
 rl_status rl_train_init_from(rl_model *m, const struct rl_cfg *c);

@@ -45,13 +45,9 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, in
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
 rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
-/* Latest checkpoints/step-<k>.safetensors; *k = -1 when there is none. */
-rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
 /* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
 rl_status rl_jsonl_truncate(const char *path, int64_t k);
 rl_status rl_jsonl_append(const char *path, const char *line);
-rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
-                               const struct rl_eval_row *rows, int n);
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
                          int causal);
 
