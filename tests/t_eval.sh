@@ -34,18 +34,19 @@ batch = 4
 lengths = 16, 64
 batches = 2
 stride = 8
-rope_extend = none, pi, ntk
+rope_extend = none, pi, ntk, yarn
 [sweep]
 model.pe = rope, alibi
 EOF
-"$ROPELAB" run lm.ini --out runs -q >/dev/null 2>err; ok $? "a charlm sweep with stride 8 and rope_extend none, pi, ntk runs"
+"$ROPELAB" run lm.ini --out runs -q >/dev/null 2>err; ok $? "a charlm sweep with stride 8 and rope_extend none, pi, ntk, yarn runs"
 d=runs/lm
-[ "$(grep -c ',rope,\|^rope,' $d/results.csv)" = 6 ] && [ "$(grep -c '^alibi,' $d/results.csv)" = 2 ] &&
-    grep -q '^rope,softmax,64,.*,pi,4,8$' $d/results.csv && grep -q '^rope,softmax,16,.*,ntk,1,8$' $d/results.csv
+[ "$(grep -c '^rope,' $d/results.csv)" = 8 ] && [ "$(grep -c '^alibi,' $d/results.csv)" = 2 ] &&
+    grep -q '^rope,softmax,64,.*,pi,4,8$' $d/results.csv && grep -q '^rope,softmax,16,.*,ntk,1,8$' $d/results.csv &&
+    grep -q '^rope,softmax,64,.*,yarn,4,8$' $d/results.csv
 ok $? "results.csv: RoPE rows per method and length with factor auto = M/N, ALiBi once, stride 8"
 grep -q '^## charlm: perplexity by evaluation length, rope_extend = pi$' $d/summary.md &&
     grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = none$' $d/summary.md | grep -q '^| alibi |' &&
-    ! grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = ntk$' $d/summary.md | grep -q '^| alibi |'
+    ! grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = yarn$' $d/summary.md | grep -q '^| alibi |'
 ok $? "summary.md: one table per method; ALiBi in the none table only"
 grep -q "'charlm-ppl.dat' index 1 using 1:2 with linespoints title 'rope pi', .* title 'alibi none'$" $d/plots/plots.gp
 ok $? "the ppl-vs-length plot has one line per method"
@@ -58,8 +59,8 @@ ok $? "default output: RUN_DIR/eval with config.ini, results.csv, summary.md, th
 nots() { awk -F, -v OFS=, '{ $8 = ""; print }' "$1"; }
 nots $d/results.csv >a; nots $d/eval/results.csv >b
 cmp -s a b; ok $? "the evaluation's results.csv equals the run's (but ms_per_1k_tokens)"
-grep -q '^rope  *softmax' out && grep -q 'rope_extend = ntk' out; ok $? "the table is printed, per method"
-"$ROPELAB" eval $d -q --lengths=16,64 --stride 8 --rope-extend=none,pi,ntk >/dev/null 2>err &&
+grep -q '^rope  *softmax' out && grep -q 'rope_extend = yarn' out; ok $? "the table is printed, per method"
+"$ROPELAB" eval $d -q --lengths=16,64 --stride 8 --rope-extend=none,pi,ntk,yarn >/dev/null 2>err &&
     [ -d $d/eval-2 ] && nots $d/eval-2/results.csv >c && cmp -s a c
 ok $? "--opt=value and --opt value; a second evaluation goes to RUN_DIR/eval-2"
 

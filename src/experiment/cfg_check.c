@@ -118,15 +118,19 @@ static rl_status check_eval(const struct rl_cfg *c)
     if (ntk && c->model.rope_dims <= 2)
         CHECK_FAIL("eval", "rope_extend", NULL, NULL, "ntk needs rope_dims > 2 (got %d)",
                    c->model.rope_dims);
-    if (yarn) { /* the kernels must take YaRN with this model's other options */
-        struct rl_model_config mc;
+    /* the kernels must take every method with this model's other options (xPos, ...) */
+    for (int i = 0; i < c->eval.n_extend; i++) {
+        const enum rl_cfg_extend e = c->eval.extend[i];
+        struct rl_model_config   mc;
         rl_cfg_model_config(c, 2, rl_task_kind_lm(c->task.name), 0, &mc);
-        mc.attn.rope.yarn = 2, mc.attn.rope.yarn_orig = c->task.length;
+        if (e == RL_CFG_EXTEND_PI) mc.attn.rope.scale = 2;
+        if (e == RL_CFG_EXTEND_NTK) mc.attn.rope.ntk = 2;
+        if (e == RL_CFG_EXTEND_YARN) mc.attn.rope.yarn = 2, mc.attn.rope.yarn_orig = c->task.length;
         const int d = c->model.d_model / c->model.heads;
         if (rl_attn_opts_check(&mc.attn, c->model.heads, d, d) != RL_OK) {
             char why[256];
             snprintf(why, sizeof why, "%s", rl_last_error());
-            CHECK_FAIL("eval", "rope_extend", NULL, NULL, "yarn: %s", why);
+            CHECK_FAIL("eval", "rope_extend", NULL, NULL, "%s: %s", rl_cfg_extend_name(e), why);
         }
     }
     return RL_OK;
