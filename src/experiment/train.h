@@ -81,15 +81,11 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task);
 rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *run_dir,
                        const struct rl_train_opts *opts, struct rl_train_result *r);
 
-/* Training throughput (`ropelab bench --train`): the SPEC model of issue 4 -- vocab 64,
- * D 128, 4 heads, 2 layers, causal LM, RoPE, 4096 tokens per update -- at N = 256
- * (batch 16) and N = 4096 (batch 1), softmax and causal linear (elu1) attention, on the
- * current thread count (rl_init).  Each cell: `warmup` untimed updates, then `steps`
- * timed ones; prints a table (tokens/s and forward / backward / optimizer ms per
- * update, median over the timed updates) to out and, when csv_path is not NULL, writes
- * the same numbers as CSV.  Returns 0 on success, nonzero after printing the error. */
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path);
-
+/* Training throughput (`ropelab bench --train`): the benchmark model -- vocab 64, D 128,
+ * 4 heads, 2 layers, causal LM, RoPE, 4096 tokens per update -- at a cell's N, batch and
+ * attention kind, on the current thread count (rl_init).  `warmup` untimed updates, then
+ * `steps` timed ones; the cell gets tokens/s and forward / backward / optimizer ms per
+ * update (medians over the timed updates).  The table is printed by the program. */
 struct rl_bench_train_cell {
     enum rl_attn_kind kind;
     int               N, B;
