@@ -1,5 +1,5 @@
 #!/bin/sh
-# t_layers.sh -- the layering of src/ holds (TAP).
+# t_layering.sh -- the layering of src/ holds (TAP).
 #
 # src/ is cut into layers, each a folder; a file may include headers of its own folder or
 # of a lower one, never of a higher one:
@@ -33,6 +33,7 @@ incs=$(cd "$src" && for f in $files; do
 done)
 
 plan=5
+[ -n "${ROPELAB_LAYERS_SRC:-}" ] || plan=7
 echo "1..$plan"
 fail=0
 
@@ -112,5 +113,24 @@ bad=$(cd "$src" && for f in $files; do
 done)
 if [ -z "$bad" ]; then echo "ok 5 - library code (all but src/cli) never writes to stdout or exits; stderr only in core/status.c"
 else echo "not ok 5 - library code that prints or exits"; printf '%s\n' "$bad" | sed 's/^/# /'; fail=1; fi
+
+# ---- 6, 7: the check itself catches planted faults (on a copy of src/) ----
+if [ -z "${ROPELAB_LAYERS_SRC:-}" ]; then
+    tmp=$(mktemp -d) || exit 1
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/src" && (cd "$src" && tar cf - $files) | (cd "$tmp/src" && tar xf -)
+    printf '#include "../experiment/cfg.h"\n' >> "$tmp/src/core/util.h"
+    out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
+    if printf '%s\n' "$out" | grep -q '^not ok 2' &&
+       printf '%s\n' "$out" | grep -q 'src/core/util.h:.*layer 3, above its own layer 0'; then
+        echo "ok 6 - a planted upward include (core/util.h -> experiment/cfg.h) fails, naming file and line"
+    else echo "not ok 6 - a planted upward include was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+    # a circle inside one layer: rope.h includes featmap.h, which includes attn_opts.h -> rope.h
+    printf '#include "featmap.h"\n' >> "$tmp/src/kernels/rope.h"
+    out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
+    if printf '%s\n' "$out" | grep -q '^# unit: .*kernels/rope -> .*kernels/rope$\|^# unit: .*kernels/featmap -> .*kernels/featmap$\|^# unit: .*kernels/attn_opts -> .*kernels/attn_opts$'; then
+        echo "ok 7 - a planted circle (kernels/rope.h -> featmap.h -> attn_opts.h -> rope.h) fails and is printed"
+    else echo "not ok 7 - a planted circle was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+fi
 
 exit $fail
