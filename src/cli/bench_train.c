@@ -35,9 +35,8 @@ static void print_header(FILE *out, const struct peak *p, int steps)
     fprintf(out, ", AVX2 ");
     fprintf(out, p->g256 > 0 ? "%.1f GFLOP/s" : "n/a", p->g256);
     fprintf(out, "; %% of peak below is of the larger\n");
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s\n", "attention", "N",
-            "batch", "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok", "GFLOP/s",
-            "% peak");
+    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s\n", "attention", "N", "batch",
+            "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok", "GFLOP/s", "% peak");
 }
 
 int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)

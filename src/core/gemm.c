@@ -23,8 +23,8 @@
 #include <omp.h>
 #endif
 
-static int         rl_nthreads = 1;
-static int         rl_inited   = 0;
+static int         rl_nthreads    = 1;
+static int         rl_inited      = 0;
 static const char *rl_arch_reason = "BLIS's own choice";
 
 static int default_threads(void)
@@ -157,8 +157,8 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
                  (float *)B, rsb, csb, &beta, C, rsc, csc, NULL, &rntm);
 }
 
-void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
-              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     /* op(A) is m x k: stored A is (m x k, ld lda) or (k x m, ld lda) for A^T. */
     ptrdiff_t rsa = ta == RL_TRANS_N ? lda : 1, csa = ta == RL_TRANS_N ? 1 : lda;
