@@ -1,7 +1,7 @@
 ## src/local.mk -- libropelab and the ropelab program (included by ../Makefile.am).
 ##
 ## The layers, each a libtool convenience library; calls and includes point down only
-## (cli -> experiment -> model -> kernels -> core), which tests/t_layers.sh checks:
+## (cli -> experiment -> model -> kernels -> core), which tests/t_layering.sh checks:
 ##   core        status, memory and files, generator, JSON, .npy, GEMM (the only
 ##               <blis.h>), tile GEMM, vector exp, FFT (the only <fftw3.h>)
 ##   kernels     RoPE, feature maps, position biases, every attention kernel

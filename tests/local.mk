@@ -38,6 +38,10 @@ tests_t_model_LDADD  = $(TEST_LIBS)
 tests_t_checkpoint_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 
+## --- FLOP counts and the measured FMA peak ---
+check_PROGRAMS += tests/t_flops
+tests_t_flops_LDADD = $(TEST_LIBS)
+
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
 tests_t_task_LDADD = $(TEST_LIBS)
@@ -50,7 +54,7 @@ tests_t_eval_LDADD   = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
-dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh
+dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
 dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py tests/ref/torch_train_bench.py

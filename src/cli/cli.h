@@ -3,10 +3,16 @@
 #ifndef RL_CLI_H
 #define RL_CLI_H
 
+#include <stdio.h>
+
 int rl_cmd_run(int argc, char **argv);
 int rl_cmd_attn(int argc, char **argv);
 int rl_cmd_bench(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
 int rl_cmd_eval(int argc, char **argv);
+
+/* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and
+ * csv_path when not NULL); returns the exit status. */
+int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path);
 
 #endif

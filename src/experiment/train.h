@@ -107,19 +107,16 @@ rl_status rl_train_init_from(rl_model *m, const struct rl_cfg *c);
 /* The same check on a model of c made for it (before anything trains). */
 rl_status rl_train_check_init_from(const struct rl_cfg *c, rl_task *task);
 
-/* Training throughput (`ropelab bench --train`): the SPEC model of issue 4 -- vocab 64,
- * D 128, 4 heads, 2 layers, causal LM, RoPE, 4096 tokens per update -- at N = 256
- * (batch 16) and N = 4096 (batch 1), softmax and causal linear (elu1) attention, on the
- * current thread count (rl_init).  Each cell: `warmup` untimed updates, then `steps`
- * timed ones; prints a table (tokens/s and forward / backward / optimizer ms per
- * update, median over the timed updates) to out and, when csv_path is not NULL, writes
- * the same numbers as CSV.  Returns 0 on success, nonzero after printing the error. */
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path);
-
+/* Training throughput (`ropelab bench --train`): the benchmark model -- vocab 64, D 128,
+ * 4 heads, 2 layers, causal LM, RoPE, 4096 tokens per update -- at a cell's N, batch and
+ * attention kind, on the current thread count (rl_init).  `warmup` untimed updates, then
+ * `steps` timed ones; the cell gets tokens/s and forward / backward / optimizer ms per
+ * update (medians over the timed updates).  The table is printed by the program. */
 struct rl_bench_train_cell {
     enum rl_attn_kind kind;
     int               N, B;
     double            tokens_per_s, ms_forward, ms_backward, ms_optimizer, ms_step;
+    double            flops_per_token; /* forward + backward, model/flops.h */
 };
 /* One cell of that benchmark (the same model), for callers that format themselves. */
 rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int steps);

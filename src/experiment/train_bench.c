@@ -6,6 +6,7 @@
 #include "train_impl.h"
 #include "../core/gemm.h"
 #include "../core/util.h"
+#include "../model/flops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int 
     if (steps < 1 || warmup < 0) RL_FAIL(RL_EINVAL, "bench: steps %d, warmup %d", steps, warmup);
     struct rl_model_config mc;
     bench_model_config(&mc, cell->kind);
+    cell->flops_per_token = rl_model_train_flops_per_token(&mc, cell->N);
     rl_model *m = NULL;
     RL_TRY(rl_model_create(&m, &mc));
     rl_model_init_weights(m, 1);
@@ -102,48 +104,4 @@ rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int 
     }
     rl_model_free(m);
     return st;
-}
-
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
-{
-    static const struct {
-        enum rl_attn_kind kind;
-        int               N, B;
-    } cells[] = {{RL_ATTN_SOFTMAX, 256, 16},
-                 {RL_ATTN_LINEAR, 256, 16},
-                 {RL_ATTN_SOFTMAX, 4096, 1},
-                 {RL_ATTN_LINEAR, 4096, 1}};
-    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv_path && !csv) {
-        fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
-        return 1;
-    }
-    fprintf(out,
-            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
-            "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
-            rl_threads_get(), rl_threads_get() == 1 ? "" : "s", rl_blis_arch(), steps);
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s\n", "attention", "N", "batch", "tokens/s",
-            "fwd ms", "bwd ms", "opt ms", "step ms");
-    if (csv)
-        fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
-                     "ms_optimizer,ms_step\n");
-    int rc = 0;
-    for (size_t i = 0; i < sizeof cells / sizeof cells[0] && !rc; i++) {
-        struct rl_bench_train_cell c = {.kind = cells[i].kind, .N = cells[i].N, .B = cells[i].B};
-        if (rl_bench_train_cell(&c, warmup, steps) != RL_OK) {
-            fprintf(stderr, "ropelab: %s\n", rl_last_error());
-            rc = 1;
-            break;
-        }
-        const char *name = c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear (elu1)";
-        fprintf(out, "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f\n", name, c.N, c.B,
-                c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
-        fflush(out);
-        if (csv)
-            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f\n",
-                    c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", c.N, c.B, rl_threads_get(),
-                    c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
-    }
-    if (csv && fclose(csv) != 0) rc = 1;
-    return rc;
 }
