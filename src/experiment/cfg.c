@@ -107,6 +107,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "updates between checkpoints (0 = at the end only)"},
     {"train", "checkpoint_initial", RL_K_BOOL, OFF(train.checkpoint_initial), 0, 0, NULL,
      "also save the step-0 weights"},
+    {"train", "data_parallel", RL_K_BOOL, OFF(train.data_parallel), 0, 0, NULL,
+     "under mpirun: every rank trains each point on its share of the rows"},
     {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
      "evaluation lengths (default: the task length)"},
     {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},

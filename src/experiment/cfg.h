@@ -87,6 +87,7 @@ struct rl_cfg {
         double   min_lr_ratio, beta1, beta2, adam_eps, weight_decay, clip;
         uint64_t seed;
         int      log_every, checkpoint_every, checkpoint_initial;
+        int      data_parallel; /* every rank trains each point (MPI) */
     } train;
     struct {
         int n_lengths;

@@ -39,5 +39,7 @@ rl_status rl_experiment_prepare(rl_experiment **e, const struct rl_cfg *c);
  * stop_after cut the run short (then the outputs wait for the resumed run). */
 rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped);
 void      rl_experiment_free(rl_experiment *e);
+/* Points of the experiment (1 without a sweep). */
+long rl_experiment_points(const rl_experiment *e);
 
 #endif

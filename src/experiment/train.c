@@ -3,6 +3,7 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../core/json.h"
+#include "../core/mpi.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -20,6 +21,10 @@ rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task 
     t->mom_m     = rl_alloc(t->n_params * sizeof(float));
     t->mom_v     = rl_alloc(t->n_params * sizeof(float));
     rl_status st = rl_batch_alloc(&t->batch, c->train.batch, c->task.length);
+    t->ranks     = c->train.data_parallel ? rl_mpi_size() : 1;
+    if (st == RL_OK && t->ranks > 1 &&
+        !(t->dp_scratch = rl_alloc(rl_mpi_sum_floats_scratch(t->n_params) * sizeof(float))))
+        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (st == RL_OK && (!t->mom_m || !t->mom_v))
         st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__,
                              "trainer: cannot allocate the "
@@ -43,6 +48,7 @@ void rl_trainer_free(struct rl_trainer *t)
     rl_model_free(t->m);
     rl_free(t->mom_m);
     rl_free(t->mom_v);
+    rl_free(t->dp_scratch);
     rl_batch_free(&t->batch);
     memset(t, 0, sizeof *t);
 }
@@ -71,10 +77,40 @@ static struct rl_batch micro_batch(const struct rl_batch *b, int i, int rows)
     return m;
 }
 
+int rl_trainer_writer(const struct rl_trainer *t)
+{
+    return !t->c->train.data_parallel || rl_mpi_rank() == 0;
+}
+
+rl_status rl_trainer_share(struct rl_trainer *t)
+{
+    if (t->ranks == 1) return RL_OK;
+    RL_TRY(rl_mpi_bcast(&t->step, sizeof t->step));
+    RL_TRY(rl_mpi_bcast(&t->rng, sizeof t->rng));
+    RL_TRY(rl_mpi_bcast(rl_model_params(t->m), t->n_params * sizeof(float)));
+    RL_TRY(rl_mpi_bcast(t->mom_m, t->n_params * sizeof(float)));
+    return rl_mpi_bcast(t->mom_v, t->n_params * sizeof(float));
+}
+
+/* Data parallel: each rank holds the gradient (already scaled by 1 / the update's
+ * targets), loss sum and counts of its own rows; sum them over the ranks in a fixed order
+ * (core/mpi.h), so that every rank takes the same AdamW step. */
+static rl_status dp_sum(struct rl_trainer *t, double *loss, long *got, long *correct)
+{
+    double v[3] = {*loss, (double)*got, (double)*correct};
+    RL_TRY(rl_mpi_sum_floats(rl_model_grads(t->m), t->n_params, t->dp_scratch));
+    RL_TRY(rl_mpi_sum_doubles(v, 3));
+    *loss = v[0], *got = lround(v[1]), *correct = lround(v[2]);
+    return RL_OK;
+}
+
 rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
 {
     const struct rl_cfg *c = t->c;
-    const int            A = c->train.accumulate, rows = c->train.batch / A;
+    /* data parallel: rank k takes rows [k B/K, (k+1) B/K) of the update, in A micro-batches;
+     * the batch itself (and so the target count) is the same on every rank */
+    const int A = c->train.accumulate, rows = c->train.batch / (t->ranks * A);
+    const int first = t->ranks > 1 ? rl_mpi_rank() * A : 0;
     memset(s, 0, sizeof *s);
     double t0 = rl_now_ms();
     RL_TRY(rl_task_batch(t->task, &t->batch, 0, t->step));
@@ -88,7 +124,7 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     double loss     = 0;
     long   got = 0, correct = 0;
     for (int i = 0; i < A; i++) {
-        struct rl_batch mb = micro_batch(&t->batch, i, rows);
+        struct rl_batch mb = micro_batch(&t->batch, first + i, rows);
         double          ls, ta = rl_now_ms();
         long            nt, nc;
         RL_TRY(rl_model_forward(t->m, &mb, &ls, &nt, &nc));
@@ -99,6 +135,11 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
         s->ms_forward += tb - ta;
         s->ms_backward += rl_now_ms() - tb;
         loss += ls, got += nt, correct += nc;
+    }
+    if (t->ranks > 1) {
+        double tc = rl_now_ms();
+        RL_TRY(dp_sum(t, &loss, &got, &correct));
+        s->ms_backward += rl_now_ms() - tc; /* the gradient sum counts as backward time */
     }
     if (got != total)
         RL_FAIL(RL_EINVAL, "update %lld: the model counted %ld targets, the batch %ld",
@@ -180,10 +221,10 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
     }
     rl_batch_free(&b);
     RL_TRY(st);
-    r->loss             = r->targets ? loss / (double)r->targets : NAN;
-    r->acc              = r->targets ? (double)correct / (double)r->targets : NAN;
-    r->ppl              = causal ? exp(r->loss) : NAN;
-    r->exact            = r->sequences ? r->exact / (double)r->sequences : NAN;
+    r->loss  = r->targets ? loss / (double)r->targets : NAN;
+    r->acc   = r->targets ? (double)correct / (double)r->targets : NAN;
+    r->ppl   = causal ? exp(r->loss) : NAN;
+    r->exact = r->sequences ? r->exact / (double)r->sequences : NAN;
     for (int i = 0; i < r->pos_bins; i++)
         r->pos_loss[i] = r->pos_targets[i] ? r->pos_loss[i] / (double)r->pos_targets[i] : NAN;
     r->ms_per_1k_tokens = ms * 1000.0 / ((double)rows * n * c->eval.batches);
