@@ -228,7 +228,12 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0};
     if (pr->show || pr->queue) to.on_update = on_update, to.ctx = pr;
     struct rl_train_result res;
-    RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
+    rl_status              st = rl_train_run(pc, task, pdir, &to, &res);
+    if (st != RL_OK) { /* name the point: under MPI the ranks' lines interleave */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", rl_last_error());
+        RL_FAIL(st, "%s (sweep point %s)", msg, name);
+    }
     if (o->stop_after) rs->budget -= res.updates;
     if (res.steps_done < pc->train.steps) *rs->stopped = 1;
     if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
