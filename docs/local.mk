@@ -4,3 +4,5 @@ dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_line
 ## --- experiments ---
 dist_doc_DATA += docs/experiments.md
 dist_noinst_DATA += docs/img/rope_decay.svg
+## --- scale-out (MPI) ---
+dist_doc_DATA += docs/scale-out.md

@@ -113,6 +113,13 @@ r=$?
 [ $r != 0 ] && [ "$(grep -c 'ropelab: .*heads' "$tmp/two/err")" = 1 ]
 ok $? "a configuration error under MPI: non-zero exit, the message printed once"
 
+# --- more ranks x threads than cores: a warning (one update per rank is enough) ---
+nc=$(getconf _NPROCESSORS_ONLN)
+(cd "$tmp/two" && mpi2 run ../tiny.ini --out warn -q --threads "$nc" --stop-after 1 >out 2>err)
+r=$?
+[ $r = 0 ] && [ "$(grep -c "warning: 2 ranks x $nc threads on this node exceed its $nc cores" "$tmp/two/err")" = 1 ]
+ok $? "2 ranks x $nc threads on $nc cores: one warning"
+
 # --- a rank that fails ends the job ---
 cat >"$tmp/fail.ini" <<EOF
 [experiment]

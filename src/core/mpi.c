@@ -71,7 +71,8 @@ void rl_mpi_abort(int code)
     if (rl_mpi_on && rl_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-/* Complete n requests: poll for 2 ms, then sleep between polls (20 us doubling to 1 ms),
+/* Complete n requests: poll for 20 ms (a large message takes several protocol rounds
+ * that each need both ranks polling), then sleep between polls (20 us doubling to 1 ms),
  * so that a waiting rank leaves its core to a rank that computes. */
 static rl_status wait_all(int n, MPI_Request *req, MPI_Status *status, const char *what)
 {
@@ -82,7 +83,7 @@ static rl_status wait_all(int n, MPI_Request *req, MPI_Status *status, const cha
         if (MPI_Testall(n, req, &done, status ? status : MPI_STATUSES_IGNORE) != MPI_SUCCESS)
             RL_FAIL(RL_EIO, "MPI: %s failed", what);
         if (done) return RL_OK;
-        if (MPI_Wtime() - t0 < 2e-3) continue;
+        if (MPI_Wtime() - t0 < 20e-3) continue;
         nanosleep(&ts, NULL);
         if (ts.tv_nsec < 1000000) ts.tv_nsec *= 2;
     }

@@ -21,7 +21,7 @@
  *                      (small vectors: loss sums, counts).
  *
  * Waiting: a rank that waits (for a slower rank, for rank 0 that evaluates alone, for the
- * next item) polls its request for 2 ms, then sleeps between polls (up to 1 ms), so an
+ * next item) polls its request for 20 ms, then sleeps between polls (up to 1 ms), so an
  * idle rank does not take a core from a rank that computes.
  *
  * Errors: MPI's own errors abort the job (MPI_ERRORS_ARE_FATAL); rl_mpi_abort ends every
