@@ -4,7 +4,9 @@
  * the job (MPI_Abort) after printing its message.
  * Exit status: 0 success, 1 runtime failure (data, I/O, numerics), 2 usage or
  * configuration error (found before anything runs). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity */
+#endif
 #include "config.h"
 #include "../experiment/cfg.h"
 #include "cli.h"
