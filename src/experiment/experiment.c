@@ -147,8 +147,7 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     if (pr->tty) {
         int fill = (int)((double)PROGRESS_BAR * (double)step / (double)steps);
         bar[0]   = '|';
-        for (int i = 0; i < PROGRESS_BAR; i++)
-            bar[1 + i] = i < fill ? '#' : '.';
+        for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
         bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
     }
     fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s%s%s%s", pr->tty ? "\r" : "",
@@ -258,9 +257,8 @@ static rl_status run_point(const rl_experiment *e, long p, struct run_state *rs,
     snprintf(pdir, sizeof pdir, "%s/%s", e->dir, name);
     RL_TRY(point_prepare(e, p, pc, &task));
     rl_status st = RL_OK;
-    if (rs->finished[p] && rl_mpi_rank() > 0) { /* data parallel: rank 0 checks */
-    } else if (rs->finished[p]) {
-        st = check_finished(pc, pdir);
+    if (rs->finished[p]) {
+        if (rl_mpi_rank() == 0) st = check_finished(pc, pdir); /* data parallel: rank 0's */
         if (st == RL_OK && rs->o->out && !rs->o->quiet)
             fprintf(rs->o->out, "[%ld/%ld] %s  finished before: skipped\n", p + 1, e->sw.n_points,
                     name);
