@@ -11,8 +11,11 @@
 #include <mpi.h>
 #include <time.h>
 
-static int rl_mpi_on = 0; /* MPI_Init_thread succeeded and MPI_Finalize not yet called */
-static int rl_rank = 0, rl_size = 1, rl_local = 1;
+enum { SUM_DOUBLES_MAX = 64 };
+
+static int     rl_mpi_on = 0; /* MPI_Init_thread succeeded and MPI_Finalize not yet called */
+static int     rl_rank = 0, rl_size = 1, rl_local = 1;
+static double *rl_gathered; /* rl_mpi_sum_doubles: size x SUM_DOUBLES_MAX */
 
 enum { TAG_RING = 101, TAG_ASK = 102, TAG_GIVE = 103 };
 
@@ -51,6 +54,8 @@ rl_status rl_mpi_init(int *argc, char ***argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &rl_local);
     MPI_Comm_free(&node);
+    if (!(rl_gathered = malloc((size_t)rl_size * SUM_DOUBLES_MAX * sizeof *rl_gathered)))
+        RL_FAIL(RL_ENOMEM, "out of memory");
     return RL_OK;
 }
 
@@ -58,6 +63,8 @@ void rl_mpi_finalize(void)
 {
     if (!rl_mpi_on) return;
     rl_mpi_on = 0;
+    free(rl_gathered);
+    rl_gathered = NULL;
     MPI_Finalize();
     rl_rank = 0, rl_size = rl_local = 1;
 }
@@ -157,22 +164,19 @@ rl_status rl_mpi_sum_floats(float *x, size_t n, float *scratch)
 
 rl_status rl_mpi_sum_doubles(double *v, int n)
 {
-    enum { MAX = 64 };
-    if (!rl_mpi_on || rl_size == 1) return RL_OK;
-    RL_ASSERT(n > 0 && n <= MAX);
-    double *all = malloc((size_t)rl_size * MAX * sizeof *all);
-    if (!all) RL_FAIL(RL_ENOMEM, "out of memory");
+    double     *all = rl_gathered;
     MPI_Request r;
+    if (!rl_mpi_on || rl_size == 1) return RL_OK;
+    RL_ASSERT(n > 0 && n <= SUM_DOUBLES_MAX);
     MPI_Iallgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD, &r);
-    rl_status st = wait_all(1, &r, NULL, "sum of doubles");
-    for (int i = 0; st == RL_OK && i < n; i++) {
+    RL_TRY(wait_all(1, &r, NULL, "sum of doubles"));
+    for (int i = 0; i < n; i++) {
         double s = all[i];
         for (int k = 1; k < rl_size; k++)
             s += all[(size_t)k * n + i];
         v[i] = s;
     }
-    free(all);
-    return st;
+    return RL_OK;
 }
 
 /* ---- the work queue ---- */
