@@ -4,7 +4,8 @@
 # follows the one-process run within 1e-5 relative and the final weights within 1e-4;
 # two runs on 2 ranks are bitwise equal; only rank 0 writes (the run directory holds
 # exactly a one-process run's files); an interrupted run resumed under MPI ends with the
-# uninterrupted run's bits; a batch the ranks do not divide is refused before training,
+# uninterrupted run's bits; 3 ranks (where the ring sum's order shows) follow the
+# one-process loss too; a batch the ranks do not divide is refused before training,
 # and train.data_parallel cannot be swept.  Skipped without MPI or mpirun.
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
@@ -99,6 +100,19 @@ tensors() { h=$(od -An -t u8 -N 8 "$1" | tr -d ' '); tail -c +$((h + 9)) "$1" | 
 [ "$(tensors "$b/checkpoints/step-50.safetensors")" = "$(tensors "$tmp/res/runs/dp/checkpoints/step-50.safetensors")" ] &&
     [ "$(loss "$b/metrics.jsonl")" = "$(loss "$tmp/res/runs/dp/metrics.jsonl")" ]
 ok $? "resumed: final weights, moments and every loss bitwise equal the uninterrupted 2-rank run's"
+
+# 3 ranks: the ring sum's blocks then start at different ranks (2 ranks hide its order)
+mkdir "$tmp/one3" "$tmp/three"
+(cd "$tmp/one3" && "$ROPELAB" run ../dp.ini --out runs -q --set train.batch=24 >out 2>err) &&
+    (cd "$tmp/three" && env "$mpienv" "$MPIRUN" -np 3 --oversubscribe --bind-to none "$ROPELAB" run ../dp.ini \
+        --out runs -q --set train.batch=24 </dev/null >out 2>err)
+ok $? "batch 24 on one process and on 3 ranks (4 rows per micro-batch)"
+loss "$tmp/one3/runs/dp/metrics.jsonl" >"$tmp/l3a"; loss "$tmp/three/runs/dp/metrics.jsonl" >"$tmp/l3b"
+d=$(paste "$tmp/l3a" "$tmp/l3b" | awk '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > m) m = r; k++ }
+    END { if (k != 50) print "records " k; else printf "%.3g\n", m }')
+echo "# 3 ranks: per-update loss, max relative difference: $d"
+awk -v d="$d" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= 1e-5) }'
+ok $? "3 ranks: per-update loss within 1e-5 relative of the one-process run"
 
 (cd "$tmp/two" && mpi2 run ../dp.ini --out bad -q --set train.batch=6 >out 2>err)
 r=$?
