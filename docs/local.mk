@@ -5,3 +5,5 @@ dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_line
 ## --- experiments ---
 dist_doc_DATA += docs/experiments.md docs/evaluation.md
 dist_noinst_DATA += docs/img/rope_decay.svg
+## --- scale-out (MPI) ---
+dist_doc_DATA += docs/scale-out.md

@@ -22,7 +22,7 @@ src_libropelab_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 ## the link order states the layering: upper layers first
 src_libropelab_la_LIBADD  = src/experiment/libexperiment.la src/model/libmodel.la \
 	src/kernels/libkernels.la src/core/libcore.la \
-	$(BLIS_LIBS) $(FFTW3_LIBS) $(INIH_LIBS) $(OPENMP_CFLAGS)
+	$(BLIS_LIBS) $(FFTW3_LIBS) $(INIH_LIBS) $(MPI_LIBS) $(OPENMP_CFLAGS)
 
 ## installed headers: <ropelab/ropelab.h> and the layer folders it includes
 pkginclude_HEADERS += %D%/ropelab.h

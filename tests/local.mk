@@ -80,3 +80,7 @@ dist_check_DATA += \
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
+dist_check_SCRIPTS += tests/t_experiment.sh
+
+## --- scale-out under mpirun (skipped when built without MPI) ---
+dist_check_SCRIPTS += tests/t_mpi_sweep.sh tests/t_mpi_dp.sh

@@ -1,19 +1,26 @@
 /* cmd_run.c -- `ropelab run EXPERIMENT.ini`: read the configuration, check every sweep
  * point, train and evaluate them in OUT/<name>/, write the experiment's tables and plots
- * (SPEC 5, 6; experiment.h).
+ * (SPEC 5, 6; experiment.h).  Under mpirun every rank runs this; a rank that fails ends
+ * the job (MPI_Abort) after printing its message.
  * Exit status: 0 success, 1 runtime failure (data, I/O, numerics), 2 usage or
  * configuration error (found before anything runs). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
 #include "config.h"
 #include "../experiment/cfg.h"
 #include "cli.h"
 #include "opts.h"
 #include "../experiment/experiment.h"
 #include "../core/gemm.h"
+#include "../core/mpi.h"
 #include "../core/util.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
@@ -41,6 +48,11 @@ static const char usage[] =
     "                         time-boxed runs; continue with --resume)\n"
     "  -q, --quiet            no progress lines (the accuracy table is still printed)\n"
     "  -h, --help             show this help\n"
+    "\n"
+    "Under MPI (mpirun -np K ropelab run ..., when built with Open MPI) the sweep's points\n"
+    "are shared out over the ranks, or with train.data_parallel = true every point is\n"
+    "trained by all ranks; without --threads each rank takes its share of the node's\n"
+    "cores (docs/scale-out.md).\n"
     "\n"
     "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
@@ -90,40 +102,125 @@ static int parse_args(struct run_args *a, int argc, char **argv)
 }
 
 /* File, overrides, command-line options (the combination checks run per sweep point). */
-static int load_config(struct rl_cfg *c, const struct run_args *a)
+static rl_status load_config(struct rl_cfg *c, const struct run_args *a)
 {
     rl_cfg_defaults(c);
     rl_status st = rl_cfg_load(c, a->ini);
     for (int i = 0; st == RL_OK && i < a->n_set; i++)
         st = rl_cfg_set(c, a->set[i]);
     if (st == RL_OK && a->out) st = rl_cfg_set_key(c, "experiment", "out", a->out, "--out");
-    if (st == RL_OK) return RL_EXIT_OK;
-    fprintf(stderr, "ropelab: %s\n", rl_last_error());
+    return st;
+}
+
+/* ---- MPI: ranks, threads per rank, one voice for configuration errors ---- */
+
+static int affinity_cores(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+/* Threads when neither --threads nor [experiment] threads says: with several ranks on a
+ * node, the cores the launcher bound this rank to, or (unbound) the node's cores shared
+ * out over its ranks; 0 (all cores, or OMP_NUM_THREADS) otherwise. */
+static int default_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int  local = rl_mpi_local_size(), mine = affinity_cores();
+    if (local == 1 || getenv("OMP_NUM_THREADS")) return 0;
+    if (mine < cores) return mine;
+    return cores / local > 1 ? (int)(cores / local) : 1;
+}
+
+static void warn_threads(int threads, int dp, long points)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int  local = rl_mpi_local_size(), mine = affinity_cores();
+    if (rl_mpi_size() == 1 || rl_mpi_rank() != 0) return;
+    if ((long)local * threads > cores)
+        fprintf(stderr,
+                "ropelab: warning: %d ranks x %d threads on this node exceed its %ld cores: "
+                "the ranks slow each other down (use --threads N with ranks x N <= cores)\n",
+                local, threads, cores);
+    else if (threads > mine)
+        fprintf(stderr,
+                "ropelab: warning: %d threads per rank, but the launcher bound rank 0 to %d "
+                "core%s: start mpirun with --bind-to none (or --map-by slot:PE=%d)\n",
+                threads, mine, mine == 1 ? "" : "s", threads);
+    if (!dp && points == 1)
+        fprintf(stderr,
+                "ropelab: warning: one point and train.data_parallel = false: rank 0 trains "
+                "it, the other %d ranks have nothing to do\n",
+                rl_mpi_size() - 1);
+}
+
+/* Every rank reads the configuration and checks every point.  A failure is printed once
+ * (by rank 0, or by the ranks that failed when rank 0 did not) and every rank then leaves
+ * with an error status, so no rank waits for another. */
+static int agree(int rc, const char *msg)
+{
+    double v[2] = {rc != RL_EXIT_OK, rl_mpi_rank() == 0 && rc != RL_EXIT_OK};
+    if (rl_mpi_sum_doubles(v, 2) != RL_OK) rl_mpi_abort(RL_EXIT_FAIL);
+    if (rc != RL_EXIT_OK && (rl_mpi_rank() == 0 || v[1] == 0)) {
+        if (rl_mpi_size() > 1 && rl_mpi_rank() > 0)
+            fprintf(stderr, "ropelab: rank %d: %s\n", rl_mpi_rank(), msg);
+        else
+            fprintf(stderr, "ropelab: %s\n", msg);
+    }
+    return rc != RL_EXIT_OK ? rc : v[0] > 0 ? RL_EXIT_USAGE : RL_EXIT_OK;
+}
+
+/* A copy of ropelab without MPI started N times by a launcher would run the experiment N
+ * times into the same directory. */
+static int check_launch(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!n) n = getenv("PMI_SIZE");
+    if (!n) n = getenv("SLURM_STEP_NUM_TASKS"); /* set by srun for its tasks */
+    if (!n || atoi(n) <= rl_mpi_size()) return RL_EXIT_OK;
+    fprintf(stderr,
+            rl_mpi_built_in()
+                ? "ropelab: started as %s tasks, but MPI sees %d: under Slurm launch with srun "
+                  "--mpi=pmix (or mpirun)\n"
+                : "ropelab: started as %s tasks, but this ropelab was built without MPI "
+                  "(%d rank): configure --with-mpi (docs/scale-out.md)\n",
+            n, rl_mpi_size());
     return RL_EXIT_USAGE;
 }
 
 static int run(struct rl_cfg *c, const struct run_args *a)
 {
-    rl_experiment *e = NULL;
-    rl_init(a->threads ? a->threads : c->experiment.threads);
-    c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
-    rl_status st          = rl_experiment_prepare(&e, c);
-    if (st != RL_OK) {
-        fprintf(stderr, "ropelab: %s\n", rl_last_error());
-        return st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
+    rl_experiment *e  = NULL;
+    rl_status      st = load_config(c, a);
+    int            rc = st == RL_OK ? RL_EXIT_OK : RL_EXIT_USAGE;
+    if (st == RL_OK) {
+        int n = a->threads ? a->threads : c->experiment.threads;
+        rl_init(n ? n : default_threads());
+        c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
+        st                    = rl_experiment_prepare(&e, c);
+        rc = st == RL_OK ? RL_EXIT_OK : st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
     }
+    if ((rc = agree(rc, rl_last_error())) != RL_EXIT_OK) return rl_experiment_free(e), rc;
+    warn_threads(c->experiment.threads, c->train.data_parallel, rl_experiment_points(e));
     struct rl_experiment_opts o = {
         .resume = a->resume, .stop_after = a->stop_after, .out = stdout, .quiet = a->quiet};
     int stopped = 0;
     st          = rl_experiment_run(e, &o, &stopped);
     rl_experiment_free(e);
     if (st != RL_OK) {
-        fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        /* one failing rank ends the job: the others may be waiting for it */
+        if (rl_mpi_size() > 1)
+            fprintf(stderr, "ropelab: rank %d of %d: %s\n", rl_mpi_rank(), rl_mpi_size(),
+                    rl_last_error());
+        else
+            fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        fflush(stdout), fflush(stderr);
+        rl_mpi_abort(RL_EXIT_FAIL);
         return RL_EXIT_FAIL;
     }
-    if (stopped)
-        printf("stopped after %lld updates (--stop-after); continue with --resume\n",
-               a->stop_after);
+    if (stopped && rl_mpi_rank() == 0)
+        printf("stopped after %lld updates (--stop-after%s); continue with --resume\n",
+               a->stop_after, rl_mpi_size() > 1 ? ", per rank" : "");
     return RL_EXIT_OK;
 }
 
@@ -137,8 +234,13 @@ int rl_cmd_run(int argc, char **argv)
     a.set             = calloc((size_t)argc + 1, sizeof *a.set);
     struct rl_cfg *c  = malloc(sizeof *c);
     int            rc = a.set && c ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
-    if (rc == RL_EXIT_OK) rc = load_config(c, &a);
+    if (rc == RL_EXIT_OK && rl_mpi_init(NULL, NULL) != RL_OK) {
+        fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        rc = RL_EXIT_FAIL;
+    }
+    if (rc == RL_EXIT_OK) rc = check_launch();
     if (rc == RL_EXIT_OK) rc = run(c, &a);
+    rl_mpi_finalize();
     free(c);
     free(a.set);
     return rc;

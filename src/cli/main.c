@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../core/gemm.h"
+#include "../core/mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,10 @@ static int version(void)
 #else
     printf("gnuplot: not found at configure time (plots skipped)\n");
 #endif
+    if (rl_mpi_built_in())
+        printf("MPI: built in (%s): mpirun -np K ropelab run ...\n", rl_mpi_library());
+    else
+        printf("MPI: not built in (configure --with-mpi and Open MPI's libopenmpi-dev)\n");
     return RL_EXIT_OK;
 }
 

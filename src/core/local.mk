@@ -10,6 +10,9 @@ src_core_libcore_la_SOURCES = \
 	%D%/tilemm.c %D%/tilemm.h \
 	%D%/vexp.c %D%/vexp.h \
 	%D%/fft.c %D%/fft.h \
-	%D%/peak.c %D%/peak.h
+	%D%/peak.c %D%/peak.h \
+	%D%/mpi.c %D%/mpi.h
+## <mpi.h> only for core/mpi.c (MPI_CFLAGS is empty without MPI)
+src_core_libcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 ropelab_coredir = $(pkgincludedir)/core
 ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/npy.h

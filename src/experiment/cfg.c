@@ -118,6 +118,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "also save the step-0 weights"},
     {"train", "init_from",   RL_K_STR, OFF(train.init_from), 0, RL_CFG_PATH, NULL,
      "safetensors checkpoint whose weights start the model (empty or none = random)"},
+    {"train", "data_parallel", RL_K_BOOL, OFF(train.data_parallel), 0, 0, NULL,
+     "under mpirun: every rank trains each point on its share of the rows"},
     {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
      "evaluation lengths (default: the task length)"},
     {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},

@@ -102,6 +102,7 @@ struct rl_cfg {
         uint64_t seed;
         int      log_every, checkpoint_every, checkpoint_initial;
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
+        int      data_parallel; /* every rank trains each point (MPI) */
     } train;
     struct {
         int                n_lengths;

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "cfg.h"
 #include "cfg_keys.h"
+#include "../core/mpi.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -75,6 +76,11 @@ rl_status rl_cfg_check(const struct rl_cfg *c)
         CHECK_FAIL("train", "accumulate", "train", "batch",
                    "batch = %d is not divisible by accumulate = %d", c->train.batch,
                    c->train.accumulate);
+    if (c->train.data_parallel && c->train.batch % (rl_mpi_size() * c->train.accumulate))
+        CHECK_FAIL("train", "batch", "train", "data_parallel",
+                   "batch = %d is not divisible by %d ranks x accumulate = %d (data_parallel: "
+                   "every rank trains an equal share of each update's rows)",
+                   c->train.batch, rl_mpi_size(), c->train.accumulate);
     if (c->task.name == RL_TASK_TOKENS && !c->task.path[0])
         CHECK_FAIL("task", "path", "task", "name", "the tokens task needs path (an .npy file)");
     if (c->model.pe == RL_CFG_PE_T5) {

@@ -6,6 +6,7 @@
 #include "report.h"
 #include "sweep.h"
 #include "train.h"
+#include "../core/mpi.h"
 #include "../core/util.h"
 
 #include <errno.h>
@@ -75,6 +76,11 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
         snprintf(e->dir, sizeof e->dir, "%s/%s", c->experiment.out, c->experiment.name);
         st = rl_sweep_init(&e->sw, c);
     }
+    if (st == RL_OK && rl_sweep_find(&e->sw, "train", "data_parallel") >= 0)
+        st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                             "%s: [sweep] train.data_parallel: cannot be swept (it decides "
+                             "how the ranks share the whole experiment)",
+                             e->sw.where[rl_sweep_find(&e->sw, "train", "data_parallel")]);
     if (st == RL_OK && !(e->tokens = calloc((size_t)e->sw.n_points, sizeof *e->tokens)))
         st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (long p = 0; st == RL_OK && p < e->sw.n_points; p++) {
@@ -89,6 +95,8 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
     return RL_OK;
 }
 
+long rl_experiment_points(const rl_experiment *e) { return e->sw.n_points; }
+
 /* ---- progress ---- */
 
 enum { PROGRESS_BAR = 24 }; /* characters of the bar on a terminal */
@@ -101,8 +109,11 @@ struct progress {
     double      tokens_done;          /* this process */
     double      tokens_after;         /* later points still to train */
     double      tokens_per_update;
-    int64_t     first_step; /* the point's step before this process's first update */
-    int         shown;      /* a progress line of this point is on the terminal */
+    int64_t     first_step;     /* the point's step before this process's first update */
+    int         shown;          /* a progress line of this point is on the terminal */
+    int         show;           /* print progress lines */
+    int         rank, ranks;    /* under MPI, lines name the rank and leave out the total ETA */
+    struct rl_mpi_queue *queue; /* rank 0 of a shared sweep answers requests after updates */
 };
 
 static void fmt_time(char *buf, size_t len, double s)
@@ -113,8 +124,10 @@ static void fmt_time(char *buf, size_t len, double s)
 
 static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
 {
-    struct progress *pr  = ctx;
-    double           now = rl_now_ms();
+    struct progress *pr = ctx;
+    if (pr->queue) (void)rl_mpi_queue_serve(pr->queue); /* MPI errors abort by themselves */
+    if (!pr->show) return;
+    double now = rl_now_ms();
     if (pr->first_step < 0) pr->first_step = step - 1;
     pr->tokens_done += pr->tokens_per_update;
     if (now - pr->last < (pr->tty ? 200 : 10000) && step < steps) return;
@@ -123,9 +136,15 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     double upd_ms    = (now - pr->t_point) / (double)(step - pr->first_step);
     double rate      = pr->tokens_done / (now - pr->t_all); /* tokens per ms, all points */
     double remaining = (double)(steps - step) * pr->tokens_per_update + pr->tokens_after;
-    char   a[32], b[32];
+    char   a[32], b[32] = "", r[32] = "";
     fmt_time(a, sizeof a, upd_ms * (double)(steps - step) / 1000);
-    fmt_time(b, sizeof b, remaining / rate / 1000);
+    if (pr->ranks == 1) { /* under MPI each rank knows its own points only */
+        char t[24];
+        fmt_time(t, sizeof t, remaining / rate / 1000);
+        snprintf(b, sizeof b, " (all %s)", t);
+    } else {
+        snprintf(r, sizeof r, " [rank %d]", pr->rank);
+    }
     /* On a terminal one line redrawn in place with a bar of this point's updates;
      * otherwise (a log file, a pipe) a plain line every 10 s. */
     char bar[PROGRESS_BAR + 4] = "";
@@ -135,10 +154,9 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
         for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
         bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
     }
-    fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s (all %s)%s",
-            pr->tty ? "\r" : "", (int)snprintf(NULL, 0, "%d", pr->n_points), pr->point_no,
-            pr->n_points, pr->name, bar, (long long)step, (long long)steps, loss, a, b,
-            pr->tty ? "\033[K" : "\n");
+    fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s%s%s%s", pr->tty ? "\r" : "",
+            (int)snprintf(NULL, 0, "%d", pr->n_points), pr->point_no, pr->n_points, pr->name, bar,
+            (long long)step, (long long)steps, loss, a, b, r, pr->tty ? "\033[K" : "\n");
     fflush(pr->f);
 }
 
@@ -211,18 +229,24 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     for (long q = p + 1; q < e->sw.n_points; q++)
         pr->tokens_after += rs->finished[q] ? 0 : e->tokens[q];
     struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0};
-    if (o->out && !o->quiet) to.on_update = on_update, to.ctx = pr;
+    if (pr->show || pr->queue) to.on_update = on_update, to.ctx = pr;
     struct rl_train_result res;
-    RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
+    rl_status              st = rl_train_run(pc, task, pdir, &to, &res);
+    if (st != RL_OK) { /* name the point: under MPI the ranks' lines interleave */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", rl_last_error());
+        RL_FAIL(st, "%s (sweep point %s)", msg, name);
+    }
     if (o->stop_after) rs->budget -= res.updates;
     if (res.steps_done < pc->train.steps) *rs->stopped = 1;
     if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
-    if (o->out && !o->quiet && !*rs->stopped) {
-        char t[32];
+    if (pr->show && !*rs->stopped) {
+        char t[32], r[32] = "";
         fmt_time(t, sizeof t, (rl_now_ms() - pr->t_point) / 1000);
-        fprintf(o->out, "%s[%d/%d] %s  done in %s: %lld updates%s, final loss %.4f%s\n",
+        if (pr->ranks > 1) snprintf(r, sizeof r, " [rank %d]", pr->rank);
+        fprintf(o->out, "%s[%d/%d] %s  done in %s: %lld updates%s, final loss %.4f%s%s\n",
                 pr->tty ? "\r" : "", pr->point_no, pr->n_points, name, t, (long long)res.updates,
-                res.steps_done > res.updates ? " (resumed)" : "", res.last_loss,
+                res.steps_done > res.updates ? " (resumed)" : "", res.last_loss, r,
                 pr->tty ? "\033[K" : "");
         fflush(o->out);
     }
@@ -238,7 +262,7 @@ static rl_status run_point(const rl_experiment *e, long p, struct run_state *rs,
     RL_TRY(point_prepare(e, p, pc, &task));
     rl_status st = RL_OK;
     if (rs->finished[p]) {
-        st = check_finished(pc, pdir);
+        if (rl_mpi_rank() == 0) st = check_finished(pc, pdir); /* data parallel: rank 0's */
         if (st == RL_OK && rs->o->out && !rs->o->quiet)
             fprintf(rs->o->out, "[%ld/%ld] %s  finished before: skipped\n", p + 1, e->sw.n_points,
                     name);
@@ -262,40 +286,98 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
     if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
-    if (st == RL_OK && !*stopped) st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
+    if (st == RL_OK && !*stopped && rl_mpi_rank() == 0)
+        st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
     rl_task_free(task);
     free(pc);
     return st;
 }
 
-rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped)
+/* Rank 0 of a shared sweep: check the points finished before (resume) up front, since
+ * they are never handed out. */
+static rl_status check_all_finished(const rl_experiment *e, struct run_state *rs, struct rl_cfg *pc)
 {
+    for (long p = 0; p < e->sw.n_points; p++)
+        if (rs->finished[p]) RL_TRY(run_point(e, p, rs, pc));
+    return RL_OK;
+}
+
+/* The points shared out over the ranks (core/mpi.h's queue): rank r starts with the
+ * r-th unfinished point; a rank that finishes one takes the next unstarted one. */
+static rl_status run_shared(const rl_experiment *e, struct run_state *rs, struct rl_cfg *pc)
+{
+    long *pending = malloc((size_t)e->sw.n_points * sizeof *pending), n = 0, i;
+    if (!pending) RL_FAIL(RL_ENOMEM, "out of memory");
+    for (long p = 0; p < e->sw.n_points; p++)
+        if (!rs->finished[p]) pending[n++] = p;
+    struct rl_mpi_queue q;
+    rl_mpi_queue_init(&q, n);
+    rs->pr.queue = rl_mpi_rank() == 0 ? &q : NULL;
+    rl_status st = RL_OK;
+    while (st == RL_OK && (st = rl_mpi_queue_take(&q, !*rs->stopped, &i)) == RL_OK && i >= 0)
+        st = run_point(e, pending[i], rs, pc);
+    if (st == RL_OK) st = rl_mpi_queue_finish(&q);
+    rs->pr.queue = NULL;
+    free(pending);
+    return st;
+}
+
+/* The sweep's points: in order on one process, and on every rank with data parallelism;
+ * shared out over the ranks otherwise.  Rank 0 owns the experiment directory. */
+static rl_status run_points(const rl_experiment *e, struct run_state *rs, struct rl_cfg *pc)
+{
+    const struct rl_experiment_opts *o      = rs->o;
+    const int                        shared = rl_mpi_size() > 1 && !e->base.train.data_parallel;
+    if (rl_mpi_rank() == 0) {
+        RL_TRY(open_dir(e, o->resume));
+        for (long p = 0; o->resume && p < e->sw.n_points; p++) {
+            char name[RL_SWEEP_NAME], path[4096];
+            rl_sweep_point_name(&e->sw, p, name, sizeof name);
+            snprintf(path, sizeof path, "%s/%s/results.csv", e->dir, name);
+            rs->finished[p] = exists(path);
+        }
+        if (o->out && !o->quiet)
+            fprintf(o->out, "experiment %s: %ld points in %s%s\n", e->base.experiment.name,
+                    e->sw.n_points, e->dir,
+                    shared              ? " (shared over the ranks)"
+                    : rl_mpi_size() > 1 ? " (data parallel over the ranks)"
+                                        : "");
+        if (shared) RL_TRY(check_all_finished(e, rs, pc));
+    }
+    /* rank 0's view of the finished points; also keeps the others waiting until the
+     * experiment directory exists */
+    RL_TRY(rl_mpi_bcast(rs->finished, (size_t)e->sw.n_points * sizeof *rs->finished));
+    if (shared) return run_shared(e, rs, pc);
+    for (long p = 0; !*rs->stopped && p < e->sw.n_points; p++)
+        RL_TRY(run_point(e, p, rs, pc));
+    return RL_OK;
+}
+
+rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts, int *stopped)
+{
+    const int                 dp = e->base.train.data_parallel, rank = rl_mpi_rank();
+    struct rl_experiment_opts mine = *opts, *o = &mine;
     *stopped = 0;
-    if (!e->sw.n_keys) return run_single(e, o, stopped);
-    RL_TRY(open_dir(e, o->resume));
+    if (rank > 0 && dp) mine.out = NULL; /* data parallel: rank 0 reports for everyone */
+    if (!e->sw.n_keys) return rank > 0 && !dp ? RL_OK : run_single(e, o, stopped);
     struct rl_cfg   *pc = malloc(sizeof *pc);
     struct run_state rs = {.o = o, .budget = o->stop_after, .stopped = stopped};
     rs.pr.f             = o->out;
-    rs.pr.tty           = o->out && isatty(fileno(o->out));
-    rs.pr.n_points      = (int)e->sw.n_points;
-    rs.pr.t_all         = rl_now_ms();
-    rs.finished         = calloc((size_t)e->sw.n_points, sizeof *rs.finished);
+    rs.pr.show          = o->out && !o->quiet;
+    rs.pr.rank = rank, rs.pr.ranks = rl_mpi_size();
+    rs.pr.tty      = o->out && rs.pr.ranks == 1 && isatty(fileno(o->out));
+    rs.pr.n_points = (int)e->sw.n_points;
+    rs.pr.t_all    = rl_now_ms();
+    rs.finished    = calloc((size_t)e->sw.n_points, sizeof *rs.finished);
     if (!pc || !rs.finished)
         return free(pc), free(rs.finished),
                rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    for (long p = 0; o->resume && p < e->sw.n_points; p++) {
-        char name[RL_SWEEP_NAME], path[4096];
-        rl_sweep_point_name(&e->sw, p, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s/results.csv", e->dir, name);
-        rs.finished[p] = exists(path);
-    }
-    if (o->out && !o->quiet)
-        fprintf(o->out, "experiment %s: %ld points in %s\n", e->base.experiment.name,
-                e->sw.n_points, e->dir);
-    rl_status st = RL_OK;
-    for (long p = 0; st == RL_OK && !*stopped && p < e->sw.n_points; p++)
-        st = run_point(e, p, &rs, pc);
-    if (st == RL_OK && !*stopped) st = rl_report_write(e->dir, o->out, o->quiet ? NULL : o->out);
+    rl_status st = run_points(e, &rs, pc);
+    double    v  = *stopped; /* stopped anywhere: the outputs wait for the resumed run */
+    if (st == RL_OK) st = rl_mpi_sum_doubles(&v, 1);
+    *stopped = v > 0;
+    if (st == RL_OK && !*stopped && rank == 0)
+        st = rl_report_write(e->dir, o->out, o->quiet ? NULL : o->out);
     free(pc);
     free(rs.finished);
     return st;

@@ -14,7 +14,17 @@
  *
  * Resume: a point is finished when its results.csv exists; --resume skips finished points
  * (after checking that their config.ini equals the configuration they would get now) and
- * continues an interrupted one from its latest checkpoint (train.h). */
+ * continues an interrupted one from its latest checkpoint (train.h).
+ *
+ * Under MPI (core/mpi.h, several ranks), rank 0 owns the experiment directory: it checks
+ * the finished points and writes the combined outputs once every point is done.  With
+ * train.data_parallel = false the points are shared out over the ranks (rank r starts
+ * with the r-th unfinished point, then each rank that finishes one takes the next
+ * unstarted one from rank 0, which answers after each of its own updates); every point's
+ * files are those of a one-process run with the same thread count.  With
+ * train.data_parallel = true every rank trains every point, in order (train.h); without
+ * a sweep and without it, rank 0 trains the one point alone.  stop_after counts each
+ * rank's own updates. */
 #ifndef RL_EXPERIMENT_H
 #define RL_EXPERIMENT_H
 
@@ -39,5 +49,7 @@ rl_status rl_experiment_prepare(rl_experiment **e, const struct rl_cfg *c);
  * stop_after cut the run short (then the outputs wait for the resumed run). */
 rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped);
 void      rl_experiment_free(rl_experiment *e);
+/* Points of the experiment (1 without a sweep). */
+long rl_experiment_points(const rl_experiment *e);
 
 #endif

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../core/json.h"
+#include "../core/mpi.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -21,6 +22,10 @@ rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task 
     t->mom_m     = rl_alloc(t->n_params * sizeof(float));
     t->mom_v     = rl_alloc(t->n_params * sizeof(float));
     rl_status st = rl_batch_alloc(&t->batch, c->train.batch, c->task.length);
+    t->ranks     = c->train.data_parallel ? rl_mpi_size() : 1;
+    if (st == RL_OK && t->ranks > 1 &&
+        !(t->dp_scratch = rl_alloc(rl_mpi_sum_floats_scratch(t->n_params) * sizeof(float))))
+        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (st == RL_OK && (!t->mom_m || !t->mom_v))
         st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__,
                              "trainer: cannot allocate the "
@@ -44,6 +49,7 @@ void rl_trainer_free(struct rl_trainer *t)
     rl_model_free(t->m);
     rl_free(t->mom_m);
     rl_free(t->mom_v);
+    rl_free(t->dp_scratch);
     rl_batch_free(&t->batch);
     memset(t, 0, sizeof *t);
 }
@@ -72,10 +78,40 @@ static struct rl_batch micro_batch(const struct rl_batch *b, int i, int rows)
     return m;
 }
 
+int rl_trainer_writer(const struct rl_trainer *t)
+{
+    return !t->c->train.data_parallel || rl_mpi_rank() == 0;
+}
+
+rl_status rl_trainer_share(struct rl_trainer *t)
+{
+    if (t->ranks == 1) return RL_OK;
+    RL_TRY(rl_mpi_bcast(&t->step, sizeof t->step));
+    RL_TRY(rl_mpi_bcast(&t->rng, sizeof t->rng));
+    RL_TRY(rl_mpi_bcast(rl_model_params(t->m), t->n_params * sizeof(float)));
+    RL_TRY(rl_mpi_bcast(t->mom_m, t->n_params * sizeof(float)));
+    return rl_mpi_bcast(t->mom_v, t->n_params * sizeof(float));
+}
+
+/* Data parallel: each rank holds the gradient (already scaled by 1 / the update's
+ * targets), loss sum and counts of its own rows; sum them over the ranks in a fixed order
+ * (core/mpi.h), so that every rank takes the same AdamW step. */
+static rl_status dp_sum(struct rl_trainer *t, double *loss, long *got, long *correct)
+{
+    double v[3] = {*loss, (double)*got, (double)*correct};
+    RL_TRY(rl_mpi_sum_floats(rl_model_grads(t->m), t->n_params, t->dp_scratch));
+    RL_TRY(rl_mpi_sum_doubles(v, 3));
+    *loss = v[0], *got = lround(v[1]), *correct = lround(v[2]);
+    return RL_OK;
+}
+
 rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
 {
     const struct rl_cfg *c = t->c;
-    const int            A = c->train.accumulate, rows = c->train.batch / A;
+    /* data parallel: rank k takes rows [k B/K, (k+1) B/K) of the update, in A micro-batches;
+     * the batch itself (and so the target count) is the same on every rank */
+    const int A = c->train.accumulate, rows = c->train.batch / (t->ranks * A);
+    const int first = t->ranks > 1 ? rl_mpi_rank() * A : 0;
     memset(s, 0, sizeof *s);
     double t0 = rl_now_ms();
     RL_TRY(rl_task_batch(t->task, &t->batch, 0, t->step));
@@ -89,7 +125,7 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     double loss     = 0;
     long   got = 0, correct = 0;
     for (int i = 0; i < A; i++) {
-        struct rl_batch mb = micro_batch(&t->batch, i, rows);
+        struct rl_batch mb = micro_batch(&t->batch, first + i, rows);
         double          ls, ta = rl_now_ms();
         long            nt, nc;
         RL_TRY(rl_model_forward(t->m, &mb, &ls, &nt, &nc));
@@ -100,6 +136,11 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
         s->ms_forward += tb - ta;
         s->ms_backward += rl_now_ms() - tb;
         loss += ls, got += nt, correct += nc;
+    }
+    if (t->ranks > 1) {
+        double tc = rl_now_ms();
+        RL_TRY(dp_sum(t, &loss, &got, &correct));
+        s->ms_backward += rl_now_ms() - tc; /* the gradient sum counts as backward time */
     }
     if (got != total)
         RL_FAIL(RL_EINVAL, "update %lld: the model counted %ld targets, the batch %ld",

@@ -18,7 +18,15 @@
  * Resume: the latest checkpoint's config must equal this one (but out/threads); weights,
  * moments, step and generator state are loaded, metrics.jsonl is cut back to the records
  * of updates <= that step, and training continues: the final weights are bit-identical
- * to an uninterrupted run with the same thread count (tests/t_train.c). */
+ * to an uninterrupted run with the same thread count (tests/t_train.c).
+ *
+ * Data parallel (train.data_parallel under MPI, K ranks): every rank builds the whole
+ * update's batch and computes rows [k B/K, (k+1) B/K) of it, in `accumulate` micro-batches,
+ * scaled by 1 / (targets of the whole update); the gradient buffer, loss sum and counts
+ * are then summed over the ranks in a fixed order (core/mpi.h), so every rank takes the
+ * same AdamW step and a run is bit-reproducible for a given K and thread count.  Rank 0
+ * alone writes the run directory and evaluates; a resumed run loads the checkpoint on
+ * rank 0 and broadcasts weights, moments, step and generator. */
 #ifndef RL_TRAIN_H
 #define RL_TRAIN_H
 

@@ -31,6 +31,9 @@ struct rl_trainer {
     struct rl_rng        rng;       /* checkpointed; data order depends on (seed, step) only */
     int64_t              step;      /* updates done */
     char                 dir[2200]; /* run directory */
+    int                  ranks;     /* data_parallel: the job's ranks, which share each
+                                       update's rows; 1 otherwise */
+    float *dp_scratch;              /* ranks > 1: the gradient sum's receive buffer */
 };
 
 rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task *task);
@@ -40,6 +43,12 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s);
 /* Evaluate at every eval length, under every rope_extend method (RoPE points; once for
  * the others), into rows: *n_rows of them, method-major (train_eval.c). */
 rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, int *n_rows);
+/* Data parallel: 1 on the rank that writes the run's files and evaluates (rank 0), 0 on
+ * the others; 1 without data parallelism (every rank writes its own points). */
+int rl_trainer_writer(const struct rl_trainer *t);
+/* Data parallel: copy rank 0's step, generator, weights and moments to every rank (after
+ * rank 0 loaded a checkpoint to resume). */
+rl_status rl_trainer_share(struct rl_trainer *t);
 
 /* train_io.c: the run directory's files. */
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);

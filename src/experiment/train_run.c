@@ -122,6 +122,7 @@ static rl_status open_run(struct run *r, const char *dir)
 {
     char    path[2300], ck[2300];
     int64_t k = -1;
+    if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 keeps the files */
     RL_TRY(rl_mkdir_p(dir));
     RL_TRY(rl_train_path(path, sizeof path, dir, "checkpoints"));
     RL_TRY(rl_mkdir_p(path));
@@ -159,6 +160,7 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
 {
     const struct rl_cfg *c = r->tr.c;
     const int64_t        k = r->tr.step;
+    if (!rl_trainer_writer(&r->tr)) return RL_OK;
     if (k % c->train.log_every == 0 || k == c->train.steps) {
         RL_TRY(write_record(r, s));
         progress(r, s);
@@ -209,6 +211,7 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
 static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
 {
     const struct rl_cfg *c = r->tr.c;
+    if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 evaluates */
     RL_TRY(rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval));
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
     RL_TRY(write_eval_record(r, res->eval, res->n_eval));
@@ -235,6 +238,7 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *dir,
     }
     snprintf(r->tr.dir, sizeof r->tr.dir, "%s", dir);
     st = open_run(r, dir);
+    if (st == RL_OK) st = rl_trainer_share(&r->tr);
     if (st == RL_OK) st = train_loop(r, res);
     if (st == RL_OK && r->tr.step == c->train.steps) st = finish(r, dir, res);
     rl_trainer_free(&r->tr);
