@@ -35,6 +35,10 @@ tests_t_model_LDADD  = $(TEST_LIBS)
 tests_t_checkpoint_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 
+## --- generation: recurrent decoding ---
+check_PROGRAMS += tests/t_decode
+tests_t_decode_LDADD = $(TEST_LIBS)
+
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
 tests_t_task_LDADD = $(TEST_LIBS)
