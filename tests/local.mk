@@ -76,3 +76,4 @@ dist_check_DATA += \
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_experiment.sh
+dist_check_SCRIPTS += tests/t_generate.sh

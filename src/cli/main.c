@@ -19,6 +19,7 @@ static const char usage[] =
     "  attn                 run one attention kernel on .npy arrays (forward, backward)\n"
     "  bench                kernel and training throughput benchmarks\n"
     "  report RUN_DIR       tables and plots from a finished run\n"
+    "  generate CHECKPOINT  continue a prompt with a trained language model\n"
     "\n"
     "Options:\n"
     "  -h, --help           show this help (ropelab COMMAND --help for a command)\n"
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "attn")) return rl_cmd_attn(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
+    if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
     return rl_usage_error(NULL, "unknown command '%s'", c);
 }
