@@ -14,5 +14,7 @@ int rl_cmd_generate(int argc, char **argv);
 /* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and
  * csv_path when not NULL); returns the exit status. */
 int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path);
+/* bench_decode.c: `ropelab bench --decode [options]` (argv as rl_cmd_bench's). */
+int rl_bench_decode(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@
 #include "featmap.h"
 #include "posbias.h"
 #include "../core/util.h"
+#include "../core/vexp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,8 +24,9 @@ struct rl_attn_step {
     int                 H, d, dv, pos, cap;
     int                 softmax, input_rot, shen, D, Dd; /* D, Dd: widths of C and E */
     enum step_mode      mode;
-    /* softmax: the cache (cap rows of H*d and H*dv), one score row, T5 bucket by distance */
-    float  *K, *V, *score;
+    /* softmax: the cache (cap rows of H*d and H*dv), the scores (H rows of cap), the T5
+     * bucket by distance, the rotated queries (H*d) and 1 / softmax sums (H) */
+    float  *K, *V, *score, *qr, *inv;
     int    *bucket;
     double *slopes; /* H (alibi) */
     /* linear: per head S (D x dv), z (Dd); Shen: Z and the running max c (d each) */
@@ -54,7 +56,7 @@ void rl_attn_step_free(rl_attn_step *s)
     free(s->K), free(s->V), free(s->score), free(s->bucket), free(s->slopes);
     free(s->S), free(s->z), free(s->Z), free(s->c);
     free(s->xq), free(s->xk), free(s->phq), free(s->phk), free(s->A), free(s->C), free(s->B);
-    free(s->E), free(s->P), free(s->num);
+    free(s->E), free(s->P), free(s->num), free(s->qr), free(s->inv);
     free(s);
 }
 
@@ -68,10 +70,13 @@ static rl_status grow(rl_attn_step *s, int need)
     if (K) s->K = K;
     float *V = realloc(s->V, (size_t)cap * hv * sizeof(float));
     if (V) s->V = V;
-    float *sc = realloc(s->score, (size_t)cap * sizeof(float));
+    float *sc = realloc(s->score, (size_t)cap * s->H * sizeof(float));
     if (sc) s->score = sc;
     int *bk = realloc(s->bucket, (size_t)cap * sizeof(int));
     if (bk) s->bucket = bk;
+    if (sc) /* rows of the score matrix are cap apart: move them to the new stride */
+        for (int h = s->H - 1; h > 0 && s->cap > 0; h--)
+            memmove(sc + (size_t)h * cap, sc + (size_t)h * s->cap, (size_t)s->cap * sizeof(float));
     if (!K || !V || !sc || !bk)
         RL_FAIL(RL_ENOMEM, "attention step: cannot grow the key/value cache to %d positions", cap);
     for (int a = s->cap; a < cap; a++) /* causal bucket of r = n - m = -a */
@@ -95,8 +100,10 @@ static rl_status alloc_linear(rl_attn_step *s)
     s->B = calloc(2 * d, sizeof(float)), s->E = calloc(2 * d, sizeof(float));
     s->P   = calloc(d, sizeof(float));
     s->num = calloc((size_t)s->dv, sizeof(double));
+    s->qr  = calloc(H * d, sizeof(float));
+    s->inv = calloc(H, sizeof(float));
     if (!s->S || !s->z || !s->Z || !s->c || !s->xq || !s->xk || !s->phq || !s->phk || !s->A ||
-        !s->C || !s->B || !s->E || !s->P || !s->num)
+        !s->C || !s->B || !s->E || !s->P || !s->num || !s->qr || !s->inv)
         RL_FAIL(RL_ENOMEM, "attention step: out of memory");
     return RL_OK;
 }
@@ -159,39 +166,75 @@ size_t rl_attn_step_state_bytes(const rl_attn_step *s)
 
 /* --- softmax ---------------------------------------------------------------------------- */
 
-/* o_h = sum_{n<=m} softmax_n(s) v_n, s_n = q.k_n/sqrt(d) + b_h(m, n); q already rotated. */
-static void softmax_head(rl_attn_step *s, float *o, const float *q, const float *t5, int h)
+/* Scores of every head: sc[h*cap + n] = q_h.k_n/sqrt(d) + b_h(m, n), n <= m; one pass over
+ * the key cache (rows of all heads are contiguous).  q already rotated. */
+RL_SIMD_CLONES
+static void softmax_scores(rl_attn_step *s, const float *q, const float *t5)
 {
-    const int    m = s->pos, d = s->d, dv = s->dv, hd = s->H * d, hv = s->H * dv;
+    const int    m = s->pos, d = s->d, H = s->H, hd = H * d, cap = s->cap;
     const float  scale = (float)(1.0 / sqrt((double)d));
-    const float *K = s->K + (size_t)h * d, *V = s->V + (size_t)h * dv;
-    float       *sc = s->score, mx = -INFINITY;
+    const float *K     = s->K;
     for (int n = 0; n <= m; n++) {
-        const float *kr  = K + (size_t)n * hd;
-        float        dot = 0.0f;
+        const float *kr = K + (size_t)n * hd;
+        for (int h = 0; h < H; h++) {
+            const float *qh = q + (size_t)h * d, *kh = kr + (size_t)h * d;
+            float        dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-        for (int i = 0; i < d; i++)
-            dot += q[i] * kr[i];
-        float b = 0.0f;
-        if (s->o.pe == RL_ATTN_PE_ALIBI) b = (float)(-s->slopes[h] * (m - n));
-        if (s->o.pe == RL_ATTN_PE_T5) b = t5[(size_t)h * s->o.t5_buckets + s->bucket[m - n]];
-        sc[n] = dot * scale + b;
-        mx    = sc[n] > mx ? sc[n] : mx;
+            for (int i = 0; i < d; i++)
+                dot += qh[i] * kh[i];
+            s->score[(size_t)h * cap + n] = dot * scale;
+        }
     }
-    double sum = 0.0;
-    for (int j = 0; j < dv; j++)
-        o[j] = 0.0f;
+    for (int h = 0; h < H && s->o.pe == RL_ATTN_PE_ALIBI; h++) {
+        float *sc = s->score + (size_t)h * cap;
+        for (int n = 0; n <= m; n++)
+            sc[n] += (float)(-s->slopes[h] * (m - n));
+    }
+    for (int h = 0; h < H && s->o.pe == RL_ATTN_PE_T5; h++) {
+        float       *sc = s->score + (size_t)h * cap;
+        const float *B  = t5 + (size_t)h * s->o.t5_buckets;
+        for (int n = 0; n <= m; n++)
+            sc[n] += B[s->bucket[m - n]];
+    }
+}
+
+/* p = exp(s - max) per head (in place); returns 1 / sum p in inv (H). */
+RL_SIMD_CLONES
+static void softmax_weights(rl_attn_step *s, float *inv)
+{
+    const int m = s->pos;
+    for (int h = 0; h < s->H; h++) {
+        float *sc = s->score + (size_t)h * s->cap, mx = rl_maxf_inline(sc, m + 1, sc[0]);
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int n = 0; n <= m; n++) {
+            sc[n] = rl_expf_inline(sc[n] - mx);
+            sum += (double)sc[n];
+        }
+        inv[h] = (float)(1.0 / sum);
+    }
+}
+
+/* o_h = sum_n p_h[n] v_n / sum_n p_h[n]; one pass over the value cache. */
+RL_SIMD_CLONES
+static void softmax_values(rl_attn_step *s, float *o, const float *inv)
+{
+    const int m = s->pos, dv = s->dv, H = s->H, hv = H * dv, cap = s->cap;
+    memset(o, 0, (size_t)hv * sizeof(float));
     for (int n = 0; n <= m; n++) {
-        const float *vr = V + (size_t)n * hv;
-        float        p  = expf(sc[n] - mx);
-        sum += p;
+        const float *vr = s->V + (size_t)n * hv;
+        for (int h = 0; h < H; h++) {
+            float        p  = s->score[(size_t)h * cap + n];
+            float       *oh = o + (size_t)h * dv;
+            const float *vh = vr + (size_t)h * dv;
 #pragma omp simd
-        for (int j = 0; j < dv; j++)
-            o[j] += p * vr[j];
+            for (int j = 0; j < dv; j++)
+                oh[j] += p * vh[j];
+        }
     }
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < dv; j++)
-        o[j] *= inv;
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < dv; j++)
+            o[(size_t)h * dv + j] *= inv[h];
 }
 
 static rl_status softmax_step(rl_attn_step *s, float *o, const float *q, const float *k,
@@ -200,17 +243,19 @@ static rl_status softmax_step(rl_attn_step *s, float *o, const float *q, const f
     RL_TRY(grow(s, s->pos + 1));
     const int d = s->d, dv = s->dv, H = s->H, m = s->pos;
     float    *kr = s->K + (size_t)m * H * d;
-    for (int h = 0; h < H; h++) /* the cache holds R_n k_n: only the new row rotates */
-        if (rope)
+    for (int h = 0; h < H; h++) { /* the cache holds R_n k_n: only the new row rotates */
+        if (rope) {
             rl_rope_rotate(rope, kr + (size_t)h * d, d, k + (size_t)h * d, d, 1, m, 0);
-        else
+            rl_rope_rotate(rope, s->qr + (size_t)h * d, d, q + (size_t)h * d, d, 1, m, 0);
+        } else {
             memcpy(kr + (size_t)h * d, k + (size_t)h * d, (size_t)d * sizeof(float));
-    memcpy(s->V + (size_t)m * H * dv, v, (size_t)H * dv * sizeof(float));
-    for (int h = 0; h < H; h++) {
-        const float *qh = q + (size_t)h * d;
-        if (rope) rl_rope_rotate(rope, s->xq, d, qh, d, 1, m, 0), qh = s->xq;
-        softmax_head(s, o + (size_t)h * dv, qh, t5, h);
+            memcpy(s->qr + (size_t)h * d, q + (size_t)h * d, (size_t)d * sizeof(float));
+        }
     }
+    memcpy(s->V + (size_t)m * H * dv, v, (size_t)H * dv * sizeof(float));
+    softmax_scores(s, s->qr, t5);
+    softmax_weights(s, s->inv);
+    softmax_values(s, o, s->inv);
     return RL_OK;
 }
 
