@@ -35,6 +35,10 @@ tests_t_model_LDADD  = $(TEST_LIBS)
 tests_t_checkpoint_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 
+## --- FLOP counts and the measured FMA peak ---
+check_PROGRAMS += tests/t_flops
+tests_t_flops_LDADD = $(TEST_LIBS)
+
 ## --- generation: recurrent decoding ---
 check_PROGRAMS += tests/t_decode
 tests_t_decode_LDADD = $(TEST_LIBS)

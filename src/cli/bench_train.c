@@ -1,12 +1,43 @@
 /* bench_train.c -- `ropelab bench --train`: the table (and CSV) of training throughput
- * over the four cells of the peer comparison, each measured by rl_bench_train_cell. */
+ * over the four cells of the peer comparison, each measured by rl_bench_train_cell, as
+ * tokens/s, as GFLOP/s (FLOPs per token from model/flops.h) and as a percentage of the
+ * FMA peak that this run measures itself at start-up (core/peak.h) for the same thread
+ * count, so that the percentage means the same on any machine. */
 #include "config.h"
 #include "cli.h"
 #include "../core/gemm.h"
+#include "../core/peak.h"
 #include "../core/status.h"
 #include "../experiment/train.h"
 
 #include <stdio.h>
+
+struct peak {
+    double g512, g256, best; /* GFLOP/s; 0 where the width is not supported */
+};
+
+static void measure_peak(struct peak *p, int threads)
+{
+    p->g512 = rl_peak_gflops(512, threads, 300);
+    p->g256 = rl_peak_gflops(256, threads, 300);
+    p->best = p->g512 > p->g256 ? p->g512 : p->g256;
+}
+
+static void print_header(FILE *out, const struct peak *p, int steps)
+{
+    int t = rl_threads_get();
+    fprintf(out,
+            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
+            "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
+            t, t == 1 ? "" : "s", rl_blis_arch(), steps);
+    fprintf(out, "FMA peak measured now on %d thread%s: AVX-512 ", t, t == 1 ? "" : "s");
+    fprintf(out, p->g512 > 0 ? "%.1f GFLOP/s" : "n/a", p->g512);
+    fprintf(out, ", AVX2 ");
+    fprintf(out, p->g256 > 0 ? "%.1f GFLOP/s" : "n/a", p->g256);
+    fprintf(out, "; %% of peak below is of the larger\n");
+    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s\n", "attention", "N", "batch",
+            "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok", "GFLOP/s", "% peak");
+}
 
 int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
 {
@@ -22,15 +53,12 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
         fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
         return 1;
     }
-    fprintf(out,
-            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
-            "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
-            rl_threads_get(), rl_threads_get() == 1 ? "" : "s", rl_blis_arch(), steps);
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s\n", "attention", "N", "batch", "tokens/s",
-            "fwd ms", "bwd ms", "opt ms", "step ms");
+    struct peak pk;
+    measure_peak(&pk, rl_threads_get());
+    print_header(out, &pk, steps);
     if (csv)
         fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
-                     "ms_optimizer,ms_step\n");
+                     "ms_optimizer,ms_step,flops_per_token,gflops,peak_gflops,pct_peak\n");
     int rc = 0;
     for (size_t i = 0; i < sizeof cells / sizeof cells[0] && !rc; i++) {
         struct rl_bench_train_cell c = {.kind = cells[i].kind, .N = cells[i].N, .B = cells[i].B};
@@ -39,14 +67,18 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
             rc = 1;
             break;
         }
+        double      gf   = c.tokens_per_s * c.flops_per_token / 1e9;
+        double      pct  = pk.best > 0 ? 100.0 * gf / pk.best : 0;
         const char *name = c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear (elu1)";
-        fprintf(out, "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f\n", name, c.N, c.B,
-                c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
+        fprintf(out, "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %6.1f%%\n",
+                name, c.N, c.B, c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer,
+                c.ms_step, c.flops_per_token / 1e6, gf, pct);
         fflush(out);
         if (csv)
-            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f\n",
+            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f\n",
                     c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", c.N, c.B, rl_threads_get(),
-                    c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step);
+                    c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step,
+                    c.flops_per_token, gf, pk.best, pct);
     }
     if (csv && fclose(csv) != 0) rc = 1;
     return rc;

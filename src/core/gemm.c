@@ -1,24 +1,31 @@
 /* gemm.c -- BLIS wrapper (the only file that includes <blis.h>) and the naive reference.
  *
- * BLIS facts that matter on the machines ropelab targets (shared/MACHINE.md):
- *  - Debian's BLIS 0.9 picks its AVX2 "haswell" kernels on AVX-512 guests whose
- *    hypervisor hides the FMA-unit count; BLIS_ARCH_TYPE=0 (skx) set before the
- *    first BLIS call selects the AVX-512 kernels.  rl_init() sets it when the CPU
- *    has AVX-512F and the user has not set BLIS_ARCH_TYPE (a user's setting wins).
+ * BLIS facts that matter on the machines ropelab targets (measured on 2-vCPU guests):
+ *  - Debian's BLIS 0.9 picks its AVX2 "haswell" kernels on Intel AVX-512 guests whose
+ *    hypervisor hides the FMA-unit count, although its AVX-512 "skx" kernels run
+ *    1.4-2.7x faster there; on AMD Zen 4 it picks "zen3" by itself, which measured
+ *    faster than skx at the model's shapes.  So rl_init() asks BLIS what it would pick
+ *    (in a short-lived child process, since the choice is fixed at BLIS's first call)
+ *    and overrides it with BLIS_ARCH_TYPE=0 (skx) only when BLIS fell back to haswell
+ *    or generic on a CPU with AVX-512F and DQ.  A BLIS_ARCH_TYPE set by the user wins.
  *  - BLIS ignores omp_set_num_threads: thread counts go through an rntm_t. */
 #include "config.h"
 #include "gemm.h"
 
 #include <blis.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-static int         rl_nthreads = 1;
-static int         rl_inited   = 0;
-static const char *rl_arch_reason = "BLIS default";
+static int         rl_nthreads    = 1;
+static int         rl_inited      = 0;
+static const char *rl_arch_reason = "BLIS's own choice";
 
 static int default_threads(void)
 {
@@ -31,18 +38,73 @@ static int default_threads(void)
 #endif
 }
 
+/* The kernel set BLIS picks by itself on this CPU, asked in a child process (the parent's
+ * BLIS stays uninitialised, so BLIS_ARCH_TYPE can still take effect); "" if unknown. */
+static void blis_own_choice(char *name, size_t len)
+{
+    int fd[2];
+    name[0] = 0;
+    if (pipe(fd) != 0) return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        unsetenv("BLIS_ARCH_TYPE");
+        bli_init();
+        const char *a = bli_arch_string(bli_arch_query_id());
+        ssize_t     w = write(fd[1], a, strlen(a));
+        _exit(w < 0);
+    }
+    close(fd[1]);
+    size_t  got = 0;
+    ssize_t r;
+    while (got + 1 < len && (r = read(fd[0], name + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    name[got] = 0;
+    close(fd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+static void choose_blis_arch(void)
+{
+    static char why[160];
+    if (getenv("BLIS_ARCH_TYPE")) {
+        rl_arch_reason = "BLIS_ARCH_TYPE set by the user";
+        return;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) {
+        rl_arch_reason = "BLIS's own choice (no AVX-512 on this CPU)";
+        return;
+    }
+    char own[32];
+    blis_own_choice(own, sizeof own);
+    if (!strcmp(own, "haswell") || !strcmp(own, "generic")) {
+        setenv("BLIS_ARCH_TYPE", "0", 0); /* 0 = skx in BLIS 0.9's arch_t */
+        snprintf(why, sizeof why,
+                 "BLIS fell back to %s on an AVX-512 CPU; BLIS_ARCH_TYPE=0 (skx) set by ropelab",
+                 own);
+        rl_arch_reason = why;
+    } else {
+        snprintf(why, sizeof why, "BLIS's own choice on this AVX-512 CPU (%s)",
+                 own[0] ? "kept: not a fallback" : "could not be asked; kept");
+        rl_arch_reason = why;
+    }
+#else
+    rl_arch_reason = "BLIS's own choice";
+#endif
+}
+
 void rl_init(int nthreads)
 {
     if (!rl_inited) {
         rl_inited = 1;
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (getenv("BLIS_ARCH_TYPE")) {
-            rl_arch_reason = "BLIS_ARCH_TYPE set by the user";
-        } else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
-            setenv("BLIS_ARCH_TYPE", "0", 0); /* 0 = skx in BLIS 0.9's arch_t */
-            rl_arch_reason = "AVX-512 detected; BLIS_ARCH_TYPE=0 (skx) chosen by ropelab";
-        }
-#endif
+        choose_blis_arch();
         /* BLIS must initialise its kernel registry before the arch id is queried: with
          * BLIS_ARCH_TYPE set, an early bli_arch_query_id() aborts in BLIS 0.9. */
         bli_init();
@@ -95,8 +157,8 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
                  (float *)B, rsb, csb, &beta, C, rsc, csc, NULL, &rntm);
 }
 
-void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
-              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     /* op(A) is m x k: stored A is (m x k, ld lda) or (k x m, ld lda) for A^T. */
     ptrdiff_t rsa = ta == RL_TRANS_N ? lda : 1, csa = ta == RL_TRANS_N ? 1 : lda;

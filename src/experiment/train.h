@@ -90,6 +90,7 @@ struct rl_bench_train_cell {
     enum rl_attn_kind kind;
     int               N, B;
     double            tokens_per_s, ms_forward, ms_backward, ms_optimizer, ms_step;
+    double            flops_per_token; /* forward + backward, model/flops.h */
 };
 /* One cell of that benchmark (the same model), for callers that format themselves. */
 rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int steps);

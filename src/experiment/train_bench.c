@@ -6,6 +6,7 @@
 #include "train_impl.h"
 #include "../core/gemm.h"
 #include "../core/util.h"
+#include "../model/flops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int 
     if (steps < 1 || warmup < 0) RL_FAIL(RL_EINVAL, "bench: steps %d, warmup %d", steps, warmup);
     struct rl_model_config mc;
     bench_model_config(&mc, cell->kind);
+    cell->flops_per_token = rl_model_train_flops_per_token(&mc, cell->N);
     rl_model *m = NULL;
     RL_TRY(rl_model_create(&m, &mc));
     rl_model_init_weights(m, 1);

@@ -3,7 +3,7 @@ noinst_LTLIBRARIES += src/model/libmodel.la
 src_model_libmodel_la_SOURCES = \
 	%D%/batch.c %D%/batch.h \
 	%D%/layers.c %D%/layers.h \
-	%D%/model.c %D%/model.h \
+	%D%/model.c %D%/model.h %D%/flops.c %D%/flops.h \
 	%D%/adamw.c %D%/adamw.h \
 	%D%/checkpoint.c %D%/checkpoint.h \
 	%D%/decode.c %D%/decode.h \

@@ -1,0 +1,13 @@
+/* peak.h -- the measured single-precision FMA peak of this CPU (GFLOP/s), by vector
+ * width and thread count, for benchmarks that report a percentage of it. */
+#ifndef RL_PEAK_H
+#define RL_PEAK_H
+
+/* 1 when the CPU runs FMA loops of this width (512: AVX-512F; 256: AVX2 + FMA). */
+int rl_peak_width_supported(int bits);
+/* FMA throughput of `threads` threads running a loop of independent FMAs of `bits`-wide
+ * vectors at once, best of four runs of about ms/4 milliseconds each; 0 when the width is
+ * not supported.  Run it on an otherwise idle machine: it measures what it gets. */
+double rl_peak_gflops(int bits, int threads, double ms);
+
+#endif
