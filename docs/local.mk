@@ -5,3 +5,6 @@ dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_line
 ## --- experiments ---
 dist_doc_DATA += docs/experiments.md
 dist_noinst_DATA += docs/img/rope_decay.svg
+## --- generation ---
+dist_doc_DATA += docs/generation.md
+dist_noinst_DATA += docs/img/decode.svg
