@@ -23,6 +23,9 @@ tests_t_attn_softmax_LDADD = $(TEST_LIBS)
 ## --- attention tests: linear ---
 check_PROGRAMS += tests/t_attn_linear
 tests_t_attn_linear_LDADD = $(TEST_LIBS)
+## --- attention tests: YaRN and xPos ---
+check_PROGRAMS += tests/t_attn_xpos
+tests_t_attn_xpos_LDADD = $(TEST_LIBS)
 ## --- attention tests: toeplitz ---
 check_PROGRAMS += tests/t_attn_toeplitz
 tests_t_attn_toeplitz_LDADD = $(TEST_LIBS)

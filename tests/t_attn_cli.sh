@@ -46,6 +46,23 @@ done
 for fm in elu1 softmax exp; do
     check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan
 done
+# YaRN (a base and L that put a ramp value strictly between 0 and 1) and xPos (a small
+# gamma, so that the decay is strong over the short test sequence)
+Y="--pe rope --rope-yarn 4 --rope-yarn-orig 1000 --rope-base 100"
+Y8="--pe rope --rope-yarn 3 --rope-yarn-orig 700 --rope-base 30 --ref-shape 2,11,8,3"
+check --attention softmax $Y
+check --attention softmax $Y --rope-layout halves --causal
+check --attention softmax $Y8 --rope-dims 6 --causal
+check --attention softmax $Y8 --rope-dims 4 --rope-layout halves
+check --attention softmax --pe rope --causal --xpos --xpos-scale-base 2 --ref-shape 2,11,8,3
+check --attention softmax --pe rope --causal --xpos --xpos-scale-base 3 --rope-layout halves --rope-dims 6 --ref-shape 2,11,8,3
+check --attention softmax $Y8 --causal --xpos --xpos-scale-base 3 --rope-dims 6
+check --attention linear --feature-map elu1 $Y --rope-place input --causal
+check --attention linear --feature-map elu1 $Y8 --rope-denominator rotated --eps 0.1 --rope-dims 4
+for fm in elu1 softmax exp; do
+    check --attention linear --feature-map $fm $Y --rope-layout halves --causal
+    check --attention linear --feature-map $fm $Y8 --rope-dims 6
+done
 
 # usage errors: exit status 2 with a one-line message
 mkdir -p "$work/bad"
@@ -70,6 +87,10 @@ PYEOF
     [ "$(status_of --in "$work/bad" --out "$work/o" --pe t5)" = 2 ]; ok $? "--pe t5 without t5_bias.npy rejected (exit 2)"
     [ "$(status_of --in "$work/bad" --out "$work/o" --attention softmax --rope-place input --pe rope --rope-dims 2)" = 2 ]; ok $? "rope_place=input with softmax rejected (exit 2): $(cat "$work/err")"
     [ "$(status_of --in "$work/bad" --out "$work/o" --attention linear --rope-denominator rotated)" = 2 ]; ok $? "rotated denominator without rope rejected (exit 2)"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --rope-yarn 2 --rope-scale 2)" = 2 ]; ok $? "--rope-yarn with --rope-scale rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --rope-yarn 0.5)" = 2 ]; ok $? "--rope-yarn < 1 rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --xpos)" = 2 ]; ok $? "--xpos without --causal rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --attention linear --pe rope --rope-dims 2 --causal --xpos)" = 2 ]; ok $? "--xpos with linear attention rejected (exit 2): $(cat "$work/err")"
 fi
 echo "1..$n"
 exit $failed

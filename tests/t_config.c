@@ -192,6 +192,14 @@ static void test_errors(void)
                  "c.ini:2: [model] rope_denominator: 'rotated' needs");
     expect_error("c.ini", "[model]\nrope_place = input\n", NULL,
                  "c.ini:2: [model] rope_place: 'input' applies to linear attention with pe = rope");
+    expect_error("c.ini", "[model]\nrope_yarn = 0.5\n", NULL,
+                 "c.ini:2: [model] rope_yarn: must be >= 1 (1 = off), got 0.5");
+    expect_error("c.ini", "[model]\nrope_scale = 2\nrope_yarn = 4\n", NULL,
+                 "c.ini:3: [model] rope_yarn: YaRN excludes rope_scale != 1 and rope_ntk != 1");
+    expect_error("c.ini", "[model]\nxpos = true\nattention = linear\n", NULL,
+                 "c.ini:2: [model] xpos: xPos needs attention = softmax, pe = rope and a causal");
+    expect_error("c.ini", "[model]\nxpos = true\n[task]\nname = listops\n", NULL,
+                 "c.ini:2: [model] xpos: xPos needs");
     expect_error("c.ini", "[train]\nbatch = 10\naccumulate = 3\n", NULL,
                  "c.ini:3: [train] accumulate: batch = 10 is not divisible by accumulate = 3");
     expect_error("c.ini", "[task]\nname = tokens\n", NULL,
@@ -335,6 +343,15 @@ static void test_model_mapping(void)
     rl_cfg_model_config(&c, 10, 0, 10, &mc);
     tap_ok(mc.attn.alibi_scan == 0 && mc.n_classes == 10 && mc.attn.causal == 0,
            "non-causal: no decayed scan, classifier head");
+    rl_cfg_set(&c, "model.pe=rope");
+    rl_cfg_set(&c, "model.attention=softmax");
+    rl_cfg_set(&c, "model.rope_yarn=4");
+    rl_cfg_set(&c, "model.xpos=true");
+    rl_cfg_set(&c, "model.xpos_scale_base=256");
+    rl_cfg_model_config(&c, 10, 1, 0, &mc);
+    tap_ok(mc.attn.rope.yarn == 4 && mc.attn.rope.yarn_orig == 32 && mc.attn.xpos == 1 &&
+               mc.attn.xpos_scale_base == 256,
+           "rope_yarn, xpos reach the attention options; rope_yarn_orig = the task length 32");
     struct rl_task_opts o;
     rl_cfg_set(&c, "task.name=tokens");
     rl_cfg_set(&c, "task.path=x.npy");

@@ -39,6 +39,8 @@ struct combo {
     int               n_classes, t5_per_layer;
 };
 
+static int gc_ext = 0; /* RoPE extension of the next configs: 1 YaRN (s = 4, L = 3), 2 xPos */
+
 static void make_config(struct rl_model_config *c, const struct combo *k, int causal)
 {
     memset(c, 0, sizeof *c);
@@ -58,6 +60,8 @@ static void make_config(struct rl_model_config *c, const struct combo *k, int ca
     c->attn.causal          = causal;
     c->attn.t5_buckets      = 6;
     c->attn.t5_max_distance = 8;
+    if (gc_ext == 1) c->attn.rope.yarn = 4, c->attn.rope.yarn_orig = 3;
+    if (gc_ext == 2) c->attn.xpos = 1, c->attn.xpos_scale_base = 4;
 }
 
 static void make_batch(struct rl_batch *b, int B, int N, int V, int C)
@@ -188,12 +192,15 @@ static void grad_check(const struct combo *k, int causal)
         free(u);
     }
     char desc[96];
-    snprintf(desc, sizeof desc, "%s%s pe=%s%s %s %dx%d", k->kind ? "linear" : "softmax",
+    snprintf(desc, sizeof desc, "%s%s pe=%s%s%s %s %dx%d", k->kind ? "linear" : "softmax",
              k->kind ? (k->fmap == RL_FMAP_EXP       ? "(exp)"
                         : k->fmap == RL_FMAP_SOFTMAX ? "(softmax)"
                                                      : "(elu1)")
                      : "",
              pe_names[k->pe], k->t5_per_layer ? "/per-layer" : "",
+             gc_ext == 1   ? "+yarn"
+             : gc_ext == 2 ? "+xpos"
+                           : "",
              k->n_classes ? "classifier"
              : causal     ? "causal LM"
                           : "non-causal LM",
@@ -507,6 +514,14 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         grad_check(&extra[i], extra[i].n_classes == 0);
+    struct combo rope_sm = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 0, 0};
+    struct combo rope_li = {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0};
+    gc_ext               = 1; /* YaRN in both kinds, xPos in softmax */
+    grad_check(&rope_sm, 1);
+    grad_check(&rope_li, 1);
+    gc_ext = 2;
+    grad_check(&rope_sm, 1);
+    gc_ext = 0;
     gc_B = 8, gc_N = 300; /* many chunks */
     struct combo chunked[] = {{RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 4, 0, 0},
                               {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0}};

@@ -1,12 +1,15 @@
 /* t_rope.c -- RoPE table and rotation (SPEC 2.3): against a float64 rotation built from
  * the formulas, both layouts, partial rotary, scale, NTK; invariants: norms kept,
- * <R_m q, R_n k> depends on m - n only, inverse(rotate(x)) = x. */
+ * <R_m q, R_n k> depends on m - n only, inverse(rotate(x)) = x.  YaRN: s = 1 is plain
+ * RoPE bit for bit, the ramp by hand (R = 8) and in general against a float64 transcription
+ * (pairs below lo keep theta, above hi get theta/s), rotations with the attention factor. */
 #include "config.h"
 #include "kernels/rope.h"
 #include "tap.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* float64 reference: the pairs of SPEC 2.3 written out directly */
 static void ref_rotate(double *out, const float *x, int d, int R, int halves, double base,
@@ -81,6 +84,116 @@ static void relative_invariance(int halves)
     rl_rope_free(&r);
 }
 
+/* ---- YaRN: frequencies theta'_i and the attention factor ---- */
+
+/* theta'_i written out from the formulas (truncated correction range, beta 32 and 1) */
+static double ref_yarn_theta(int i, int R, double base, double s, int L)
+{
+    const double pi     = 3.14159265358979323846;
+    double       c_fast = R * log(L / (2 * pi * 32.0)) / (2 * log(base));
+    double       c_slow = R * log(L / (2 * pi * 1.0)) / (2 * log(base));
+    double       lo = fmax(floor(c_fast), 0.0), hi = fmin(ceil(c_slow), R - 1.0);
+    if (lo == hi) hi += 0.001;
+    double ramp = fmin(fmax((i - lo) / (hi - lo), 0.0), 1.0);
+    double th   = pow(base, -2.0 * i / R);
+    return th / s * ramp + th * (1.0 - ramp);
+}
+
+/* s = 1 is plain RoPE: the same table, bit for bit, whatever yarn_orig says */
+static void yarn_off_is_plain(void)
+{
+    struct rl_rope_opts o;
+    struct rl_rope      a, b;
+    rl_rope_opts_default(&o);
+    o.dims = 12;
+    rl_rope_init(&a, 500, 16, &o);
+    o.yarn = 1.0, o.yarn_orig = 37;
+    rl_rope_init(&b, 500, 16, &o);
+    size_t nt = (size_t)500 * 6;
+    tap_ok(!memcmp(a.cos, b.cos, nt * sizeof(float)) && !memcmp(a.sin, b.sin, nt * sizeof(float)),
+           "YaRN s = 1 (yarn_orig 37) gives the plain RoPE table bit for bit");
+    rl_rope_free(&a), rl_rope_free(&b);
+}
+
+/* R = 8, base 10000, L = 4096 by hand: c(32) = 8 ln(4096/(64 pi)) / (2 ln 1e4) = 1.309, so
+ * lo = 1; c(1) = 8 ln(4096/(2 pi)) / (2 ln 1e4) = 2.814, so hi = 3; ramp = 0, 0, 1/2, 1. */
+static void yarn_ramp_by_hand(void)
+{
+    struct rl_rope_opts o;
+    rl_rope_opts_default(&o);
+    o.yarn = 4, o.yarn_orig = 4096;
+    const double want[4] = {1.0, 0.1, 0.01 * (0.5 / 4 + 0.5), 0.001 / 4};
+    double       worst   = 0;
+    for (int i = 0; i < 4; i++)
+        worst = fmax(worst, fabs(rl_rope_theta(&o, 8, i) / want[i] - 1));
+    tap_ok(worst < 1e-13,
+           "YaRN R=8 L=4096 s=4: theta' = theta, theta, theta (1/8 + 1/2), theta/4 "
+           "(max rel err %.2g)",
+           worst);
+}
+
+/* The ends of the ramp and everything between, for a wider case, against ref_yarn_theta;
+ * the case is chosen so that pairs lie below lo, between, and above hi. */
+static void yarn_ramp_general(int R, double base, double s, int L)
+{
+    struct rl_rope_opts o;
+    rl_rope_opts_default(&o);
+    o.base = base, o.yarn = s, o.yarn_orig = L;
+    int    kept = 0, interp = 0, mid = 0;
+    double worst = 0;
+    for (int i = 0; i < R / 2; i++) {
+        double th = pow(base, -2.0 * i / R), got = rl_rope_theta(&o, R, i);
+        worst = fmax(worst, fabs(got / ref_yarn_theta(i, R, base, s, L) - 1));
+        if (got == th)
+            kept++;
+        else if (fabs(got / (th / s) - 1) < 1e-14)
+            interp++;
+        else if (got < th && got > th / s)
+            mid++;
+    }
+    tap_ok(worst < 1e-13 && kept > 0 && interp > 0 && mid > 0 && kept + interp + mid == R / 2,
+           "YaRN R=%d base=%g s=%g L=%d: %d pairs keep theta, %d between, %d get theta/s "
+           "(max rel err vs float64 %.2g)",
+           R, base, s, L, kept, mid, interp, worst);
+}
+
+/* The table and the rotation with YaRN frequencies, both layouts, partial rotary, and
+ * the attention factor (rl_rope_scale) on the rotated features only. */
+static void yarn_rotation(int d, int R, int halves)
+{
+    const int           N = 200, L = 1000;
+    const double        s = 8, base = 100;
+    struct rl_rope_opts o;
+    struct rl_rope      r;
+    rl_rope_opts_default(&o);
+    o.dims = R, o.base = base, o.yarn = s, o.yarn_orig = L;
+    o.layout = halves ? RL_ROPE_LAYOUT_HALVES : RL_ROPE_LAYOUT_PAIRS;
+    if (rl_rope_init(&r, N, d, &o) != RL_OK) tap_bail("rope init: %s", rl_last_error());
+    double a = rl_rope_yarn_mscale(&o);
+    rl_rope_scale(&r, a);
+    float  *x = malloc(sizeof(float) * N * d), *y = malloc(sizeof(float) * N * d);
+    double *ref = malloc(sizeof(double) * N * d);
+    tap_fill_normal(x, (size_t)N * d, 1.0);
+    rl_rope_rotate(&r, y, d, x, d, N, 0, 0);
+    for (int m = 0; m < N; m++) {
+        const float *xr  = x + (size_t)m * d;
+        double      *out = ref + (size_t)m * d;
+        for (int j = 0; j < d; j++)
+            out[j] = xr[j];
+        for (int i = 0; i < R / 2; i++) {
+            double ang = m * ref_yarn_theta(i, R, base, s, L);
+            int    p = halves ? i : 2 * i, q = halves ? i + R / 2 : 2 * i + 1;
+            out[p] = a * (xr[p] * cos(ang) - xr[q] * sin(ang));
+            out[q] = a * (xr[p] * sin(ang) + xr[q] * cos(ang));
+        }
+    }
+    tap_close(y, ref, (size_t)N * d, 0, 4e-6,
+              "YaRN rotation d=%d R=%d %s (s=8, a=%.4f on rotated dims) vs float64", d, R,
+              halves ? "halves" : "pairs", a);
+    free(x), free(y), free(ref);
+    rl_rope_free(&r);
+}
+
 static void errors(void)
 {
     struct rl_rope_opts o;
@@ -94,6 +207,15 @@ static void errors(void)
     rl_rope_opts_default(&o);
     o.base = -1;
     tap_ok(rl_rope_init(&r, 10, 8, &o) == RL_EINVAL, "negative base rejected: %s", rl_last_error());
+    rl_rope_opts_default(&o);
+    o.yarn = 0.5;
+    tap_ok(rl_rope_init(&r, 10, 8, &o) == RL_EINVAL, "rope_yarn < 1 rejected: %s", rl_last_error());
+    o.yarn = 2, o.scale = 2;
+    tap_ok(rl_rope_init(&r, 10, 8, &o) == RL_EINVAL, "rope_yarn with rope_scale rejected: %s",
+           rl_last_error());
+    o.scale = 1, o.ntk = 2;
+    tap_ok(rl_rope_init(&r, 10, 8, &o) == RL_EINVAL, "rope_yarn with rope_ntk rejected: %s",
+           rl_last_error());
 }
 
 int main(void)
@@ -117,6 +239,22 @@ int main(void)
         tap_ok(fabs(r.cos[65535] - cos(a)) < 1e-7 && fabs(r.sin[65535] - sin(a)) < 1e-7,
                "table at m=65535 uses double angles (cos err %.2g)", fabs(r.cos[65535] - cos(a)));
         rl_rope_free(&r);
+    }
+    yarn_off_is_plain();
+    yarn_ramp_by_hand();
+    yarn_ramp_general(64, 10000, 8, 2048);
+    yarn_ramp_general(32, 500, 16, 1000);
+    yarn_rotation(16, 16, 0);
+    yarn_rotation(16, 16, 1);
+    yarn_rotation(24, 12, 0);
+    yarn_rotation(24, 12, 1);
+    {
+        struct rl_rope_opts o;
+        rl_rope_opts_default(&o);
+        o.yarn = 16;
+        tap_ok(fabs(rl_rope_yarn_mscale(&o) - (0.1 * log(16.0) + 1)) < 1e-15 &&
+                   (o.yarn = 1, rl_rope_yarn_mscale(&o) == 1.0),
+               "YaRN attention factor 0.1 ln s + 1 (1 when off)");
     }
     errors();
     return tap_done();

@@ -32,6 +32,12 @@ static const char attn_usage[] =
     "  --rope-dims R                   rotate only the first R dims (default d)\n"
     "  --rope-scale S                  position interpolation m -> m/S (default 1)\n"
     "  --rope-ntk A                    NTK-aware base scaling (default 1)\n"
+    "  --rope-yarn S                   YaRN factor (default 1 = off; excludes --rope-scale\n"
+    "                                  and --rope-ntk); softmax also scales rotated q, k by\n"
+    "                                  0.1 ln S + 1\n"
+    "  --rope-yarn-orig L              YaRN's trained context L (default N of the input)\n"
+    "  --xpos                          xPos decay on RoPE (softmax, causal, --pe rope)\n"
+    "  --xpos-scale-base G             xPos gamma (default 512)\n"
     "  --rope-place feature|input      linear: rotate phi(q),phi(k) (eq. 19) or q,k\n"
     "  --rope-denominator plain|rotated linear: eq. 19 unrotated denominator or rotated\n"
     "  --t5-buckets NB                 must equal t5_bias.npy's second dimension (default 32)\n"
@@ -76,6 +82,10 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
         }
         if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
         if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
+        if (!strcmp(a, "--xpos")) {
+            A->o.xpos = 1;
+            continue;
+        }
         if (strncmp(a, "--", 2)) return rl_usage_error("attn", "unexpected argument '%s'", a);
         if (!(v = rl_opt_value("attn", argc, argv, &i))) return RL_EXIT_USAGE;
         if (!strcmp(a, "--in")) A->in = v;
@@ -89,6 +99,12 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
         else if (!strcmp(a, "--rope-base")) e = rl_parse_double("attn", a, v, &A->o.rope.base);
         else if (!strcmp(a, "--rope-scale")) e = rl_parse_double("attn", a, v, &A->o.rope.scale);
         else if (!strcmp(a, "--rope-ntk")) e = rl_parse_double("attn", a, v, &A->o.rope.ntk);
+        else if (!strcmp(a, "--rope-yarn"))
+            e = rl_parse_double("attn", a, v, &A->o.rope.yarn);
+        else if (!strcmp(a, "--rope-yarn-orig"))
+            e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.rope.yarn_orig);
+        else if (!strcmp(a, "--xpos-scale-base"))
+            e = rl_parse_double("attn", a, v, &A->o.xpos_scale_base);
         else if (!strcmp(a, "--rope-dims")) e = rl_parse_int("attn", a, v, 1, 1 << 20, &A->o.rope.dims);
         else if (!strcmp(a, "--t5-buckets")) e = rl_parse_int("attn", a, v, 2, 1 << 20, &A->o.t5_buckets), A->t5_buckets_given = 1;
         else if (!strcmp(a, "--t5-max-distance")) e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.t5_max_distance);

@@ -70,6 +70,14 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "one T5 table per layer instead of one shared"},
     {"model", "alibi_scan",  RL_K_BOOL, OFF(model.alibi_scan), 0, 0, NULL,
      "causal linear ALiBi: O(N) decayed scan instead of the FFT"},
+    {"model", "rope_yarn",   RL_K_DBL, OFF(model.rope_yarn), RL_D_POS, 0, NULL,
+     "YaRN factor s (>= 1; 1 = off)"},
+    {"model", "rope_yarn_orig", RL_K_INT, OFF(model.rope_yarn_orig), 0, BIG, NULL,
+     "YaRN: the context L trained at (0 = the task length)"},
+    {"model", "xpos",        RL_K_BOOL, OFF(model.xpos), 0, 0, NULL,
+     "xPos decay on RoPE (softmax, causal)"},
+    {"model", "xpos_scale_base", RL_K_DBL, OFF(model.xpos_scale_base), RL_D_POS, 0, NULL,
+     "xPos scale base gamma"},
     {"task", "name",       RL_K_ENUM, OFF(task.name), 0, 0, names_task, "the task"},
     {"task", "length",     RL_K_INT, OFF(task.length), 0, BIG, NULL,
      "training sequence length N (0 = task default)"},
@@ -148,6 +156,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->model.rope_base = 10000, c->model.rope_layout = RL_ROPE_LAYOUT_PAIRS;
     c->model.rope_scale = 1, c->model.rope_ntk = 1;
     c->model.t5_buckets = 32, c->model.t5_max_distance = 128;
+    c->model.rope_yarn = 1, c->model.xpos_scale_base = 512;
     struct rl_task_opts to;
     rl_task_opts_default(&to);
     c->task.name   = RL_TASK_COPY;

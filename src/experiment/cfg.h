@@ -74,6 +74,10 @@ struct rl_cfg {
         enum rl_rope_denom  rope_denominator;
         int                 t5_buckets, t5_max_distance, t5_per_layer;
         int                 alibi_scan;
+        double              rope_yarn;      /* YaRN factor s (1 = off) */
+        int                 rope_yarn_orig; /* YaRN L (0 = the task length) */
+        int                 xpos;
+        double              xpos_scale_base;
     } model;
     struct {
         enum rl_task_kind name;

@@ -44,6 +44,16 @@ static rl_status check_rope(const struct rl_cfg *c)
             CHECK_FAIL("model", "rope_ntk", NULL, NULL, "NTK scaling needs rope_dims > 2 (got %d)",
                        R);
     }
+    if (!(c->model.rope_yarn >= 1))
+        CHECK_FAIL("model", "rope_yarn", NULL, NULL, "must be >= 1 (1 = off), got %g",
+                   c->model.rope_yarn);
+    if (c->model.rope_yarn != 1 && (c->model.rope_scale != 1 || c->model.rope_ntk != 1))
+        CHECK_FAIL("model", "rope_yarn", "model", "rope_scale",
+                   "YaRN excludes rope_scale != 1 and rope_ntk != 1");
+    if (c->model.xpos && (c->model.attention != RL_ATTN_SOFTMAX || c->model.pe != RL_CFG_PE_ROPE ||
+                          c->task.name == RL_TASK_LISTOPS))
+        CHECK_FAIL("model", "xpos", NULL, NULL,
+                   "xPos needs attention = softmax, pe = rope and a causal (language-model) task");
     int linear_rope = c->model.pe == RL_CFG_PE_ROPE && c->model.attention == RL_ATTN_LINEAR;
     if (c->model.rope_place == RL_ROPE_PLACE_INPUT && !linear_rope)
         CHECK_FAIL("model", "rope_place", NULL, NULL,
@@ -96,6 +106,7 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
     c->task.vocab  = task_vocab;
     if (!c->model.max_len) c->model.max_len = task_length;
     if (!c->model.rope_dims) c->model.rope_dims = c->model.d_model / c->model.heads;
+    if (!c->model.rope_yarn_orig) c->model.rope_yarn_orig = task_length;
     if (!c->eval.n_lengths) c->eval.lengths[c->eval.n_lengths++] = task_length;
     if (c->model.pe == RL_CFG_PE_LEARNED && c->model.max_len < task_length)
         CHECK_FAIL("model", "max_len", NULL, NULL,
@@ -317,6 +328,10 @@ void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_cl
     a->rope_denominator = c->model.rope_denominator;
     a->t5_buckets       = c->model.t5_buckets;
     a->t5_max_distance  = c->model.t5_max_distance;
+    a->rope.yarn        = c->model.rope_yarn;
+    a->rope.yarn_orig   = c->model.rope_yarn_orig;
+    a->xpos             = c->model.xpos;
+    a->xpos_scale_base  = c->model.xpos_scale_base;
     /* alibi_scan is a preference: it applies where the scan exists (causal linear ALiBi) */
     a->alibi_scan =
         c->model.alibi_scan && a->pe == RL_ATTN_PE_ALIBI && causal && a->kind == RL_ATTN_LINEAR;

@@ -24,6 +24,7 @@ struct rl_attn {
     int                 has_rope, has_bias; /* bias: t5 or alibi */
     struct rl_rope      rope;
     double             *slopes; /* H (alibi) */
+    float              *xlam;   /* d (xpos): ln(zeta_f)/gamma per feature, 0 past rope_dims */
     float              *rel;    /* H x (2N-1): relative bias vectors */
     size_t              scratch_floats;
     float             **scratch;     /* per thread */
@@ -42,6 +43,8 @@ void rl_attn_opts_default(struct rl_attn_opts *o)
     o->t5_buckets      = 32;
     o->t5_max_distance = 128;
     o->alibi_scan      = 0;
+    o->xpos            = 0;
+    o->xpos_scale_base = 512.0;
 }
 
 rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
@@ -60,6 +63,17 @@ rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
         if (!(o->rope.ntk > 0)) RL_FAIL(RL_EINVAL, "rope_ntk=%g must be > 0", o->rope.ntk);
         if (o->rope.ntk != 1.0 && R <= 2)
             RL_FAIL(RL_EINVAL, "rope_ntk needs rope_dims > 2, got %d", R);
+        if (!(o->rope.yarn >= 1)) RL_FAIL(RL_EINVAL, "rope_yarn=%g must be >= 1", o->rope.yarn);
+        if (o->rope.yarn != 1.0 && (o->rope.scale != 1.0 || o->rope.ntk != 1.0))
+            RL_FAIL(RL_EINVAL, "rope_yarn excludes rope_scale != 1 and rope_ntk != 1");
+        if (o->rope.yarn_orig < 0)
+            RL_FAIL(RL_EINVAL, "rope_yarn_orig=%d must be >= 0", o->rope.yarn_orig);
+    }
+    if (o->xpos) {
+        if (o->kind != RL_ATTN_SOFTMAX || !o->causal || o->pe != RL_ATTN_PE_ROPE)
+            RL_FAIL(RL_EINVAL, "xpos needs softmax attention, causal, pe=rope");
+        if (!(o->xpos_scale_base > 0))
+            RL_FAIL(RL_EINVAL, "xpos_scale_base=%g must be > 0", o->xpos_scale_base);
     }
     if (o->kind == RL_ATTN_SOFTMAX) {
         if (o->rope_place != RL_ROPE_PLACE_FEATURE)
@@ -106,8 +120,9 @@ static int use_toeplitz(const struct rl_attn *a)
 
 static size_t kernel_scratch(const struct rl_attn *a)
 {
-    if (a->o.kind == RL_ATTN_SOFTMAX) /* + rotated q and k copies */
+    if (a->o.kind == RL_ATTN_SOFTMAX) /* + rotated q and k copies (+ the xPos tiles) */
         return rl_attn_softmax_scratch_floats(a->N, a->d, a->dv) +
+               (a->o.xpos ? rl_attn_softmax_xpos_scratch_floats(a->N, a->d) : 0) +
                (a->has_rope ? 2 * (size_t)a->N * a->d : 0);
     if (use_toeplitz(a)) return 0; /* the Toeplitz plan owns its buffers */
     return rl_attn_linear_scratch_floats(&a->o, a->N, a->d, a->dv);
@@ -126,6 +141,7 @@ void rl_attn_free(rl_attn *a)
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
+    free(a->xlam);
     rl_free(a->rel);
     free(a);
 }
@@ -148,6 +164,24 @@ static rl_status alloc_per_thread(rl_attn *a)
     return RL_OK;
 }
 
+/* xPos: pair i of the R rotated features decays by zeta_i = (2i/R + 0.4)/1.4 per gamma
+ * positions (x-transformers' rotary_xpos; the pair's two features share zeta_i). */
+static rl_status xpos_init(rl_attn *a)
+{
+    const int R = a->rope.dims, h = R / 2;
+    if (!(a->xlam = calloc((size_t)a->d, sizeof(float))))
+        RL_FAIL(RL_ENOMEM, "attention: out of memory");
+    for (int i = 0; i < h; i++) {
+        double z   = (2.0 * i / R + 0.4) / 1.4;
+        float  lam = (float)(log(z) / a->o.xpos_scale_base);
+        if (a->rope.layout == RL_ROPE_LAYOUT_PAIRS)
+            a->xlam[2 * i] = a->xlam[2 * i + 1] = lam;
+        else
+            a->xlam[i] = a->xlam[i + h] = lam;
+    }
+    return RL_OK;
+}
+
 rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv)
 {
     *out = NULL;
@@ -161,6 +195,9 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     a->has_bias = o->pe == RL_ATTN_PE_T5 || o->pe == RL_ATTN_PE_ALIBI;
     rl_status st = RL_OK;
     if (a->has_rope) st = rl_rope_init(&a->rope, N, d, &o->rope);
+    if (st == RL_OK && a->has_rope && o->kind == RL_ATTN_SOFTMAX) /* YaRN: a R_m q, a R_n k */
+        rl_rope_scale(&a->rope, rl_rope_yarn_mscale(&o->rope));
+    if (st == RL_OK && o->xpos) st = xpos_init(a);
     if (st == RL_OK && a->has_bias) {
         a->rel    = rl_alloc((size_t)H * (2 * (size_t)N - 1) * sizeof(float));
         a->slopes = calloc((size_t)H, sizeof(double));
@@ -211,7 +248,7 @@ static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const fl
             rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
             q = qr, k = kr, scr += 2 * (size_t)N * d;
         }
-        rl_attn_softmax_forward(o, saved, q, k, v, rel, N, d, dv, a->o.causal, scr);
+        rl_attn_softmax_forward_xpos(o, saved, q, k, v, rel, a->xlam, N, d, dv, a->o.causal, scr);
     } else if (a->has_bias && a->o.alibi_scan) {
         rl_attn_decay_forward(tp, o, saved, bad, q, k, v, exp(-a->slopes[h]), &a->o, N, d, dv);
     } else if (a->has_bias) {
@@ -258,8 +295,8 @@ static void head_backward(rl_attn *a, float *dq, float *dk, float *dv, double *d
             rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
             q = qr, k = kr, scr += 2 * (size_t)N * d;
         }
-        rl_attn_softmax_backward(dq, dk, dv, drel, dout, o, saved, q, k, v, rel, N, d, dvd,
-                                 a->o.causal, scr);
+        rl_attn_softmax_backward_xpos(dq, dk, dv, drel, dout, o, saved, q, k, v, rel, a->xlam, N, d,
+                                      dvd, a->o.causal, scr);
         if (a->has_rope) { /* d/dq of (R_m q_m) is R_m^T applied to the gradient */
             rl_rope_rotate(&a->rope, dq, d, dq, d, N, 0, 1);
             rl_rope_rotate(&a->rope, dk, d, dk, d, N, 0, 1);

@@ -89,6 +89,59 @@ static int query_block(int N, int causal)
     return causal && N <= SM_BK && bq >= 32 ? (bq + 3) / 4 : bq;
 }
 
+/* xPos (Sun et al. 2022, as x-transformers' rotary_xpos): the score term of feature f is
+ * multiplied by zeta_f^((m-n)/gamma) = exp((m-n) lam_f), lam_f = ln(zeta_f)/gamma <= 0.
+ * It is split as q_m . exp((m-c) lam) and k_n . exp(-(n-c) lam) for a centre c that
+ * cancels in the product; a single centre for the whole sequence needs factors up to
+ * zeta_0^(-N/(2 gamma)) = e^80 at N = 65536, gamma = 512 (and their products e^160 in the
+ * masked corner of a diagonal tile), beyond float.  So each query block takes its own
+ * centre c = i0 + mb/2: its q factors and the factors of every key it sees (n <= i0+mb-1)
+ * are at most exp(mb/2 |lam|), and the factors of keys far below the block underflow
+ * to 0 -- which is what their true score terms, zeta^((m-n)/gamma) <= exp((m-n) lam),
+ * do.  The key tile is rescaled (and repacked) for each query block: d exps per key and
+ * block, 1/mb of the score GEMM's work.  The block height is capped so that
+ * exp(mb/2 |lam|) <= e^40 (only for gamma below ~4). */
+static int xpos_rows_cap(const float *xlam, int d, int rows)
+{
+    float mx = 0.0f;
+    for (int e = 0; e < d; e++)
+        mx = fmaxf(mx, -xlam[e]);
+    int cap = mx > 0 ? (int)(80.0f / mx) : rows;
+    return cap < 1 ? 1 : cap < rows ? cap : rows;
+}
+
+/* Rows r0 .. r0+n-1 of x scaled feature-wise: f = exp(sgn (r - c0) lam), xs = x f. */
+RL_SIMD_CLONES
+static void xpos_rows(float *xs, float *f, const float *x, const float *lam, int r0, int n, int d,
+                      int c0, float sgn)
+{
+    for (int a = 0; a < n; a++) {
+        const float  t  = sgn * (float)(r0 + a - c0);
+        const float *xr = x + (size_t)(r0 + a) * d;
+#pragma omp simd
+        for (int e = 0; e < d; e++) {
+            float g               = rl_expf_inline(t * lam[e]);
+            f[(size_t)a * d + e]  = g;
+            xs[(size_t)a * d + e] = xr[e] * g;
+        }
+    }
+}
+
+/* x (n x d) += y * f, elementwise (the chain rule through xs = x f). */
+static void mul_acc(float *x, const float *y, const float *f, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        x[i] += y[i] * f[i];
+}
+
+size_t rl_attn_softmax_xpos_scratch_floats(int N, int d)
+{
+    int bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    return 2 * (size_t)bq * d + 3 * (size_t)bk * d;
+}
+
 size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
 {
     int bq, bk, ld;
@@ -166,6 +219,8 @@ struct sm_call {
     double      *drel;
     int          N, d, dv, causal;
     float        scale; /* 1/sqrt(d) */
+    const float *xlam;  /* xPos: d log-decays per feature, or NULL (see xpos_rows) */
+    float       *xs;    /* xPos scratch: qs, fq (bq x d), ks, fk, dks (bk x d) */
 };
 
 /* The transpose of one key tile (k or v rows j0 .. j0+n-1, n = the whole tile), packed for
@@ -199,13 +254,27 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
     memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
     for (int a = 0; a < mb; a++)
         mrow[a] = -INFINITY, lrow[a] = 0.0f;
-    const int jend = c->causal ? i0 + mb : c->N; /* causal: tiles right of the block skipped */
+    const int    jend = c->causal ? i0 + mb : c->N; /* causal: tiles right of the block skipped */
+    const int    c0   = i0 + mb / 2;                /* xPos centre */
+    const float *qi   = c->q + (size_t)i0 * c->d;
+    float       *ks = NULL, *fk = NULL;
+    if (c->xlam) { /* q_m exp((m-c0) lam) */
+        float *qs = c->xs, *fq = qs + (size_t)bq * c->d;
+        ks = fq + (size_t)bq * c->d, fk = ks + (size_t)bk * c->d;
+        xpos_rows(qs, fq, c->q, c->xlam, i0, mb, c->d, c0, 1.0f);
+        qi = qs;
+    }
     for (int j0 = 0; j0 < jend; j0 += bk) {
         const int nb = imin(bk, jend - j0); /* causal: keys past the block's last row unused */
         /* s = q k^T / sqrt(d) */
-        const float *kt = packed(&kp, c->k, c->d, ld, j0, imin(bk, c->N - j0));
-        rl_tile_gemm(mb, (nb + 15) & ~15, c->d, c->scale, c->q + (size_t)i0 * c->d, c->d, 1, kt,
-                     ld, 0.0f, s, ld);
+        const float *kt;
+        if (c->xlam) { /* k_n exp(-(n-c0) lam), for this block's centre */
+            xpos_rows(ks, fk, c->k, c->xlam, j0, nb, c->d, c0, -1.0f);
+            rl_tile_pack_t(kp.t, ld, ks, c->d, nb, c->d);
+            kt = kp.t;
+        } else
+            kt = packed(&kp, c->k, c->d, ld, j0, imin(bk, c->N - j0));
+        rl_tile_gemm(mb, (nb + 15) & ~15, c->d, c->scale, qi, c->d, 1, kt, ld, 0.0f, s, ld);
         for (int a = 0; a < mb; a++) {
             float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                                      row_cols(c->causal, i0 + a, j0, nb), nb, mrow + a, lrow + a);
@@ -224,18 +293,27 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
 void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
                              const float *rel, int N, int d, int dv, int causal, float *scratch)
 {
-    const struct sm_call c  = {.q       = q,
-                               .k       = k,
-                               .v       = v,
-                               .rel     = rel,
-                               .out     = o,
-                               .lse_out = lse,
-                               .N       = N,
-                               .d       = d,
-                               .dv      = dv,
-                               .causal  = causal,
-                               .scale   = (float)(1.0 / sqrt((double)d))};
-    const int            bq = query_block(N, causal);
+    rl_attn_softmax_forward_xpos(o, lse, q, k, v, rel, NULL, N, d, dv, causal, scratch);
+}
+
+void rl_attn_softmax_forward_xpos(float *o, float *lse, const float *q, const float *k,
+                                  const float *v, const float *rel, const float *xlam, int N, int d,
+                                  int dv, int causal, float *scratch)
+{
+    const struct sm_call c = {.q       = q,
+                              .k       = k,
+                              .v       = v,
+                              .rel     = rel,
+                              .out     = o,
+                              .lse_out = lse,
+                              .N       = N,
+                              .d       = d,
+                              .dv      = dv,
+                              .causal  = causal,
+                              .scale   = (float)(1.0 / sqrt((double)d)),
+                              .xlam    = xlam,
+                              .xs      = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
+    const int bq = xlam ? xpos_rows_cap(xlam, d, query_block(N, causal)) : query_block(N, causal);
     const unsigned       mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += bq)
         forward_block(&c, i0, imin(bq, N - i0), scratch);
@@ -290,8 +368,20 @@ static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int n
     /* s = q k^T / sqrt(d) + rel, p = exp(s - lse): the forward's softmax, recomputed */
     const int    nfull = imin(ld, c->N - j0); /* the whole key tile (ld >= its width) */
     const int    np    = (nb + 15) & ~15;
-    rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, packed(kp, c->k, d, ld, j0, nfull), ld,
-                 0.0f, p, ld);
+    const float *kt;
+    float       *fk = NULL, *dks = NULL;
+    if (c->xlam) { /* xPos: the block's scaled q (made by the caller), this tile's scaled k */
+        int bq, bk, ldx;
+        tile_dims(c->N, &bq, &bk, &ldx);
+        float *ks = c->xs + 2 * (size_t)bq * d;
+        fk = ks + (size_t)bk * d, dks = fk + (size_t)bk * d;
+        xpos_rows(ks, fk, c->k, c->xlam, j0, nb, d, i0 + mb / 2, -1.0f);
+        rl_tile_pack_t(kp->t, ld, ks, d, nb, d);
+        kp->j0 = -1; /* the pack is this block's, not reusable */
+        qi = c->xs, kj = ks, kt = kp->t;
+    } else
+        kt = packed(kp, c->k, d, ld, j0, nfull);
+    rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, kt, ld, 0.0f, p, ld);
     for (int a = 0; a < mb; a++)
         recompute_p(p + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
                     row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
@@ -305,7 +395,13 @@ static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int n
                          row_cols(c->causal, i0 + a, j0, nb), nb, Drow[a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
     rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, c->dq + (size_t)i0 * d, d);
-    rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 1.0f, c->dk + (size_t)j0 * d, d);
+    if (!c->xlam) {
+        rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 1.0f, c->dk + (size_t)j0 * d, d);
+        return;
+    }
+    /* xPos: ks = k fk  =>  dk += fk (ds^T qs / sqrt(d)); dq is rescaled by the caller */
+    rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 0.0f, dks, d);
+    mul_acc(c->dk + (size_t)j0 * d, dks, fk, (size_t)nb * d);
 }
 
 /* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
@@ -327,6 +423,27 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
                               const float *v, const float *rel, int N, int d, int dv, int causal,
                               float *scratch)
 {
+    rl_attn_softmax_backward_xpos(dq, dk, dvg, drel, dout, o, lse, q, k, v, rel, NULL, N, d, dv,
+                                  causal, scratch);
+}
+
+/* xPos: qs = q fq  =>  dq = fq (ds ks / sqrt(d)), the block's rows rescaled at its end */
+static void xpos_dq(const struct sm_call *c, int i0, int mb)
+{
+    int bq, bk, ld;
+    tile_dims(c->N, &bq, &bk, &ld);
+    float       *dq = c->dq + (size_t)i0 * c->d;
+    const float *fq = c->xs + (size_t)bq * c->d;
+    for (size_t i = 0; i < (size_t)mb * c->d; i++)
+        dq[i] *= fq[i];
+}
+
+void rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *drel,
+                                   const float *dout, const float *o, const float *lse,
+                                   const float *q, const float *k, const float *v, const float *rel,
+                                   const float *xlam, int N, int d, int dv, int causal,
+                                   float *scratch)
+{
     const struct sm_call c = {.q      = q,
                               .k      = k,
                               .v      = v,
@@ -342,7 +459,9 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
                               .d      = d,
                               .dv     = dv,
                               .causal = causal,
-                              .scale  = (float)(1.0 / sqrt((double)d))};
+                              .scale  = (float)(1.0 / sqrt((double)d)),
+                              .xlam   = xlam,
+                              .xs     = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
     int                  bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
     float *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
@@ -350,14 +469,17 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
     memset(dvg, 0, sizeof(float) * (size_t)N * dv);
-    const int      qb   = query_block(N, causal);
+    const int qb = xlam ? xpos_rows_cap(xlam, d, query_block(N, causal)) : query_block(N, causal);
     const unsigned mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += qb) {
         const int mb = imin(qb, N - i0);
         row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
+        if (xlam) /* q_m exp((m-c0) lam), c0 = i0 + mb/2 as in the forward */
+            xpos_rows(c.xs, c.xs + (size_t)bq * d, q, xlam, i0, mb, d, i0 + mb / 2, 1.0f);
         const int jend = c.causal ? i0 + mb : N;
         for (int j0 = 0; j0 < jend; j0 += bk)
             backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, &kp, &vp);
+        if (xlam) xpos_dq(&c, i0, mb);
     }
     ftz_restore(mode);
 }

@@ -24,4 +24,18 @@ void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, co
                               const float *v, const float *rel, int N, int d, int dv, int causal,
                               float *scratch);
 
+/* The same with xPos: xlam (d floats) = ln(zeta_f)/gamma for each rotated feature f (the
+ * zeta of its RoPE pair), 0 for the others, or NULL; the score term of feature f gets the
+ * factor exp((m-n) xlam[f]) (causal only).  The scratch then needs
+ * rl_attn_softmax_scratch_floats + rl_attn_softmax_xpos_scratch_floats. */
+size_t rl_attn_softmax_xpos_scratch_floats(int N, int d);
+void   rl_attn_softmax_forward_xpos(float *o, float *lse, const float *q, const float *k,
+                                    const float *v, const float *rel, const float *xlam, int N, int d,
+                                    int dv, int causal, float *scratch);
+void   rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *drel,
+                                     const float *dout, const float *o, const float *lse,
+                                     const float *q, const float *k, const float *v, const float *rel,
+                                     const float *xlam, int N, int d, int dv, int causal,
+                                     float *scratch);
+
 #endif

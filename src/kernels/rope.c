@@ -13,13 +13,55 @@ void rl_rope_opts_default(struct rl_rope_opts *o)
     o->dims   = 0;
     o->scale  = 1.0;
     o->ntk    = 1.0;
+    o->yarn      = 1.0;
+    o->yarn_orig = 0;
+}
+
+/* YaRN's correction dimension: the pair index whose wavelength 2 pi / theta_i fits
+ * n_rot times into the trained context L. */
+static double yarn_corr_dim(double n_rot, int dims, double base, int L)
+{
+    const double pi = 3.14159265358979323846;
+    return dims * log(L / (n_rot * 2.0 * pi)) / (2.0 * log(base));
+}
+
+/* YaRN's blend weight of theta_i / s for pair i (0: theta_i kept, 1: interpolated). */
+static double yarn_ramp(const struct rl_rope_opts *o, int dims, int i)
+{
+    RL_ASSERT(o->yarn_orig > 0);
+    double lo = floor(yarn_corr_dim(32.0, dims, o->base, o->yarn_orig));
+    double hi = ceil(yarn_corr_dim(1.0, dims, o->base, o->yarn_orig));
+    lo        = lo > 0 ? lo : 0;
+    hi        = hi < dims - 1 ? hi : dims - 1;
+    if (lo == hi) hi += 0.001;
+    double r = (i - lo) / (hi - lo);
+    return r < 0 ? 0 : r > 1 ? 1 : r;
 }
 
 double rl_rope_theta(const struct rl_rope_opts *o, int dims, int i)
 {
     double base = o->base;
     if (o->ntk != 1.0) base *= pow(o->ntk, (double)dims / (double)(dims - 2));
-    return pow(base, -2.0 * i / (double)dims);
+    double th = pow(base, -2.0 * i / (double)dims);
+    if (o->yarn != 1.0) {
+        double w = yarn_ramp(o, dims, i);
+        th       = (th / o->yarn) * w + th * (1.0 - w);
+    }
+    return th;
+}
+
+double rl_rope_yarn_mscale(const struct rl_rope_opts *o)
+{
+    return o->yarn > 1.0 ? 0.1 * log(o->yarn) + 1.0 : 1.0;
+}
+
+void rl_rope_scale(struct rl_rope *r, double a)
+{
+    size_t nt = (size_t)r->n_pos * (r->dims / 2);
+    for (size_t t = 0; t < nt; t++) {
+        r->cos[t] = (float)(r->cos[t] * a);
+        r->sin[t] = (float)(r->sin[t] * a);
+    }
 }
 
 rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope_opts *o)
@@ -33,6 +75,12 @@ rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope
     if (!(o->scale > 0)) RL_FAIL(RL_EINVAL, "rope: rope_scale=%g must be > 0", o->scale);
     if (!(o->ntk > 0)) RL_FAIL(RL_EINVAL, "rope: rope_ntk=%g must be > 0", o->ntk);
     if (o->ntk != 1.0 && R <= 2) RL_FAIL(RL_EINVAL, "rope: rope_ntk needs rope_dims > 2 (got %d)", R);
+    if (!(o->yarn >= 1)) RL_FAIL(RL_EINVAL, "rope: rope_yarn=%g must be >= 1", o->yarn);
+    if (o->yarn != 1.0 && (o->scale != 1.0 || o->ntk != 1.0))
+        RL_FAIL(RL_EINVAL, "rope: rope_yarn excludes rope_scale != 1 and rope_ntk != 1");
+    if (o->yarn_orig < 0) RL_FAIL(RL_EINVAL, "rope: rope_yarn_orig=%d must be >= 0", o->yarn_orig);
+    struct rl_rope_opts oy = *o; /* YaRN's L: the table's length unless given */
+    if (!oy.yarn_orig) oy.yarn_orig = n_pos;
     int    h  = R / 2;
     size_t nt = (size_t)n_pos * h;
     r->cos    = malloc((nt ? nt : 1) * sizeof(float));
@@ -43,7 +91,7 @@ rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope
     }
     r->n_pos = n_pos, r->d = d, r->dims = R, r->layout = o->layout;
     for (int i = 0; i < h; i++) {
-        double th = rl_rope_theta(o, R, i);
+        double th = rl_rope_theta(&oy, R, i);
         for (int m = 0; m < n_pos; m++) {
             double a                    = ((double)m / o->scale) * th; /* SPEC 5: angles in double */
             r->cos[(size_t)m * h + i]   = (float)cos(a);

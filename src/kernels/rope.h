@@ -4,6 +4,15 @@
  * (partial rotary); the rest pass through.
  *   theta_i = base'^(-2i/R), i < R/2, base' = base * ntk^(R/(R-2))   (NTK-aware; ntk=1: base)
  *   angle(m, i) = (m / scale) * theta_i, computed in double, stored as float cos/sin.
+ * YaRN (Peng et al. 2023, with the truncation of the authors' code and of Hugging Face's
+ * _compute_yarn_parameters), factor s = yarn > 1, trained context L = yarn_orig:
+ *   c(r) = R ln(L / (2 pi r)) / (2 ln base),  beta_fast = 32, beta_slow = 1
+ *   lo = max(floor(c(32)), 0),  hi = min(ceil(c(1)), R - 1),  hi += 0.001 if lo == hi
+ *   ramp_i = clamp((i - lo) / (hi - lo), 0, 1)
+ *   theta'_i = (theta_i / s) ramp_i + theta_i (1 - ramp_i)
+ * (fast pairs i <= lo keep theta_i, slow pairs i >= hi are interpolated by s).  The
+ * attention factor a = 0.1 ln s + 1 is not part of the table: softmax attention applies it
+ * with rl_rope_scale (linear attention changes the frequencies only).
  * Layouts (the pair that rotates by theta_i):
  *   RL_ROPE_LAYOUT_PAIRS  : (2i, 2i+1)     -- RoFormer paper, GPT-J, ggml NORMAL (default)
  *   RL_ROPE_LAYOUT_HALVES : (i, i + R/2)   -- GPT-NeoX / HF "rotate_half"
@@ -23,6 +32,8 @@ struct rl_rope_opts {
     int                 dims;   /* R; 0 means d */
     double              scale;  /* position interpolation m -> m/scale; 1 */
     double              ntk;    /* NTK alpha; 1 */
+    double              yarn;   /* YaRN factor s; 1 = off */
+    int                 yarn_orig; /* YaRN: L, the context trained at; 0 = the table's n_pos */
 };
 
 struct rl_rope {
@@ -34,7 +45,8 @@ struct rl_rope {
 
 void rl_rope_opts_default(struct rl_rope_opts *o);
 /* Validates (d even where dims = d, dims even and <= d, ntk needs dims > 2, base > 0,
- * scale > 0) and builds the cos/sin table for positions 0 .. n_pos-1. */
+ * scale > 0, yarn >= 1 and not with scale or ntk != 1, yarn_orig >= 0) and builds the cos/sin table
+ * for positions 0 .. n_pos-1. */
 rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope_opts *o);
 void      rl_rope_free(struct rl_rope *r);
 
@@ -43,7 +55,14 @@ void      rl_rope_free(struct rl_rope *r);
 void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x, int ldx,
                     int n_rows, int pos0, int inverse);
 
-/* The angle table entry in double precision (for references and tests). */
+/* Multiplies the table by a: rl_rope_rotate then applies a R_m (inverse: a R_m^T) to the
+ * rotated dimensions; the pass-through ones stay as they are.  (YaRN's attention factor.) */
+void rl_rope_scale(struct rl_rope *r, double a);
+
+/* The frequency theta_i (or YaRN's theta'_i) in double precision (for references and tests).
+ * With yarn != 1, o->yarn_orig must be > 0 (rl_rope_init uses n_pos when it is 0). */
 double rl_rope_theta(const struct rl_rope_opts *o, int dims, int i);
+/* YaRN's attention factor 0.1 ln s + 1 (1 when s <= 1). */
+double rl_rope_yarn_mscale(const struct rl_rope_opts *o);
 
 #endif

@@ -21,7 +21,8 @@ def parse_opts(argv):
     o = dict(attention="softmax", feature_map="elu1", pe="none", causal=False, rope_base=1e4,
              rope_layout="pairs", rope_dims=0, rope_scale=1.0, rope_ntk=1.0,
              rope_place="feature", rope_denominator="plain", t5_buckets=32,
-             t5_max_distance=128, eps=1e-6, alibi_scan=False)
+             t5_max_distance=128, eps=1e-6, alibi_scan=False, rope_yarn=1.0,
+             rope_yarn_orig=0, xpos=False, xpos_scale_base=512.0)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -29,6 +30,8 @@ def parse_opts(argv):
             o["causal"] = True
         elif a == "--alibi-scan":
             o["alibi_scan"] = True
+        elif a == "--xpos":
+            o["xpos"] = True
         else:
             key = a[2:].replace("-", "_")
             val = argv[i + 1]
@@ -39,8 +42,26 @@ def parse_opts(argv):
     return o
 
 
-def rope_rotate(x, o):
-    """R_m x for rows m = 0..N-1 of x (N, d): SPEC 2.3."""
+def pair_features(o, d, i):
+    """The two features that rotate together as pair i."""
+    R = o["rope_dims"] or d
+    return (2 * i, 2 * i + 1) if o["rope_layout"] == "pairs" else (i, i + R // 2)
+
+
+def yarn_theta(th, i, R, base, s, L):
+    """YaRN's theta'_i (SPEC 2.3: truncated correction range, beta_fast 32, beta_slow 1)."""
+    def cdim(r):
+        return R * math.log(L / (2 * math.pi * r)) / (2 * math.log(base))
+    lo = max(math.floor(cdim(32.0)), 0)
+    hi = min(math.ceil(cdim(1.0)), R - 1)
+    if lo == hi:
+        hi += 0.001
+    ramp = min(max((i - lo) / (hi - lo), 0.0), 1.0)
+    return th / s * ramp + th * (1 - ramp)
+
+
+def rope_rotate(x, o, amp=1.0):
+    """amp R_m x for rows m = 0..N-1 of x (N, d) (amp on the rotated features only)."""
     N, d = x.shape
     R = o["rope_dims"] or d
     base = o["rope_base"]
@@ -50,11 +71,28 @@ def rope_rotate(x, o):
     m = np.arange(N, dtype=np.float64) / o["rope_scale"]
     for i in range(R // 2):
         th = base ** (-2.0 * i / R)
-        a, b = (2 * i, 2 * i + 1) if o["rope_layout"] == "pairs" else (i, i + R // 2)
+        if o["rope_yarn"] != 1.0:
+            th = yarn_theta(th, i, R, base, o["rope_yarn"], o["rope_yarn_orig"] or N)
+        a, b = pair_features(o, d, i)
         c, s = np.cos(m * th), np.sin(m * th)
-        out[:, a] = x[:, a] * c - x[:, b] * s
-        out[:, b] = x[:, a] * s + x[:, b] * c
+        out[:, a] = amp * (x[:, a] * c - x[:, b] * s)
+        out[:, b] = amp * (x[:, a] * s + x[:, b] * c)
     return out
+
+
+def softmax_scores(o, q, k):
+    """q.k / sqrt(d), with xPos: feature f of pair i weighted by zeta_i^((m-n)/gamma)."""
+    N, d = q.shape
+    if not o["xpos"]:
+        return q @ k.T / math.sqrt(d)
+    R = o["rope_dims"] or d
+    w = np.ones((d, N, N))
+    dist = (np.arange(N)[:, None] - np.arange(N)[None, :]).astype(np.float64)
+    for i in range(R // 2):
+        z = (2.0 * i / R + 0.4) / 1.4
+        for f in pair_features(o, d, i):
+            w[f] = z ** (dist / o["xpos_scale_base"])
+    return np.einsum("mf,nf,fmn->mn", q, k, w) / math.sqrt(d)
 
 
 def t5_bucket(r, bidirectional, nb_total, max_distance):
@@ -111,8 +149,10 @@ def head(o, h, q, k, v, t5):
     bias = bias_matrix(o, h, N, t5)
     if o["attention"] == "softmax":
         if o["pe"] == "rope":
-            q, k = rope_rotate(q, o), rope_rotate(k, o)
-        s = q @ k.T / math.sqrt(d) + bias
+            s_ = o["rope_yarn"]
+            amp = 0.1 * math.log(s_) + 1 if s_ > 1 else 1.0  # YaRN, softmax only
+            q, k = rope_rotate(q, o, amp), rope_rotate(k, o, amp)
+        s = softmax_scores(o, q, k) + bias
         s = np.where(mask > 0, s, -np.inf)
         return softmax_rows(s) @ v
     fm = o["feature_map"]
@@ -169,9 +209,13 @@ def main():
     _, cmd, rope_bin, work, seed = sys.argv[:5]
     assert cmd == "check"
     opts = sys.argv[sys.argv.index("--") + 1:]
+    H, N, d, dv = 2, 9, 4, 3
+    if "--ref-shape" in opts:  # the reference's own option: H,N,d,dv
+        i = opts.index("--ref-shape")
+        H, N, d, dv = (int(t) for t in opts[i + 1].split(","))
+        opts = opts[:i] + opts[i + 2:]
     o = parse_opts(opts)
     rng = np.random.default_rng(int(seed))
-    H, N, d, dv = 2, 9, 4, 3
     if o["pe"] == "rope" and o["rope_dims"] == 0 and d % 2:
         d += 1
     o["H"] = H
