@@ -38,6 +38,12 @@ struct combo {
     int                scan; /* linear ALiBi in training: the decayed scan (else FFT) */
 };
 
+/* RoPE extensions of the combination checked next (YaRN factor, xPos on or off). */
+static struct {
+    double yarn;
+    int    xpos;
+} ext = {1.0, 0};
+
 static void make_config(struct rl_model_config *c, const struct combo *k)
 {
     memset(c, 0, sizeof *c);
@@ -56,6 +62,10 @@ static void make_config(struct rl_model_config *c, const struct combo *k)
     c->attn.t5_buckets       = 8;
     c->attn.t5_max_distance  = 40;
     c->attn.alibi_scan       = k->scan;
+    c->attn.rope.yarn        = ext.yarn;
+    c->attn.rope.yarn_orig   = ext.yarn != 1.0 ? 64 : 0;
+    c->attn.xpos             = ext.xpos;
+    c->attn.xpos_scale_base  = 24.0; /* decays that matter within 300 positions */
 }
 
 static rl_model *make_model(const struct combo *k)
@@ -281,6 +291,26 @@ int main(void)
     tap_seed(20261123);
     for (size_t i = 0; i < sizeof combos / sizeof *combos; i++)
         check_combo(&combos[i]);
+    /* YaRN (s = 4, trained context 64): softmax (frequencies and the factor on q, k) and
+     * linear attention (frequencies); xPos (softmax, causal) */
+    static const struct combo yarn[] = {
+        SM(RL_ATTN_PE_ROPE, RL_INPUT_PE_NONE, "softmax rope yarn 4"),
+        LN(RL_FMAP_ELU1, RL_ATTN_PE_ROPE, RL_ROPE_PLACE_FEATURE, 0,
+           "linear elu1 rope (eq. 19) yarn 4"),
+        LN(RL_FMAP_SOFTMAX, RL_ATTN_PE_ROPE, RL_ROPE_PLACE_FEATURE, 0,
+           "linear softmax rope (eq. 19) yarn 4")};
+    ext.yarn = 4.0;
+    for (size_t i = 0; i < sizeof yarn / sizeof *yarn; i++)
+        check_combo(&yarn[i]);
+    ext.yarn                         = 1.0;
+    ext.xpos                         = 1;
+    static const struct combo xpos[] = {
+        SM(RL_ATTN_PE_ROPE, RL_INPUT_PE_NONE, "softmax rope xpos (gamma 24)"),
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, RL_ATTN_PE_ROPE, RL_INPUT_PE_NONE, 0, 0, 1, 6,
+         "softmax rope halves dims 6 xpos (gamma 24)", 0}};
+    for (size_t i = 0; i < sizeof xpos / sizeof *xpos; i++)
+        check_combo(&xpos[i]);
+    ext.xpos = 0;
     check_sampler();
     check_errors();
     return tap_done();

@@ -26,7 +26,10 @@ struct rl_attn_step {
     enum step_mode      mode;
     /* softmax: the cache (cap rows of H*d and H*dv), the scores (H rows of cap), the T5
      * bucket by distance, the rotated queries (H*d) and 1 / softmax sums (H) */
-    float  *K, *V, *score, *qr, *inv;
+    float *K, *V, *score, *qr, *inv;
+    /* xPos: per feature lam_f = ln(zeta_f)/gamma (d), and the decays exp(a lam_f) of every
+     * distance a < cap (cap rows of d), so that a score is sum_f q_f k_f exp((m-n) lam_f) */
+    float  *xlam, *xdec;
     int    *bucket;
     double *slopes; /* H (alibi) */
     /* linear: per head S (D x dv), z (Dd); Shen: Z and the running max c (d each) */
@@ -56,7 +59,7 @@ void rl_attn_step_free(rl_attn_step *s)
     free(s->K), free(s->V), free(s->score), free(s->bucket), free(s->slopes);
     free(s->S), free(s->z), free(s->Z), free(s->c);
     free(s->xq), free(s->xk), free(s->phq), free(s->phk), free(s->A), free(s->C), free(s->B);
-    free(s->E), free(s->P), free(s->num), free(s->qr), free(s->inv);
+    free(s->E), free(s->P), free(s->num), free(s->qr), free(s->inv), free(s->xlam), free(s->xdec);
     free(s);
 }
 
@@ -74,11 +77,16 @@ static rl_status grow(rl_attn_step *s, int need)
     if (sc) s->score = sc;
     int *bk = realloc(s->bucket, (size_t)cap * sizeof(int));
     if (bk) s->bucket = bk;
+    float *xd = s->xlam ? realloc(s->xdec, (size_t)cap * s->d * sizeof(float)) : s->xdec;
+    if (xd) s->xdec = xd;
     if (sc) /* rows of the score matrix are cap apart: move them to the new stride */
         for (int h = s->H - 1; h > 0 && s->cap > 0; h--)
             memmove(sc + (size_t)h * cap, sc + (size_t)h * s->cap, (size_t)s->cap * sizeof(float));
-    if (!K || !V || !sc || !bk)
+    if (!K || !V || !sc || !bk || (s->xlam && !xd))
         RL_FAIL(RL_ENOMEM, "attention step: cannot grow the key/value cache to %d positions", cap);
+    for (int a = s->cap; s->xlam && a < cap; a++)
+        for (int f = 0; f < s->d; f++)
+            s->xdec[(size_t)a * s->d + f] = (float)exp((double)a * (double)s->xlam[f]);
     for (int a = s->cap; a < cap; a++) /* causal bucket of r = n - m = -a */
         s->bucket[a] = s->o.pe == RL_ATTN_PE_T5
                            ? rl_t5_bucket(-a, 0, s->o.t5_buckets, s->o.t5_max_distance)
@@ -108,6 +116,23 @@ static rl_status alloc_linear(rl_attn_step *s)
     return RL_OK;
 }
 
+/* xPos (softmax, causal; x-transformers' rotary_xpos): pair i of the R rotated features
+ * decays by zeta_i = (2i/R + 0.4)/1.4 per gamma positions, both features of the pair. */
+static rl_status xpos_init(rl_attn_step *s)
+{
+    const int R = s->o.rope.dims > 0 ? s->o.rope.dims : s->d, h = R / 2;
+    if (!(s->xlam = calloc((size_t)s->d, sizeof(float))))
+        RL_FAIL(RL_ENOMEM, "attention step: out of memory");
+    for (int i = 0; i < h; i++) {
+        float lam = (float)(log((2.0 * i / R + 0.4) / 1.4) / s->o.xpos_scale_base);
+        if (s->o.rope.layout == RL_ROPE_LAYOUT_PAIRS)
+            s->xlam[2 * i] = s->xlam[2 * i + 1] = lam;
+        else
+            s->xlam[i] = s->xlam[i + h] = lam;
+    }
+    return RL_OK;
+}
+
 rl_status rl_attn_step_create(rl_attn_step **out, const struct rl_attn_opts *o, int H, int d,
                               int dv, int capacity)
 {
@@ -132,6 +157,7 @@ rl_status rl_attn_step_create(rl_attn_step **out, const struct rl_attn_opts *o, 
         else
             rl_alibi_slopes(s->slopes, H);
     }
+    if (st == RL_OK && o->xpos) st = xpos_init(s);
     if (st == RL_OK) st = alloc_linear(s); /* softmax uses the row scratch only */
     if (st == RL_OK && s->softmax) st = grow(s, capacity > 0 ? capacity : 1);
     if (st != RL_OK) {
@@ -176,12 +202,19 @@ static void softmax_scores(rl_attn_step *s, const float *q, const float *t5)
     const float *K     = s->K;
     for (int n = 0; n <= m; n++) {
         const float *kr = K + (size_t)n * hd;
+        const float *xd = s->xdec ? s->xdec + (size_t)(m - n) * d : NULL;
         for (int h = 0; h < H; h++) {
             const float *qh = q + (size_t)h * d, *kh = kr + (size_t)h * d;
             float        dot = 0.0f;
+            if (xd) {
 #pragma omp simd reduction(+ : dot)
-            for (int i = 0; i < d; i++)
-                dot += qh[i] * kh[i];
+                for (int i = 0; i < d; i++)
+                    dot += qh[i] * kh[i] * xd[i];
+            } else {
+#pragma omp simd reduction(+ : dot)
+                for (int i = 0; i < d; i++)
+                    dot += qh[i] * kh[i];
+            }
             s->score[(size_t)h * cap + n] = dot * scale;
         }
     }

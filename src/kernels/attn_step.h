@@ -6,7 +6,9 @@
  *
  * softmax: a cache of the (rotated) keys and values, (context, H*d) and (context, H*dv),
  *   grown by doubling; s_n = (R_m q_m).(R_n k_n)/sqrt(d) + b_h(m, n) for n <= m with the
- *   ALiBi or T5 bias of the new query row; O(context) work per token.
+ *   ALiBi or T5 bias of the new query row; O(context) work per token.  YaRN's factor is
+ *   in the RoPE table the caller passes; xPos multiplies the term of feature f by
+ *   zeta_f^((m-n)/gamma), from a table of the decays by distance.
  * linear, RoFormer eq. 19 (and every variant of attn_linear.h), per head in double:
  *   S_m = S_{m-1} + C_m v_m^T,  z_m = z_{m-1} + E_m,  o_m = A_m^T S_m / (B_m . z_m + eps)
  *   with the training kernel's features: PLAIN A = B = phi_q, C = E = phi_k;

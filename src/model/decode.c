@@ -100,6 +100,9 @@ rl_status rl_decoder_create(rl_decoder **out, rl_model *m, enum rl_decode_mode m
         RL_FAIL(RL_EINVAL, "decoder: the model is a classifier (%d classes), not a language model",
                 c->n_classes);
     if (!c->attn.causal) RL_FAIL(RL_EINVAL, "decoder: the model's attention is not causal");
+    if (c->attn.pe == RL_ATTN_PE_ROPE && c->attn.rope.yarn != 1.0 && c->attn.rope.yarn_orig <= 0)
+        RL_FAIL(RL_EINVAL, "decoder: YaRN needs rope_yarn_orig (the training context) set: "
+                           "otherwise it follows the sequence length");
     rl_decoder *dc = calloc(1, sizeof *dc);
     if (!dc) RL_FAIL(RL_ENOMEM, "decoder: out of memory");
     dc->m = m, dc->c = *c, dc->mode = mode;
@@ -152,6 +155,8 @@ static rl_status ensure_rope(rl_decoder *dc, int need)
     rl_rope_free(&dc->rope);
     dc->rope_n = 0;
     RL_TRY(rl_rope_init(&dc->rope, n, dc->d, &dc->c.attn.rope));
+    if (dc->c.attn.kind == RL_ATTN_SOFTMAX) /* YaRN: a R_m q, a R_n k (a = 1 without) */
+        rl_rope_scale(&dc->rope, rl_rope_yarn_mscale(&dc->c.attn.rope));
     dc->rope_n = n;
     return RL_OK;
 }
