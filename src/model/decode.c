@@ -35,7 +35,7 @@ struct rl_decoder {
     int      tok_cap;
 };
 
-static const float *param(const rl_model *m, const char *name, int layer)
+static const float *param(rl_model *m, const char *name, int layer)
 {
     char nm[64];
     if (layer < 0)
@@ -43,12 +43,12 @@ static const float *param(const rl_model *m, const char *name, int layer)
     else
         snprintf(nm, sizeof nm, "blocks.%d.%s", layer, name);
     const struct rl_tensor_info *t = rl_model_tensor_by_name(m, nm);
-    return t ? rl_model_params((rl_model *)m) + t->offset : NULL;
+    return t ? rl_model_params(m) + t->offset : NULL;
 }
 
 static void build_views(rl_decoder *dc)
 {
-    const rl_model *m = dc->m;
+    rl_model *m = dc->m;
     dc->wte = param(m, "embed.weight", -1), dc->pos_w = param(m, "pos.weight", -1);
     dc->pos_scale = param(m, "pos.scale", -1); /* sinusoidal gain, where the model has one */
     dc->lnfw = param(m, "ln_f.weight", -1), dc->lnfb = param(m, "ln_f.bias", -1);
