@@ -73,8 +73,12 @@ else
 fi
 # an untrained model at a high temperature emits arbitrary bytes: printed as valid UTF-8
 G "$lin" --prompt "x" --tokens 400 --temperature 20 --seed 3 >"$tmp/raw"
-iconv -f UTF-8 -t UTF-8 "$tmp/raw" >/dev/null 2>&1 && grep -q '\\x[0-9A-F][0-9A-F]' "$tmp/raw"
-ok $? "bytes that are not valid UTF-8 are printed as \\xNN (the output is valid UTF-8)"
+if command -v iconv >/dev/null 2>&1; then
+    iconv -f UTF-8 -t UTF-8 "$tmp/raw" >/dev/null 2>&1 && grep -q '\\x[0-9A-F][0-9A-F]' "$tmp/raw"
+    ok $? "bytes that are not valid UTF-8 are printed as \\xNN (the output is valid UTF-8)"
+else
+    echo "ok $((n = n + 1)) # SKIP no iconv to validate UTF-8"
+fi
 
 # tokens task: ids in and out
 ids=$(G "$tok" --prompt " 3  1
