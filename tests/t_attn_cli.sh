@@ -51,6 +51,7 @@ done
 Y="--pe rope --rope-yarn 4 --rope-yarn-orig 1000 --rope-base 100"
 Y8="--pe rope --rope-yarn 3 --rope-yarn-orig 700 --rope-base 30 --ref-shape 2,11,8,3"
 check --attention softmax $Y
+check --attention softmax --pe rope --rope-yarn 2 --rope-base 3 --causal  # L = N of the input
 check --attention softmax $Y --rope-layout halves --causal
 check --attention softmax $Y8 --rope-dims 6 --causal
 check --attention softmax $Y8 --rope-dims 4 --rope-layout halves

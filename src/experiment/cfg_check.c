@@ -53,7 +53,7 @@ static rl_status check_rope(const struct rl_cfg *c)
     if (c->model.xpos && (c->model.attention != RL_ATTN_SOFTMAX || c->model.pe != RL_CFG_PE_ROPE ||
                           c->task.name == RL_TASK_LISTOPS))
         CHECK_FAIL("model", "xpos", NULL, NULL,
-                   "xPos needs attention = softmax, pe = rope and a causal (language-model) task");
+                   "xPos needs attention = softmax, pe = rope and a causal task (not listops)");
     int linear_rope = c->model.pe == RL_CFG_PE_ROPE && c->model.attention == RL_ATTN_LINEAR;
     if (c->model.rope_place == RL_ROPE_PLACE_INPUT && !linear_rope)
         CHECK_FAIL("model", "rope_place", NULL, NULL,

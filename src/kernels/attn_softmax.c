@@ -92,15 +92,17 @@ static int query_block(int N, int causal)
 /* xPos (Sun et al. 2022, as x-transformers' rotary_xpos): the score term of feature f is
  * multiplied by zeta_f^((m-n)/gamma) = exp((m-n) lam_f), lam_f = ln(zeta_f)/gamma <= 0.
  * It is split as q_m . exp((m-c) lam) and k_n . exp(-(n-c) lam) for a centre c that
- * cancels in the product; a single centre for the whole sequence needs factors up to
- * zeta_0^(-N/(2 gamma)) = e^80 at N = 65536, gamma = 512 (and their products e^160 in the
- * masked corner of a diagonal tile), beyond float.  So each query block takes its own
- * centre c = i0 + mb/2: its q factors and the factors of every key it sees (n <= i0+mb-1)
- * are at most exp(mb/2 |lam|), and the factors of keys far below the block underflow
- * to 0 -- which is what their true score terms, zeta^((m-n)/gamma) <= exp((m-n) lam),
- * do.  The key tile is rescaled (and repacked) for each query block: d exps per key and
- * block, 1/mb of the score GEMM's work.  The block height is capped so that
- * exp(mb/2 |lam|) <= e^40 (only for gamma below ~4). */
+ * cancels in the product.  One centre for the whole sequence (x-transformers takes N/2)
+ * needs factors up to zeta_0^(-N/(2 gamma)) = exp(1.25 N / (2 gamma)): e^80 at N = 65536,
+ * gamma = 512, just inside float32 (e^88.7), beyond it from N / gamma ~ 142 on (dq, dk
+ * were measured non-finite at N / gamma = 256), and the small factors at the other end
+ * flush small components of q to zero.  So each query block takes its own centre
+ * c = i0 + mb/2: its q factors and the factors of every key it sees (n <= i0+mb-1) are at
+ * most exp(mb/2 |lam|), whatever N is, and the factors of keys far below the block
+ * underflow to 0 -- as their true score terms, exp((m-n) lam) q_f k_f, do.  The key tile
+ * is rescaled (and repacked) for each query block: d exps per key and block, 1/mb of the
+ * score GEMM's work.  The block height is capped so that exp(mb/2 |lam|) <= e^40 (a cap
+ * that bites only for gamma below ~4). */
 static int xpos_rows_cap(const float *xlam, int d, int rows)
 {
     float mx = 0.0f;
