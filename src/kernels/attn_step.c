@@ -73,15 +73,12 @@ static rl_status grow(rl_attn_step *s, int need)
     if (K) s->K = K;
     float *V = realloc(s->V, (size_t)cap * hv * sizeof(float));
     if (V) s->V = V;
-    float *sc = realloc(s->score, (size_t)cap * s->H * sizeof(float));
+    float *sc = realloc(s->score, (size_t)cap * s->H * sizeof(float)); /* scratch: not kept */
     if (sc) s->score = sc;
     int *bk = realloc(s->bucket, (size_t)cap * sizeof(int));
     if (bk) s->bucket = bk;
     float *xd = s->xlam ? realloc(s->xdec, (size_t)cap * s->d * sizeof(float)) : s->xdec;
     if (xd) s->xdec = xd;
-    if (sc) /* rows of the score matrix are cap apart: move them to the new stride */
-        for (int h = s->H - 1; h > 0 && s->cap > 0; h--)
-            memmove(sc + (size_t)h * cap, sc + (size_t)h * s->cap, (size_t)s->cap * sizeof(float));
     if (!K || !V || !sc || !bk || (s->xlam && !xd))
         RL_FAIL(RL_ENOMEM, "attention step: cannot grow the key/value cache to %d positions", cap);
     for (int a = s->cap; s->xlam && a < cap; a++)
