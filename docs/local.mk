@@ -3,7 +3,7 @@ dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_line
 	docs/attention_toeplitz.md docs/model.md docs/performance.md docs/results.md \
 	docs/architecture.md
 ## --- experiments ---
-dist_doc_DATA += docs/experiments.md
+dist_doc_DATA += docs/experiments.md docs/evaluation.md
 dist_noinst_DATA += docs/img/rope_decay.svg
 ## --- generation ---
 dist_doc_DATA += docs/generation.md

@@ -51,9 +51,10 @@ check_PROGRAMS += tests/t_task
 tests_t_task_LDADD = $(TEST_LIBS)
 
 ## --- config and training tests ---
-check_PROGRAMS += tests/t_config tests/t_train
+check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
 tests_t_config_LDADD = $(TEST_LIBS)
 tests_t_train_LDADD  = $(TEST_LIBS)
+tests_t_eval_LDADD   = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
@@ -82,5 +83,5 @@ dist_check_DATA += \
 ## --- experiment tests ---
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
-dist_check_SCRIPTS += tests/t_experiment.sh
+dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
 dist_check_SCRIPTS += tests/t_generate.sh

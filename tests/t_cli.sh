@@ -14,7 +14,8 @@ expect_status 0 --version
 expect_status 2
 expect_status 2 nosuchcmd
 expect_status 2 --nosuchoption
-for c in run attn bench report; do
+expect_status 2 eval
+for c in run attn bench report eval; do
     expect_status 0 "$c" --help
     "$ROPELAB" "$c" --help | grep -q "Usage: ropelab $c"; ok $? "ropelab $c --help prints its usage"
 done

@@ -53,15 +53,15 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note" ]
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride" ]
 ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
 # elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
-grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,$' "$d/results.csv" &&
-    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,$' "$d/results.csv"
+grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,,none,1,0$' "$d/results.csv" &&
+    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,,none,1,0$' "$d/results.csv"
 ok $? "results.csv: den_le_eps is 0 for elu1 linear attention, empty for softmax"
 grep -A8 '^## copy: linear-attention denominators' "$d/summary.md" >"$tmp/den" &&
     [ "$(grep -c '^| \(learned\|rope\) | linear | ' "$tmp/den")" = 2 ] &&
@@ -91,16 +91,17 @@ ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >"$tmp/rep" 2>&1
 ok $? "ropelab report exits 0"
 cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
 ok $? "report regenerates summary.md and results.csv byte for byte"
-# a run written before results.csv had den_le_eps: the report takes it from eval.jsonl
+# a run written before results.csv had den_le_eps, rope_extend, rope_factor and stride: the
+# report takes the denominator counts from eval.jsonl and reads the rest as none, 1, 0
 for f in "$d"/*/results.csv; do
-    awk -F, -v OFS=, '{ $9 = ""; sub(/,,/, ","); print }' "$f" >"$f.old"
+    awk -F, -v OFS=, '{ print $1, $2, $3, $4, $5, $6, $7, $8, $10 }' "$f" >"$f.old"
     mv "$f.old" "$f"
 done
 lp="$d/pe=rope,attention=linear/results.csv"
 head -1 "$lp" | grep -q '^pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,note$' &&
     ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >/dev/null 2>&1 &&
     cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
-ok $? "report of points without den_le_eps: the same files, the counts read from eval.jsonl"
+ok $? "report of points without den_le_eps and the evaluation columns: the same files"
 grep -q 'plots skipped' "$tmp/rep" && grep -q '^rope  *linear' "$tmp/rep"
 ok $? "without gnuplot: plots skipped (said so), the table still printed"
 "$ROPELAB" report --help | grep -q '^Usage: ropelab report'; ok $? "report --help"
@@ -169,10 +170,10 @@ ROPELAB_GNUPLOT=none "$ROPELAB" run "$tmp/lm.ini" --out "$tmp/lm" >/dev/null 2>&
 ok $? "a charlm sweep runs"
 l="$tmp/lm/lm"
 # 16 bins of 1 at length 16 and 64 bins of 1 at 64, per point; combined with the swept pe
-[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets" ] &&
+[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
     [ "$(wc -l <"$l/pe=rope/positions.csv")" = 81 ] &&
-    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets" ] &&
-    [ "$(wc -l <"$l/positions.csv")" = 161 ] && grep -q '^alibi,softmax,64,63,64,[0-9.]*,[0-9]*$' "$l/positions.csv"
+    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
+    [ "$(wc -l <"$l/positions.csv")" = 161 ] && grep -q '^alibi,softmax,64,63,64,[0-9.]*,[0-9]*,none$' "$l/positions.csv"
 ok $? "positions.csv: per point and combined, one line per position bin and length"
 # the weighted mean of the bins of a length is that length's loss in results.csv
 awk -F, 'NR > 1 && $3 == 64 { s += $6 * $7; n += $7 } END { printf "%.4f\n", s / n }' "$l/pe=rope/positions.csv" >"$tmp/pm"

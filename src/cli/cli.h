@@ -9,6 +9,7 @@ int rl_cmd_run(int argc, char **argv);
 int rl_cmd_attn(int argc, char **argv);
 int rl_cmd_bench(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
+int rl_cmd_eval(int argc, char **argv);
 int rl_cmd_generate(int argc, char **argv);
 
 /* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and

@@ -19,6 +19,8 @@ static const char usage[] =
     "  attn                 run one attention kernel on .npy arrays (forward, backward)\n"
     "  bench                kernel and training throughput benchmarks\n"
     "  report RUN_DIR       tables and plots from a finished run\n"
+    "  eval RUN_DIR|CKPT    evaluate a finished run or a checkpoint again (lengths, sliding\n"
+    "                       windows, RoPE extension by PI / NTK / YaRN)\n"
     "  generate CHECKPOINT  continue a prompt with a trained language model\n"
     "\n"
     "Options:\n"
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "attn")) return rl_cmd_attn(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
+    if (!strcmp(c, "eval")) return rl_cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
     return rl_usage_error(NULL, "unknown command '%s'", c);

@@ -27,6 +27,7 @@ static const char *const names_place[]     = {"feature", "input", NULL};
 static const char *const names_denom[]     = {"plain", "rotated", NULL};
 static const char *const names_task[]      = {"copy",    "reverse", "sort",   "mqar",
                                               "listops", "charlm",  "tokens", NULL};
+static const char *const names_extend[]    = {"none", "pi", "ntk", "yarn", NULL};
 
 #define OFF(f) offsetof(struct rl_cfg, f)
 #define BIG (1 << 30)
@@ -115,11 +116,19 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "updates between checkpoints (0 = at the end only)"},
     {"train", "checkpoint_initial", RL_K_BOOL, OFF(train.checkpoint_initial), 0, 0, NULL,
      "also save the step-0 weights"},
+    {"train", "init_from",   RL_K_STR, OFF(train.init_from), 0, RL_CFG_PATH, NULL,
+     "safetensors checkpoint whose weights start the model (empty or none = random)"},
     {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
      "evaluation lengths (default: the task length)"},
     {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},
     {"eval", "every",   RL_K_INT, OFF(eval.every), 0, INT_MAX, NULL,
      "updates between evaluations (0 = at the end only)"},
+    {"eval", "stride",  RL_K_INT, OFF(eval.stride), 0, BIG, NULL,
+     "LM tasks: sliding windows advanced by stride tokens (0 = non-overlapping)"},
+    {"eval", "rope_extend", RL_K_EXTEND, OFF(eval.extend), 0, 0, names_extend,
+     "RoPE points: evaluate under each of none, pi, ntk, yarn"},
+    {"eval", "rope_factor", RL_K_FACTOR, OFF(eval.rope_factor), 0, 0, NULL,
+     "rope_extend factor s: auto (max(1, M/N)) or a number >= 1"},
 };
 /* clang-format on */
 const int rl_cfg_nkeys = (int)(sizeof rl_cfg_keys / sizeof rl_cfg_keys[0]);
@@ -145,6 +154,7 @@ int rl_cfg_find_key(const char *section, const char *key)
 
 const char *rl_cfg_pe_name(enum rl_cfg_pe pe) { return names_pe[pe]; }
 const char *rl_cfg_attention_name(enum rl_attn_kind k) { return names_attention[k]; }
+const char *rl_cfg_extend_name(enum rl_cfg_extend e) { return names_extend[e]; }
 
 void rl_cfg_defaults(struct rl_cfg *c)
 {
@@ -167,6 +177,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
     c->train.log_every = 10;
     c->eval.batches    = 8;
+    c->eval.n_extend = 1, c->eval.extend[0] = RL_CFG_EXTEND_NONE;
 }
 
 /* ---- values ---- */
@@ -266,6 +277,33 @@ static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
     return 0;
 }
 
+/* "none, pi" -> eval.extend: names of k->names, each at most once, at least one. */
+static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char *s, char *why,
+                        size_t len)
+{
+    char buf[256];
+    int  n = 0, e[RL_CFG_EXTEND_MAX];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int j = 0;
+        while (k->names[j] && strcmp(k->names[j], trim(tok)))
+            j++;
+        for (int i = 0; i < n && k->names[j]; i++)
+            if (e[i] == j) return snprintf(why, len, "'%s' listed twice", k->names[j]), 1;
+        if (!k->names[j] || n == RL_CFG_EXTEND_MAX) {
+            snprintf(why, len, "expected a list of none, pi, ntk, yarn, got '%s'", s);
+            return 1;
+        }
+        e[n++] = j;
+    }
+    if (!n) return snprintf(why, len, "expected a list of none, pi, ntk, yarn"), 1;
+    c->eval.n_extend = n;
+    for (int i = 0; i < n; i++)
+        c->eval.extend[i] = (enum rl_cfg_extend)e[i];
+    return 0;
+}
+
 /* Parse `value` into key i of c; on failure write the reason into why. */
 static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, size_t len)
 {
@@ -319,10 +357,21 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
             snprintf(why, len, "expected a directory name (no '/'), got '%s'", value);
             return 1;
         }
+        if (k->off == OFF(train.init_from) && !strcmp(value, "none")) value = "";
         memcpy(p, value, strlen(value) + 1);
         return 0;
     case RL_K_LENGTHS:
         return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
+    case RL_K_EXTEND:
+        return parse_extend(c, k, value, why, len);
+    case RL_K_FACTOR: {
+        char  *e = NULL;
+        double v = strtod(value, &e);
+        if (!strcmp(value, "auto")) return *(double *)p = 0, 0;
+        if (e != value && !*e && isfinite(v) && v >= 1) return *(double *)p = v, 0;
+        snprintf(why, len, "expected auto or a number >= 1, got '%s'", value);
+        return 1;
+    }
     }
     return 1;
 }

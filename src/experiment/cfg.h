@@ -44,6 +44,16 @@ enum rl_cfg_pe {
     RL_CFG_PE_ROPE,
 };
 
+/* eval.rope_extend: how RoPE positions are rescaled at evaluation length M (factor s):
+ * none; pi (rope_scale = s); ntk (rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N). */
+enum rl_cfg_extend {
+    RL_CFG_EXTEND_NONE = 0,
+    RL_CFG_EXTEND_PI,
+    RL_CFG_EXTEND_NTK,
+    RL_CFG_EXTEND_YARN
+};
+#define RL_CFG_EXTEND_MAX 4
+
 struct rl_cfg_sweep_key {
     char key[64];     /* "section.key" */
     char values[512]; /* the raw list "v1, v2, ..." */
@@ -91,11 +101,16 @@ struct rl_cfg {
         double   min_lr_ratio, beta1, beta2, adam_eps, weight_decay, clip;
         uint64_t seed;
         int      log_every, checkpoint_every, checkpoint_initial;
+        char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
     } train;
     struct {
-        int n_lengths;
-        int lengths[RL_CFG_MAX_LENGTHS];
-        int batches, every;
+        int                n_lengths;
+        int                lengths[RL_CFG_MAX_LENGTHS];
+        int                batches, every;
+        int                stride;   /* LM tasks: 0 = non-overlapping windows */
+        int                n_extend; /* rope_extend: methods, in the order given */
+        enum rl_cfg_extend extend[RL_CFG_EXTEND_MAX];
+        double             rope_factor; /* 0 = auto: max(1, M/N) */
     } eval;
     struct {
         int                     n_keys;
@@ -139,6 +154,7 @@ void        rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, i
                                 struct rl_model_config *mc);
 const char *rl_cfg_pe_name(enum rl_cfg_pe pe);
 const char *rl_cfg_attention_name(enum rl_attn_kind k);
+const char *rl_cfg_extend_name(enum rl_cfg_extend e);
 
 /* The key table, for documentation and tools: section, key, and a one-line meaning. */
 int  rl_cfg_num_keys(void);

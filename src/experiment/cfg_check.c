@@ -90,6 +90,52 @@ rl_status rl_cfg_check(const struct rl_cfg *c)
     return RL_OK;
 }
 
+/* [eval] stride and rope_extend against the task and the trained RoPE (lengths resolved). */
+static rl_status check_eval(const struct rl_cfg *c)
+{
+    int extend = 0, ntk = 0, yarn = 0;
+    for (int i = 0; i < c->eval.n_extend; i++) {
+        extend |= c->eval.extend[i] != RL_CFG_EXTEND_NONE;
+        ntk |= c->eval.extend[i] == RL_CFG_EXTEND_NTK,
+            yarn |= c->eval.extend[i] == RL_CFG_EXTEND_YARN;
+    }
+    if (c->eval.stride && !rl_task_kind_lm(c->task.name))
+        CHECK_FAIL("eval", "stride", NULL, NULL,
+                   "sliding windows apply to language-model tasks (charlm, tokens), not %s",
+                   rl_task_kind_name(c->task.name));
+    for (int i = 0; c->eval.stride && i < c->eval.n_lengths; i++)
+        if (c->eval.stride >= c->eval.lengths[i])
+            CHECK_FAIL("eval", "stride", "eval", "lengths",
+                       "%d must be smaller than every evaluation length (%d); 0 = "
+                       "non-overlapping windows",
+                       c->eval.stride, c->eval.lengths[i]);
+    if (!extend || c->model.pe != RL_CFG_PE_ROPE) return RL_OK; /* others: evaluated once */
+    if (c->model.rope_scale != 1 || c->model.rope_ntk != 1 || c->model.rope_yarn != 1)
+        CHECK_FAIL("eval", "rope_extend", NULL, NULL,
+                   "the model is trained with rope_scale = %g, rope_ntk = %g, rope_yarn = %g: "
+                   "extension methods apply to plain RoPE (use rope_extend = none)",
+                   c->model.rope_scale, c->model.rope_ntk, c->model.rope_yarn);
+    if (ntk && c->model.rope_dims <= 2)
+        CHECK_FAIL("eval", "rope_extend", NULL, NULL, "ntk needs rope_dims > 2 (got %d)",
+                   c->model.rope_dims);
+    /* the kernels must take every method with this model's other options (xPos, ...) */
+    for (int i = 0; i < c->eval.n_extend; i++) {
+        const enum rl_cfg_extend e = c->eval.extend[i];
+        struct rl_model_config   mc;
+        rl_cfg_model_config(c, 2, rl_task_kind_lm(c->task.name), 0, &mc);
+        if (e == RL_CFG_EXTEND_PI) mc.attn.rope.scale = 2;
+        if (e == RL_CFG_EXTEND_NTK) mc.attn.rope.ntk = 2;
+        if (e == RL_CFG_EXTEND_YARN) mc.attn.rope.yarn = 2, mc.attn.rope.yarn_orig = c->task.length;
+        const int d = c->model.d_model / c->model.heads;
+        if (rl_attn_opts_check(&mc.attn, c->model.heads, d, d) != RL_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", rl_last_error());
+            CHECK_FAIL("eval", "rope_extend", NULL, NULL, "%s: %s", rl_cfg_extend_name(e), why);
+        }
+    }
+    return RL_OK;
+}
+
 rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length,
                          int task_min_length)
 {
@@ -112,6 +158,7 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
         CHECK_FAIL("model", "max_len", NULL, NULL,
                    "the learned PE needs max_len >= the task length %d, got %d", task_length,
                    c->model.max_len);
+    RL_TRY(check_eval(c));
     for (int i = 0; i < c->eval.n_lengths; i++) {
         if (task_max_length > 0 && c->eval.lengths[i] > task_max_length)
             CHECK_FAIL("eval", "lengths", NULL, NULL,
@@ -162,7 +209,8 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         snprintf(buf, len, "%s", k->names[*(const int *)p]);
         return;
     case RL_K_STR:
-        snprintf(buf, len, "%s", p);
+        snprintf(buf, len, "%s",
+                 *p || k->off != offsetof(struct rl_cfg, train.init_from) ? p : "none");
         return;
     case RL_K_LENGTHS: {
         size_t n = 0;
@@ -171,6 +219,19 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
             n += (size_t)snprintf(buf + n, len - n, "%s%d", j ? ", " : "", c->eval.lengths[j]);
         return;
     }
+    case RL_K_EXTEND: {
+        size_t n = 0;
+        for (int j = 0; j < c->eval.n_extend && n < len; j++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", j ? ", " : "",
+                                  k->names[c->eval.extend[j]]);
+        return;
+    }
+    case RL_K_FACTOR:
+        if (*(const double *)p == 0)
+            snprintf(buf, len, "auto");
+        else
+            fmt_double(buf, len, *(const double *)p);
+        return;
     }
 }
 

@@ -5,7 +5,17 @@
 
 #include <stddef.h>
 
-enum rl_cfg_key_type { RL_K_INT, RL_K_U64, RL_K_DBL, RL_K_BOOL, RL_K_ENUM, RL_K_STR, RL_K_LENGTHS };
+enum rl_cfg_key_type {
+    RL_K_INT,
+    RL_K_U64,
+    RL_K_DBL,
+    RL_K_BOOL,
+    RL_K_ENUM,
+    RL_K_STR,
+    RL_K_LENGTHS,
+    RL_K_EXTEND,
+    RL_K_FACTOR
+};
 /* ranges of RL_K_DBL keys (stored in lo) */
 enum { RL_D_ANY = 0, RL_D_POS, RL_D_NONNEG, RL_D_UNIT_OPEN, RL_D_UNIT };
 

@@ -34,12 +34,16 @@ static rl_status point_prepare(const rl_experiment *e, long p, struct rl_cfg *pc
     char name[RL_SWEEP_NAME], msg[1024];
     *task = NULL;
     if (!e->sw.n_keys) {
-        *pc = e->base;
-        return rl_train_prepare(pc, task);
+        *pc          = e->base;
+        rl_status st = rl_train_prepare(pc, task);
+        if (st == RL_OK) st = rl_train_check_init_from(pc, *task);
+        if (st != RL_OK) rl_task_free(*task), *task = NULL;
+        return st;
     }
     rl_sweep_point_name(&e->sw, p, name, sizeof name);
     rl_status st = rl_sweep_point_cfg(&e->sw, &e->base, p, pc);
     if (st == RL_OK) st = rl_train_prepare(pc, task);
+    if (st == RL_OK) st = rl_train_check_init_from(pc, *task);
     if (st == RL_OK && strlen(name) > 255)
         st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
                              "%s: [sweep] the point directory name '%.40s...' is longer than "

@@ -43,7 +43,8 @@ static rl_status write_results(const struct rl_report *r)
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
+    rl_json_buf_puts(&b, "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
+                         "rope_extend,rope_factor,stride\n");
     for (long i = 0; i < r->n_points; i++)
         for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++) {
             combined_prefix(&b, r, i);
@@ -62,7 +63,7 @@ static rl_status write_positions(const struct rl_report *r)
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets\n");
+    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend\n");
     for (long i = 0; i < r->n_points; i++)
         for (const char *l = r->pt[i].pos_text; l && *l;) {
             const char *e = strchr(l, '\n'), *t = strchr(l, ',');
@@ -70,7 +71,8 @@ static rl_status write_positions(const struct rl_report *r)
             size_t n  = e ? (size_t)(e - l) : strlen(l);
             if (t && t < l + n) {
                 combined_prefix(&b, r, i);
-                rl_json_buf_printf(&b, "%.*s\n", (int)(n - (size_t)(t + 1 - l)), t + 1);
+                rl_json_buf_printf(&b, "%.*s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
+                                   r->pt[i].pos_method ? "" : ",none"); /* older runs */
             }
             l += n + (e != NULL);
         }

@@ -58,8 +58,17 @@ static double csv_num(const char *line, int col, int *na)
     return strtod(f, NULL);
 }
 
+/* The method whose loss-by-position curve the tables and plots show: none when the point
+ * has it, else its first. */
+static const char *primary_method(const struct rl_rep_point *p)
+{
+    for (int j = 0; j < p->n_rows; j++)
+        if (!strcmp(p->rows[j].method, "none")) return "none";
+    return p->n_rows ? p->rows[0].method : "none";
+}
+
 /* positions.csv of an LM point: kept as text for the combined file, and the bins of its
- * longest length parsed for the table and the plot. */
+ * longest length (of its primary method) parsed for the table and the plot. */
 static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
 {
     char           path[4096], f[64];
@@ -76,10 +85,13 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
     int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0;
+    int         cm = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
+    const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
         return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
                                           "%s: no header line with length, position_start, "
                                           "position_end, loss, targets", path);
+    p->pos_method  = cm >= 0;
     p->pos_text    = strdup(data < text + len ? data : "");
     char **line    = malloc(lines * sizeof *line);
     p->pos0        = malloc(lines * sizeof *p->pos0);
@@ -90,6 +102,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
         return free(buf), free(line),
                rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (cm >= 0 && (!csv_field(l, cm, f, sizeof f) || strcmp(f, pm))) continue;
         line[n++] = l;
         if (csv_field(l, cl, f, sizeof f) && atoi(f) > p->pos_len) p->pos_len = atoi(f);
     }
@@ -126,19 +139,22 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
 static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line,
                           const char *path)
 {
-    char a[64], e[64], l[64], p[64], m[64], d[64];
+    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64];
     if (w->na)
         snprintf(d, sizeof d, "n/a");
     else if (isnan(w->den))
         raw_field(hdr, line, "den_le_eps", d, sizeof d);
     else
         snprintf(d, sizeof d, "%.6g", w->den);
-    int n = snprintf(w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s", w->length,
-                     raw_field(hdr, line, "acc", a, sizeof a),
-                     w->na ? "n/a" : raw_field(hdr, line, "exact", e, sizeof e),
-                     raw_field(hdr, line, "loss", l, sizeof l),
-                     raw_field(hdr, line, "ppl", p, sizeof p),
-                     raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note);
+    /* runs written before the evaluation columns: no extension, factor 1, stride 0 */
+    if (!*raw_field(hdr, line, "rope_factor", f, sizeof f)) snprintf(f, sizeof f, "1");
+    if (!*raw_field(hdr, line, "stride", st, sizeof st)) snprintf(st, sizeof st, "0");
+    int n = snprintf(
+        w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", w->length,
+        raw_field(hdr, line, "acc", a, sizeof a),
+        w->na ? "n/a" : raw_field(hdr, line, "exact", e, sizeof e),
+        raw_field(hdr, line, "loss", l, sizeof l), raw_field(hdr, line, "ppl", p, sizeof p),
+        raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note, w->method, f, st);
     if (n < 0 || (size_t)n >= sizeof w->tail) RL_FAIL(RL_EFORMAT, "%s: line too long", path);
     return RL_OK;
 }
@@ -159,6 +175,9 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
     w->ms   = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
     w->den  = csv_num(line, csv_col(hdr, "den_le_eps"), &na);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
+    int cm = csv_col(hdr, "rope_extend");
+    if (cm < 0 || !csv_field(line, cm, f, sizeof f) || !f[0]) snprintf(f, sizeof f, "none");
+    snprintf(w->method, sizeof w->method, "%.7s", f);
     return RL_OK;
 }
 
@@ -201,7 +220,7 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
     snprintf(path, sizeof path, "%s/results.csv", pdir);
     if (!exists(path)) return RL_OK; /* not finished */
     RL_TRY(rl_read_file(&buf, &len, path));
-    char     *text = (char *)buf, *save = NULL, *lines[RL_CFG_MAX_LENGTHS];
+    char     *text = (char *)buf, *save = NULL, *lines[RL_REP_MAX_ROWS];
     rl_status st = RL_OK;
     for (char *line = strtok_r(text, "\n", &save); line && st == RL_OK;
          line       = strtok_r(NULL, "\n", &save)) {
@@ -209,7 +228,7 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
             hdr = line;
             continue;
         }
-        if (p->n_rows == RL_CFG_MAX_LENGTHS) {
+        if (p->n_rows == RL_REP_MAX_ROWS) {
             st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: too many lines", path);
             break;
         }
@@ -359,6 +378,29 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
     return RL_OK;
 }
 
+/* The rope_extend methods of the finished points' rows: the known ones in their order,
+ * then any other name in order of appearance. */
+static void collect_methods(struct rl_report *r)
+{
+    static const char *const known[] = {"none", "pi", "ntk", "yarn"};
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < (pass ? 1 : 4); k++)
+            for (long i = 0; i < r->n_points; i++)
+                for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++) {
+                    const char *m  = r->pt[i].rows[j].method;
+                    int         ok = pass ? 1 : !strcmp(m, known[k]), have = 0;
+                    for (int q = 0; q < r->n_methods; q++)
+                        have |= !strcmp(r->method[q], m);
+                    if (ok && !have && r->n_methods < RL_CFG_EXTEND_MAX)
+                        snprintf(r->method[r->n_methods++], sizeof r->method[0], "%s", m);
+                }
+}
+
+int rl_rep_per_method(const struct rl_report *r)
+{
+    return r->n_methods > 1 || (r->n_methods == 1 && strcmp(r->method[0], "none"));
+}
+
 void rl_rep_free(struct rl_report *r)
 {
     if (!r) return;
@@ -398,6 +440,7 @@ rl_status rl_rep_load(struct rl_report **out, const char *dir)
     if (st == RL_OK) set_columns(r);
     for (long i = 0; st == RL_OK && i < r->n_points; i++)
         st = load_point(r, i, pc);
+    if (st == RL_OK) collect_methods(r);
     free(pc);
     if (st != RL_OK) return rl_rep_free(r), st;
     *out = r;
@@ -446,7 +489,8 @@ static double row_value(const struct rl_rep_row *w, char f)
                       : w->ms;
 }
 
-int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd)
+int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, int L, double *mean,
+                double *sd)
 {
     double s = 0, s2 = 0;
     int    n = 0, na = 0;
@@ -455,7 +499,7 @@ int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, d
         if (!p->done || p->group != g) continue;
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
-            if (w->length != L) continue;
+            if (w->length != L || (method && strcmp(w->method, method))) continue;
             double x = row_value(w, f);
             if (w->na) na++;
             if (isnan(x)) continue;
@@ -470,7 +514,8 @@ int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, d
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
             double x = row_value(w, f);
-            if (w->length == L && !isnan(x)) s2 += (x - *mean) * (x - *mean);
+            if (w->length == L && !isnan(x) && (!method || !strcmp(w->method, method)))
+                s2 += (x - *mean) * (x - *mean);
         }
     }
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;

@@ -12,9 +12,13 @@
 #include "../core/json.h"
 #include "sweep.h"
 
+/* Lines of a point's results.csv: lengths x rope_extend methods. */
+#define RL_REP_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
+
 /* One line of a point's results.csv. */
 struct rl_rep_row {
     int    length, na;
+    char   method[8];                 /* rope_extend ("none" in runs written before the column) */
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
     double den;                /* linear attention: fraction of denominators <= eps, else NaN */
     char   tail[320];          /* the line from its length field on, as the combined file has it */
@@ -29,13 +33,14 @@ struct rl_rep_point {
     int               lm;                  /* charlm / tokens: perplexity is the headline metric */
     char              pe[16], attention[16];
     int               n_rows;
-    struct rl_rep_row rows[RL_CFG_MAX_LENGTHS];
+    struct rl_rep_row rows[RL_REP_MAX_ROWS];
     int               n_rec; /* metrics.jsonl records */
     int64_t          *step;
     double           *loss;
     double            tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
     char             *pos_text; /* positions.csv's data lines (LM tasks), NULL if none */
     int               pos_len;  /* the longest length in them */
+    int               pos_method; /* they have the rope_extend column */
     int               n_pos;    /* its bins: positions [pos0, pos1), loss, targets */
     int              *pos0, *pos1;
     double           *pos_loss, *pos_targets;
@@ -69,15 +74,22 @@ struct rl_report {
     char                 task[RL_REP_MAX_TASKS][16];
     int                  task_length[RL_REP_MAX_TASKS]; /* training length (0 = unknown) */
     int                  task_lm[RL_REP_MAX_TASKS];
+    int                  n_methods; /* rope_extend methods in the rows, in the order none, pi, .. */
+    char                 method[RL_CFG_EXTEND_MAX][8];
 };
+
+/* Do the tables need one table per method (some row was evaluated under an extension)? */
+int rl_rep_per_method(const struct rl_report *r);
 
 /* Sorted union of the evaluation lengths of the finished points of task t (t < 0: all). */
 int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
 /* Mean and sample standard deviation over the finished points of group g of field f
  * ('a' acc, 'e' exact match, 'l' loss, 'p' ppl, 'm' ms per 1k tokens, 'd' fraction of
- * linear-attention denominators <= eps) at length L.  Returns the number of values (0: none; -1: every
- * point has n/a there). */
-int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
+ * linear-attention denominators <= eps) at length L, over the rows of rope_extend method
+ * (NULL: every method).  Returns the number of values (0: none; -1: every point has n/a
+ * there). */
+int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, int L, double *mean,
+                double *sd);
 /* The longest length in the positions.csv of task t's finished points (0: none). */
 int rl_rep_position_length(const struct rl_report *r, int t);
 

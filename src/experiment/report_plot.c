@@ -99,10 +99,16 @@ static int panels(const struct rl_report *r, int t, const char **att, int max)
 }
 
 /* The line plots of a task: one panel per attention kind, one curve per group (a row of
- * the tables).  begin_plot opens DIR/<task>-<name>.dat and starts the SVG's multiplot;
- * plot_groups writes each group's data block through `data` (which returns the lines it
- * wrote; a group with none gets no curve) and closes both. */
-typedef int (*group_data)(const struct rl_report *r, int g, FILE *f, const void *ctx);
+ * the tables) and variant (the metric plot: per rope_extend method).  begin_plot opens
+ * DIR/<task>-<name>.dat and starts the SVG's multiplot; plot_groups writes each curve's
+ * data block through `data` (which returns the lines it wrote; a curve with none is left
+ * out) and closes both. */
+typedef int (*group_data)(const struct rl_report *r, int g, int v, FILE *f, const void *ctx);
+
+struct variants {
+    int         n;
+    const char *label[RL_CFG_EXTEND_MAX]; /* appended to the group's label; NULL: nothing */
+};
 
 struct line_plot {
     FILE       *f;
@@ -125,43 +131,48 @@ static int begin_plot(struct line_plot *lp, const struct rl_report *r, int t,
 }
 
 static void plot_groups(struct line_plot *lp, const struct rl_report *r, int t,
-                        struct plot_files *pf, const char *style, group_data data,
-                        const void *ctx)
+                        struct plot_files *pf, const char *style, const struct variants *vs,
+                        group_data data, const void *ctx)
 {
-    char lab[600];
+    char lab[600], full[640];
     int  block = 0;
     for (int p = 0; p < lp->np; p++) {
         int first = 1;
         fprintf(pf->gp, "set title '%s'\nplot", lp->att[p]);
-        for (int g = 0; g < r->n_groups; g++) {
-            if (r->grp[g].task != t || strcmp(r->grp[g].col[1], lp->att[p])) continue;
-            if (!data(r, g, lp->f, ctx)) continue;
-            fputs("\n\n", lp->f);
-            gp_label(lab, sizeof lab, r->grp[g].line);
-            fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", first ? "" : ",",
-                    lp->dat, block++, style, lab);
-            first = 0;
-        }
+        for (int g = 0; g < r->n_groups; g++)
+            for (int v = 0; v < (vs ? vs->n : 1); v++) {
+                if (r->grp[g].task != t || strcmp(r->grp[g].col[1], lp->att[p])) continue;
+                if (!data(r, g, v, lp->f, ctx)) continue;
+                fputs("\n\n", lp->f);
+                snprintf(full, sizeof full, "%s%s%s", r->grp[g].line, vs && vs->label[v] ? " " : "",
+                         vs && vs->label[v] ? vs->label[v] : "");
+                gp_label(lab, sizeof lab, full);
+                fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", first ? "" : ",",
+                        lp->dat, block++, style, lab);
+                first = 0;
+            }
         fputs(first ? " NaN notitle\n" : "\n", pf->gp);
     }
     fputs("unset multiplot\n", pf->gp);
     fclose(lp->f);
 }
 
-/* metric vs evaluation length: the group's mean at each length */
+/* metric vs evaluation length: the group's mean at each length, one curve per rope_extend
+ * method when there are several */
 struct metric_ctx {
     char       field;
     const int *L;
     int        nl;
 };
 
-static int metric_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+static int metric_data(const struct rl_report *r, int g, int v, FILE *f, const void *ctx)
 {
     const struct metric_ctx *c    = ctx;
+    const char              *m    = rl_rep_per_method(r) ? r->method[v] : NULL;
     int                      rows = 0;
     for (int j = 0; j < c->nl; j++) {
         double mean, sd;
-        if (rl_rep_stat(r, g, c->field, c->L[j], &mean, &sd) > 0)
+        if (rl_rep_stat(r, g, m, c->field, c->L[j], &mean, &sd) > 0)
             fprintf(f, "%d %.9g\n", c->L[j], mean), rows++;
     }
     return rows;
@@ -178,12 +189,19 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
     if (!begin_plot(&lp, r, t, pf, m, title)) return;
     fprintf(pf->gp, "set logscale x 2\nset xlabel 'evaluation length'\nset ylabel '%s'\n", what);
     fputs(r->task_lm[t] ? "set logscale y\n" : "set yrange [0:1.05]\n", pf->gp);
-    plot_groups(&lp, r, t, pf, "linespoints", metric_data, &c);
+    struct variants vs = {1, {NULL}};
+    if (rl_rep_per_method(r)) {
+        vs.n = r->n_methods;
+        for (int k = 0; k < vs.n; k++)
+            vs.label[k] = r->method[k];
+    }
+    plot_groups(&lp, r, t, pf, "linespoints", &vs, metric_data, &c);
 }
 
 /* Training loss: the mean over the group's points of each record (same steps). */
-static int loss_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+static int loss_data(const struct rl_report *r, int g, int v, FILE *f, const void *ctx)
 {
+    (void)v;
     const struct rl_rep_point *p0   = NULL;
     int                        nrec = 1 << 30, npts = 0;
     (void)ctx;
@@ -208,13 +226,14 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
     struct line_plot lp;
     if (!begin_plot(&lp, r, t, pf, "loss", "training loss")) return;
     fputs("set logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
-    plot_groups(&lp, r, t, pf, "lines", loss_data, NULL);
+    plot_groups(&lp, r, t, pf, "lines", NULL, loss_data, NULL);
 }
 
 /* LM tasks: loss vs position at the longest evaluation length M (positions.csv), each bin
  * the mean over the group's points */
-static int position_data(const struct rl_report *r, int g, FILE *f, const void *ctx)
+static int position_data(const struct rl_report *r, int g, int v, FILE *f, const void *ctx)
 {
+    (void)v;
     const int                  M  = *(const int *)ctx;
     const struct rl_rep_point *p0 = NULL;
     for (long i = 0; i < r->n_points && !p0; i++)
@@ -247,7 +266,7 @@ static void plot_positions(const struct rl_report *r, int t, struct plot_files *
     if (r->task_length[t] > 0)
         fprintf(pf->gp, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n",
                 r->task_length[t], r->task_length[t]);
-    plot_groups(&lp, r, t, pf, "lines", position_data, &M);
+    plot_groups(&lp, r, t, pf, "lines", NULL, position_data, &M);
 }
 
 static double group_tok_s(const struct rl_report *r, int g)

@@ -92,38 +92,42 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd)
     snprintf(buf, CELL, "%s ± %s", a, b);
 }
 
-/* Is group g a row of task t's table of field f?  The denominator and exact-match tables
- * have the groups whose points measured them (linear attention; runs that recorded it). */
-static int in_table(const struct rl_report *r, int g, int t, char f)
+/* Is group g a row of task t's table of field f and rope_extend method m (NULL: any)?
+ * The denominator and exact-match tables have the groups whose points measured them
+ * (linear attention; runs that recorded it); a method's table, the groups evaluated
+ * under it. */
+static int in_table(const struct rl_report *r, int g, int t, char f, const char *m)
 {
     if (r->grp[g].task != t) return 0;
-    if (f != 'd' && f != 'e') return 1;
     for (long i = 0; i < r->n_points; i++)
-        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++)
-            if (!isnan(f == 'd' ? r->pt[i].rows[j].den : r->pt[i].rows[j].exact)) return 1;
+        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++) {
+            const struct rl_rep_row *w = &r->pt[i].rows[j];
+            if (m && strcmp(w->method, m)) continue;
+            if ((f != 'd' && f != 'e') || !isnan(f == 'd' ? w->den : w->exact)) return 1;
+        }
     return 0;
 }
 
-/* Rows: the groups of task t; columns: the row columns, then the lengths.  Returns the
- * number of rows but the header, -1 without memory. */
-static int metric_table(const struct rl_report *r, int t, char f, struct table *tb)
+/* Rows: the groups of task t (under method m, NULL: any); columns: the row columns, then
+ * the lengths.  Returns the number of rows but the header, -1 without memory. */
+static int metric_table(const struct rl_report *r, int t, char f, const char *m, struct table *tb)
 {
     int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), rows = 1;
     for (int g = 0; g < r->n_groups; g++)
-        rows += in_table(r, g, t, f);
+        rows += in_table(r, g, t, f, m);
     if (!table_init(tb, rows, r->n_cols + nl)) return -1;
     for (int c = 0; c < r->n_cols; c++)
         snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
     for (int j = 0; j < nl; j++)
         snprintf(cell(tb, 0, r->n_cols + j), CELL, "%d", L[j]);
     for (int g = 0, row = 1; g < r->n_groups; g++) {
-        if (!in_table(r, g, t, f)) continue;
+        if (!in_table(r, g, t, f, m)) continue;
         for (int c = 0; c < r->n_cols; c++)
             snprintf(cell(tb, row, c), CELL, "%s", r->grp[g].col[c]);
         for (int j = 0; j < nl; j++) {
-            double m = 0, sd = 0;
-            int    n = rl_rep_stat(r, g, f, L[j], &m, &sd);
-            fmt_cell(cell(tb, row, r->n_cols + j), n, f, m, sd);
+            double mean = 0, sd = 0;
+            int    n = rl_rep_stat(r, g, m, f, L[j], &mean, &sd);
+            fmt_cell(cell(tb, row, r->n_cols + j), n, f, mean, sd);
         }
         row++;
     }
@@ -169,7 +173,7 @@ static int timing_table(const struct rl_report *r, struct table *tb)
         }
         for (int j = 0; j < nl; j++) {
             double m = 0, sd = 0;
-            int    n = rl_rep_stat(r, g, 'm', L[j], &m, &sd);
+            int    n = rl_rep_stat(r, g, NULL, 'm', L[j], &m, &sd);
             fmt_cell(cell(tb, g + 1, c0 + 4 + j), n > 0 ? 1 : n, 'm', m, sd);
         }
     }
@@ -261,16 +265,25 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     return RL_OK;
 }
 
+/* The heading suffix of method m's table (nothing without extension methods). */
+static void method_suffix(char *buf, size_t len, const struct rl_report *r, const char *m)
+{
+    buf[0] = 0;
+    if (m && rl_rep_per_method(r)) snprintf(buf, len, ", rope_extend = %s", m);
+}
+
 /* A table of field f ('e' exact match, 'd' denominators) for the groups that measured it,
  * under a heading and a text; nothing when no group did. */
 static rl_status measured_table(const struct rl_report *r, int t, char f, const char *title,
                                 const char *text, struct rl_json_buf *b)
 {
     struct table tb;
-    int          rows = metric_table(r, t, f, &tb);
+    int          rows = metric_table(r, t, f, rl_rep_per_method(r) ? r->method[0] : NULL, &tb);
     if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
     if (rows > 0) {
-        rl_json_buf_printf(b, "\n## %s: %s\n\n%s", r->task[t], title, text);
+        char suf[48];
+        method_suffix(suf, sizeof suf, r, r->method[0]);
+        rl_json_buf_printf(b, "\n## %s: %s%s\n\n%s", r->task[t], title, suf, text);
         if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
         rl_json_buf_puts(b, "\n\n");
         table_markdown(&tb, b);
@@ -279,28 +292,46 @@ static rl_status measured_table(const struct rl_report *r, int t, char f, const 
     return RL_OK;
 }
 
+static void method_text(const struct rl_report *r, struct rl_json_buf *b)
+{
+    if (!rl_rep_per_method(r)) return;
+    rl_json_buf_puts(b, "\nEach RoPE point is evaluated under every method of [eval] rope_extend "
+                        "without retraining, with factor s = rope_factor (auto: max(1, M/N) at "
+                        "evaluation length M, training length N): none; pi, position "
+                        "interpolation (rope_scale = s); ntk, NTK-aware base scaling "
+                        "(rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N). Points "
+                        "without RoPE are evaluated once, under none.\n");
+}
+
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
+    const int    nm    = rl_rep_per_method(r) ? r->n_methods : 1;
     struct table tb;
-    for (int i = 0; i < 2; i++) {
-        rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t],
-                           metric_name(fs[i]));
-        if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
-        rl_json_buf_puts(b, fs[i] == 'a'   ? "Accuracy: the fraction of scored target tokens "
-                                             "whose argmax prediction is right."
-                            : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
-                                           : "Loss: mean cross-entropy per scored target (nats).");
-        if (r->seed_key >= 0)
-            rl_json_buf_printf(b, " Cells: mean ± sample standard deviation over train.seed = %s.",
-                               r->base.sweep.keys[r->seed_key].values);
-        rl_json_buf_puts(b, "\n\n");
-        if (metric_table(r, t, fs[i], &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
-        table_markdown(&tb, b);
-        free(tb.cell);
-        const char *na = na_note(r, t);
-        if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
-    }
+    char         suf[48];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < nm; k++) {
+            const char *m = rl_rep_per_method(r) ? r->method[k] : NULL;
+            method_suffix(suf, sizeof suf, r, m);
+            rl_json_buf_printf(b, "\n## %s: %s by evaluation length%s\n\n", r->task[t],
+                               metric_name(fs[i]), suf);
+            if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
+            rl_json_buf_puts(b, fs[i] == 'a'   ? "Accuracy: the fraction of scored target tokens "
+                                                 "whose argmax prediction is right."
+                                : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
+                                               : "Loss: mean cross-entropy per scored target "
+                                                 "(nats).");
+            if (r->seed_key >= 0)
+                rl_json_buf_printf(b,
+                                   " Cells: mean ± sample standard deviation over train.seed = %s.",
+                                   r->base.sweep.keys[r->seed_key].values);
+            rl_json_buf_puts(b, "\n\n");
+            if (metric_table(r, t, fs[i], m, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+            table_markdown(&tb, b);
+            free(tb.cell);
+            const char *na = na_note(r, t);
+            if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
+        }
     if (r->task_lm[t])
         RL_TRY(position_table(r, t, b));
     else
@@ -321,6 +352,7 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
 {
     struct table tb;
     summary_head(r, b);
+    method_text(r, b);
     for (int t = 0; t < r->n_tasks; t++)
         RL_TRY(summary_task(r, t, b));
     rl_json_buf_puts(b, "\n## Timing\n\nTraining: tokens per second and milliseconds per "
@@ -352,18 +384,22 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
 void rl_rep_print_table(const struct rl_report *r, FILE *f)
 {
     struct table tb;
-    for (int t = 0; t < r->n_tasks; t++) {
-        char fm = r->task_lm[t] ? 'p' : 'a';
-        fprintf(f, "\n%s: %s by evaluation length", r->task[t], metric_name(fm));
-        if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
-        if (r->seed_key >= 0) fputs(", mean ± std over seeds", f);
-        fputs("\n", f);
-        if (metric_table(r, t, fm, &tb) < 0) return;
-        table_text(&tb, f);
-        free(tb.cell);
-        const char *na = na_note(r, t);
-        if (na) fprintf(f, "n/a (%s)\n", na);
-    }
+    const int    nm = rl_rep_per_method(r) ? r->n_methods : 1;
+    for (int t = 0; t < r->n_tasks; t++)
+        for (int k = 0; k < nm; k++) {
+            const char *m  = rl_rep_per_method(r) ? r->method[k] : NULL;
+            char        fm = r->task_lm[t] ? 'p' : 'a', suf[48];
+            method_suffix(suf, sizeof suf, r, m);
+            fprintf(f, "\n%s: %s by evaluation length%s", r->task[t], metric_name(fm), suf);
+            if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
+            if (r->seed_key >= 0) fputs(", mean ± std over seeds", f);
+            fputs("\n", f);
+            if (metric_table(r, t, fm, m, &tb) < 0) return;
+            table_text(&tb, f);
+            free(tb.cell);
+            const char *na = na_note(r, t);
+            if (na) fprintf(f, "n/a (%s)\n", na);
+        }
     if (!r->n_tasks) fputs("\nno finished points yet\n", f);
     fflush(f);
 }

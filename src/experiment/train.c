@@ -1,5 +1,6 @@
-/* train.c -- the training loop of one model, its evaluation and the run (SPEC 4, 6); see
- * train.h.  The run directory's files are in train_io.c, the benchmark in train_bench.c. */
+/* train.c -- the training loop of one model (SPEC 4, 6); see train.h.  Its evaluation is in
+ * train_eval.c, the run in train_run.c, the run directory's files in train_io.c, the
+ * benchmark in train_bench.c. */
 #include "config.h"
 #include "train_impl.h"
 #include "../core/json.h"
@@ -120,84 +121,6 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     s->targets = total;
     t->step++;
     s->ms_total = rl_now_ms() - t0;
-    return RL_OK;
-}
-
-/* Per-sequence exact match and, for LM tasks, the loss by position, from the per-row
- * losses and predictions of the last forward on batch b (rows of N positions). */
-static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, struct rl_eval_row *r)
-{
-    const double  *loss = rl_model_row_loss(m);
-    const uint8_t *ok   = rl_model_row_correct(m);
-    for (int row = 0; row < b->B; row++) {
-        int all = 1, any = 0;
-        for (int n = 0; n < b->N; n++) {
-            const size_t t = (size_t)row * b->N + n;
-            if (b->mask && !b->mask[t]) continue;
-            all &= ok[t], any = 1;
-            if (!lm) continue;
-            r->pos_loss[n / r->pos_width] += loss[t];
-            r->pos_targets[n / r->pos_width]++;
-        }
-        r->exact += any && all, r->sequences += any;
-    }
-}
-
-/* One evaluation length: eval.batches batches of the validation split with about the
- * training batch's token count each (max(1, round(B N / n)) rows of n tokens). */
-static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
-{
-    const struct rl_cfg *c = t->c;
-    memset(r, 0, sizeof *r);
-    r->length = n;
-    if (c->model.pe == RL_CFG_PE_LEARNED && n > c->model.max_len) {
-        r->na = 1, r->loss = r->acc = r->ppl = r->ms_per_1k_tokens = NAN;
-        snprintf(r->note, sizeof r->note, "learned PE has max_len rows");
-        return RL_OK;
-    }
-    long rows = lround((double)c->train.batch * c->task.length / n);
-    if (rows < 1) rows = 1;
-    const int causal = rl_task_causal(t->task);
-    const int lm     = rl_task_kind_lm(c->task.name);
-    r->pos_width     = (n + RL_EVAL_POS_BINS - 1) / RL_EVAL_POS_BINS;
-    r->pos_bins      = lm ? (n + r->pos_width - 1) / r->pos_width : 0;
-    struct rl_batch b;
-    RL_TRY(rl_batch_alloc(&b, (int)rows, n));
-    double    loss = 0, ms = 0;
-    long      correct = 0;
-    rl_status st      = RL_OK;
-    for (int i = 0; st == RL_OK && i < c->eval.batches; i++) {
-        double ls, t0;
-        long   nt, nc;
-        st = rl_task_batch(t->task, &b, 1, i);
-        t0 = rl_now_ms();
-        if (st == RL_OK) st = rl_model_forward(t->m, &b, &ls, &nt, &nc);
-        ms += rl_now_ms() - t0;
-        if (st == RL_OK) loss += ls, r->targets += nt, correct += nc;
-        if (st == RL_OK) r->bad_den += rl_model_bad_denominators(t->m);
-        if (st == RL_OK && causal) score_rows(t->m, &b, lm, r);
-        if (st == RL_OK && !causal) r->exact += (double)nc, r->sequences += nt; /* one each */
-    }
-    rl_batch_free(&b);
-    RL_TRY(st);
-    r->loss             = r->targets ? loss / (double)r->targets : NAN;
-    r->acc              = r->targets ? (double)correct / (double)r->targets : NAN;
-    r->ppl              = causal ? exp(r->loss) : NAN;
-    r->exact            = r->sequences ? r->exact / (double)r->sequences : NAN;
-    for (int i = 0; i < r->pos_bins; i++)
-        r->pos_loss[i] = r->pos_targets[i] ? r->pos_loss[i] / (double)r->pos_targets[i] : NAN;
-    r->ms_per_1k_tokens = ms * 1000.0 / ((double)rows * n * c->eval.batches);
-    /* the denominator diagnostic exists for linear attention only */
-    r->den_rows = c->model.attention == RL_ATTN_LINEAR
-                      ? rows * n * (long)c->eval.batches * c->model.layers * c->model.heads
-                      : 0;
-    return RL_OK;
-}
-
-rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows)
-{
-    for (int i = 0; i < t->c->eval.n_lengths; i++)
-        RL_TRY(eval_length(t, t->c->eval.lengths[i], &rows[i]));
     return RL_OK;
 }
 

@@ -41,11 +41,17 @@ struct rl_train_opts {
     void *ctx;
 };
 
+/* Rows of one evaluation: lengths x rope_extend methods. */
+#define RL_EVAL_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
+
 /* Bins of the per-position loss curve of an evaluation length (LM tasks). */
 #define RL_EVAL_POS_BINS 64
 
 struct rl_eval_row {
     int    length;
+    int                stride;           /* eval.stride it was made with (0: non-overlapping) */
+    enum rl_cfg_extend method;           /* RoPE extension at evaluation (none for other PEs) */
+    double             factor;           /* its factor s (1 for none) */
     int    na;               /* 1: not applicable (learned PE beyond max_len); see note */
     double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
     double exact;            /* sequences whose every scored target is right (fraction) */
@@ -68,7 +74,7 @@ struct rl_train_result {
     double             tokens_per_s;                          /* mean over this process's updates */
     double             ms_forward, ms_backward, ms_optimizer; /* per update, same mean */
     int                n_eval;
-    struct rl_eval_row eval[RL_CFG_MAX_LENGTHS];
+    struct rl_eval_row eval[RL_EVAL_MAX_ROWS];
 };
 
 /* Create the configured task and resolve c's automatic values against it (errors name
@@ -80,6 +86,26 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task);
  * error.  r may be NULL. */
 rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *run_dir,
                        const struct rl_train_opts *opts, struct rl_train_result *r);
+
+/* Evaluate the weights of checkpoint `path` (its other tensors and metadata ignored) under
+ * c (resolved by rl_train_prepare): r->eval as at the end of a run.  step (may be NULL):
+ * the checkpoint's update count.  A tensor missing or of another shape is an error naming
+ * it. */
+rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, const char *path,
+                                       struct rl_train_result *r, int64_t *step);
+
+/* A run directory's latest checkpoints/step-<k>.safetensors into path; *k = -1 when there
+ * is none (train_io.c). */
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
+/* DIR/results.csv (and positions.csv for LM tasks) of the n rows of an evaluation. */
+rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
+                               const struct rl_eval_row *rows, int n);
+
+/* [train] init_from: load that checkpoint's parameters into m (no-op without it); an error
+ * names the file, the key and the tensor that does not match. */
+rl_status rl_train_init_from(rl_model *m, const struct rl_cfg *c);
+/* The same check on a model of c made for it (before anything trains). */
+rl_status rl_train_check_init_from(const struct rl_cfg *c, rl_task *task);
 
 /* Training throughput (`ropelab bench --train`): the benchmark model -- vocab 64, D 128,
  * 4 heads, 2 layers, causal LM, RoPE, 4096 tokens per update -- at a cell's N, batch and

@@ -1,5 +1,5 @@
-/* train_impl.h -- private to train.c, train_io.c and train_bench.c: the trainer object
- * and the pieces of one run (updates, files, evaluation). */
+/* train_impl.h -- private to train.c, train_eval.c, train_run.c, train_io.c and train_bench.c: the
+ * trainer object and the pieces of one run (updates, files, evaluation). */
 #ifndef RL_TRAIN_IMPL_H
 #define RL_TRAIN_IMPL_H
 
@@ -37,20 +37,17 @@ rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task 
 void      rl_trainer_free(struct rl_trainer *t);
 /* Update number t->step (0-based), then t->step++. */
 rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s);
-/* Evaluate at every eval length into rows (c->eval.n_lengths of them). */
-rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows);
+/* Evaluate at every eval length, under every rope_extend method (RoPE points; once for
+ * the others), into rows: *n_rows of them, method-major (train_eval.c). */
+rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, int *n_rows);
 
 /* train_io.c: the run directory's files. */
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
 rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
-/* Latest checkpoints/step-<k>.safetensors; *k = -1 when there is none. */
-rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
 /* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
 rl_status rl_jsonl_truncate(const char *path, int64_t k);
 rl_status rl_jsonl_append(const char *path, const char *line);
-rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
-                               const struct rl_eval_row *rows, int n);
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
                          int causal);
 

@@ -178,7 +178,7 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
     char  path[2300], tmp[2400];
     FILE *f;
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "positions.csv"));
-    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets\n");
+    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets,rope_extend\n");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < rows[i].pos_bins; k++) {
             int p0 = k * rows[i].pos_width, p1 = p0 + rows[i].pos_width;
@@ -186,7 +186,7 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
                     rl_cfg_attention_name(c->model.attention), rows[i].length, p0,
                     p1 < rows[i].length ? p1 : rows[i].length);
             csv_num(f, rows[i].pos_loss[k], 0);
-            fprintf(f, ",%ld\n", rows[i].pos_targets[k]);
+            fprintf(f, ",%ld,%s\n", rows[i].pos_targets[k], rl_cfg_extend_name(rows[i].method));
         }
     return commit_tmp(f, path, tmp);
 }
@@ -197,7 +197,8 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     char  path[2300], tmp[2400];
     FILE *f;
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
-    fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note\n");
+    fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
+               "rope_extend,rope_factor,stride\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
@@ -208,7 +209,8 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         csv_num(f, r->ppl, r->na);
         csv_num(f, r->ms_per_1k_tokens, r->na);
         csv_num(f, r->den_rows > 0 ? (double)r->bad_den / (double)r->den_rows : NAN, r->na);
-        fprintf(f, ",%s\n", r->note);
+        fprintf(f, ",%s,%s,%.6g,%d\n", r->note, rl_cfg_extend_name(r->method), r->factor,
+                r->stride);
     }
     RL_TRY(commit_tmp(f, path, tmp));
     return write_positions_csv(dir, c, rows, n);
@@ -217,13 +219,17 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
                          int causal)
 {
-    fprintf(f, "\nevaluation (%s, %s attention, %d batches per length):\n",
-            rl_cfg_pe_name(c->model.pe), rl_cfg_attention_name(c->model.attention),
-            c->eval.batches);
-    fprintf(f, "%8s  %9s  %7s  %7s  %10s  %12s\n", "length", "loss", "acc", "exact",
-            causal ? "ppl" : "", "ms/1k tok");
+    int ext = 0; /* a method column when any row is extended */
+    for (int i = 0; i < n; i++)
+        ext |= rows[i].method != RL_CFG_EXTEND_NONE;
+    fprintf(f, "\nevaluation (%s, %s attention, %d batches per length", rl_cfg_pe_name(c->model.pe),
+            rl_cfg_attention_name(c->model.attention), c->eval.batches);
+    if (c->eval.stride) fprintf(f, ", sliding windows, stride %d", c->eval.stride);
+    fprintf(f, "):\n%s%8s  %9s  %7s  %7s  %10s  %12s\n", ext ? "method  factor  " : "", "length",
+            "loss", "acc", "exact", causal ? "ppl" : "", "ms/1k tok");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
+        if (ext) fprintf(f, "%-6s  %6.3g  ", rl_cfg_extend_name(r->method), r->factor);
         if (r->na) {
             fprintf(f, "%8d  n/a (%s)\n", r->length, r->note);
             continue;

@@ -73,19 +73,22 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
     rl_json_buf_printf(&b, "{\"step\": %lld, \"eval\": [", (long long)r->tr.step);
     for (int i = 0; i < n; i++) {
         if (rows[i].na) {
-            rl_json_buf_printf(&b, "%s{\"length\": %d, \"na\": ", i ? ", " : "", rows[i].length);
+            rl_json_buf_printf(&b, "%s{\"length\": %d, \"rope_extend\": \"%s\", \"na\": ",
+                               i ? ", " : "", rows[i].length, rl_cfg_extend_name(rows[i].method));
             rl_json_buf_string(&b, rows[i].note, strlen(rows[i].note));
             rl_json_buf_puts(&b, "}");
             continue;
         }
         rl_json_buf_printf(&b,
-                           "%s{\"length\": %d, \"loss\": %.9g, \"acc\": %.9g, "
+                           "%s{\"length\": %d, \"rope_extend\": \"%s\", \"rope_factor\": "
+                           "%.6g, \"stride\": %d, \"loss\": %.9g, \"acc\": %.9g, "
                            "\"exact\": %.9g, \"sequences\": %ld, "
                            "\"ms_per_1k_tokens\": %.6g, \"rows_denominator_le_eps\": %ld, "
                            "\"denominator_rows\": %ld",
-                           i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
-                           rows[i].exact, rows[i].sequences, rows[i].ms_per_1k_tokens,
-                           rows[i].bad_den, rows[i].den_rows);
+                           i ? ", " : "", rows[i].length, rl_cfg_extend_name(rows[i].method),
+                           rows[i].factor, rows[i].stride, rows[i].loss, rows[i].acc, rows[i].exact,
+                           rows[i].sequences, rows[i].ms_per_1k_tokens, rows[i].bad_den,
+                           rows[i].den_rows);
         if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
             rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
                                rows[i].pos_width);
@@ -147,6 +150,7 @@ static rl_status open_run(struct run *r, const char *dir)
     if (st == RL_OK) st = rl_write_file_atomic(path, text, (size_t)n, NULL, 0);
     free(text);
     RL_TRY(st);
+    if (k < 0) RL_TRY(rl_train_init_from(r->tr.m, r->tr.c)); /* a fresh run only */
     if (k < 0 && r->tr.c->train.checkpoint_initial) RL_TRY(rl_trainer_save(&r->tr));
     return RL_OK;
 }
@@ -163,9 +167,13 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
     if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
         RL_TRY(rl_trainer_save(&r->tr));
     if (c->eval.every && k % c->eval.every == 0 && k < c->train.steps) {
-        struct rl_eval_row rows[RL_CFG_MAX_LENGTHS];
-        RL_TRY(rl_trainer_evaluate(&r->tr, rows));
-        RL_TRY(write_eval_record(r, rows, c->eval.n_lengths));
+        struct rl_eval_row *rows = malloc(RL_EVAL_MAX_ROWS * sizeof *rows);
+        int                 n    = 0;
+        if (!rows) RL_FAIL(RL_ENOMEM, "out of memory");
+        rl_status st = rl_trainer_evaluate(&r->tr, rows, &n);
+        if (st == RL_OK) st = write_eval_record(r, rows, n);
+        free(rows);
+        RL_TRY(st);
     }
     return RL_OK;
 }
@@ -201,8 +209,7 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
 static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
 {
     const struct rl_cfg *c = r->tr.c;
-    RL_TRY(rl_trainer_evaluate(&r->tr, res->eval));
-    res->n_eval = c->eval.n_lengths;
+    RL_TRY(rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval));
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
     RL_TRY(write_eval_record(r, res->eval, res->n_eval));
     RL_TRY(rl_write_results_csv(dir, c, res->eval, res->n_eval));

@@ -662,3 +662,25 @@ rl_status rl_model_backward(rl_model *m, float scale)
 }
 
 long rl_model_bad_denominators(const rl_model *m) { return m->bad_den; }
+
+static int same_rope(const struct rl_rope_opts *a, const struct rl_rope_opts *b)
+{
+    return a->base == b->base && a->layout == b->layout && a->dims == b->dims &&
+           a->scale == b->scale && a->ntk == b->ntk && a->yarn == b->yarn &&
+           a->yarn_orig == b->yarn_orig;
+}
+
+rl_status rl_model_set_rope(rl_model *m, const struct rl_rope_opts *o)
+{
+    struct rl_attn_opts a = m->c.attn;
+    a.rope                = *o;
+    if (same_rope(o, &m->c.attn.rope)) return RL_OK;
+    RL_TRY(rl_attn_opts_check(&a, m->H, m->d, m->d));
+    for (int i = 0; i < MAX_PLANS; i++) { /* plans hold RoPE tables of the old options */
+        rl_attn_free(m->plans[i].a);
+        m->plans[i].a = NULL;
+    }
+    m->c.attn.rope  = *o;
+    m->have_forward = 0;
+    return RL_OK;
+}

@@ -73,5 +73,9 @@ const float *rl_model_logits(const rl_model *m);
  * the argmax is the target (0 where not scored). */
 const double  *rl_model_row_loss(const rl_model *m);
 const uint8_t *rl_model_row_correct(const rl_model *m);
+/* Replace the RoPE options (evaluation under position interpolation, NTK or YaRN without
+ * retraining); checked like rl_model_create's.  The attention plans are rebuilt on their
+ * next use, once per length; a backward needs a new forward first. */
+rl_status rl_model_set_rope(rl_model *m, const struct rl_rope_opts *o);
 
 #endif

@@ -1,0 +1,367 @@
+/* t_eval.c -- evaluation beyond the training length: sliding windows (eval.stride) against
+ * the non-overlapping evaluation and against an independent window-by-window loop; RoPE
+ * extension at evaluation time (eval.rope_extend) against a model built with the same
+ * scaling; the factor auto = max(1, M/N); the checks that refuse impossible combinations;
+ * [train] init_from (the new run's step-0 weights are the checkpoint's; a shape mismatch
+ * names the tensor). */
+#include "config.h"
+#include "experiment/cfg.h"
+#include "experiment/train_impl.h"
+#include "model/checkpoint.h"
+#include "core/gemm.h"
+#include "core/util.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[256], text[512];
+
+static void write_text(void)
+{
+    snprintf(text, sizeof text, "%s/text.txt", tmpdir);
+    FILE *f = fopen(text, "w");
+    if (!f) tap_bail("cannot write %s", text);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "line %d of a small text: the quick brown fox jumps over the lazy dog\n", i);
+    fclose(f);
+}
+
+/* A charlm configuration (N = 16, B = 4) plus sets, resolved, and its task. */
+static rl_status make_cfg(struct rl_cfg *c, rl_task **task, const char *const *sets)
+{
+    char        buf[700];
+    const char *base[] = {"model.d_model=16",
+                          "model.heads=2",
+                          "model.layers=1",
+                          "task.name=charlm",
+                          "task.length=16",
+                          "train.batch=4",
+                          "train.steps=4",
+                          "eval.batches=2",
+                          "eval.lengths=16, 32, 64",
+                          "train.log_every=1",
+                          NULL};
+    rl_cfg_defaults(c);
+    snprintf(buf, sizeof buf, "experiment.out=%s", tmpdir);
+    RL_TRY(rl_cfg_set(c, buf));
+    RL_TRY(rl_cfg_set(c, "experiment.name=t"));
+    snprintf(buf, sizeof buf, "task.path=%s", text);
+    RL_TRY(rl_cfg_set(c, buf));
+    for (int i = 0; base[i]; i++)
+        RL_TRY(rl_cfg_set(c, base[i]));
+    for (int i = 0; sets && sets[i]; i++)
+        RL_TRY(rl_cfg_set(c, sets[i]));
+    return rl_train_prepare(c, task);
+}
+
+/* A trainer whose weights are large enough for positions to matter. */
+static void trainer(struct rl_trainer *t, struct rl_cfg *c, rl_task **task, const char *const *sets)
+{
+    if (make_cfg(c, task, sets) != RL_OK) tap_bail("config: %s", rl_last_error());
+    if (rl_trainer_init(t, c, *task) != RL_OK) tap_bail("trainer: %s", rl_last_error());
+    float *p = rl_model_params(t->m);
+    tap_seed(11);
+    for (size_t i = 0; i < rl_model_num_params(t->m); i++)
+        p[i] += (float)(0.3 * tap_normal());
+}
+
+static int same_row(const struct rl_eval_row *a, const struct rl_eval_row *b)
+{
+    int same = a->length == b->length && a->loss == b->loss && a->acc == b->acc &&
+               a->exact == b->exact && a->targets == b->targets && a->pos_bins == b->pos_bins;
+    for (int i = 0; same && i < a->pos_bins; i++)
+        same =
+            a->pos_targets[i] == b->pos_targets[i] &&
+            (a->pos_loss[i] == b->pos_loss[i] || (isnan(a->pos_loss[i]) && isnan(b->pos_loss[i])));
+    return same;
+}
+
+/* The sliding evaluation re-done one window per forward, with every position masked in
+ * and the scored positions picked from the per-row losses. */
+static void independent_sliding(struct rl_trainer *t, int M, int S, double *loss, long *targets,
+                                long *correct)
+{
+    const struct rl_cfg *c    = t->c;
+    const int            rows = (int)fmax(1, lround((double)c->train.batch * c->task.length / M));
+    const int            T    = rows * M * c->eval.batches;
+    struct rl_batch      b, w;
+    int32_t             *in = malloc((size_t)T * 4), *tg = malloc((size_t)T * 4);
+    if (rl_batch_alloc(&b, rows, M) || rl_batch_alloc(&w, 1, M)) tap_bail("batch");
+    for (int i = 0; i < c->eval.batches; i++) {
+        if (rl_task_batch(t->task, &b, 1, i)) tap_bail("task batch");
+        memcpy(in + i * rows * M, b.inputs, (size_t)rows * M * 4);
+        memcpy(tg + i * rows * M, b.targets, (size_t)rows * M * 4);
+    }
+    *loss = 0, *targets = 0, *correct = 0;
+    for (int lo = 0, end = M;; end += S) { /* scores [lo, end) in the window ending at end */
+        if (end > T) end = T;
+        memcpy(w.inputs, in + end - M, (size_t)M * 4);
+        memcpy(w.targets, tg + end - M, (size_t)M * 4);
+        memset(w.mask, 1, (size_t)M);
+        w.label[0] = -1;
+        double ls;
+        long   nt, nc;
+        if (rl_model_forward(t->m, &w, &ls, &nt, &nc)) tap_bail("forward: %s", rl_last_error());
+        for (int p = lo - (end - M); p < M; p++) {
+            *loss += rl_model_row_loss(t->m)[p];
+            *correct += rl_model_row_correct(t->m)[p];
+            ++*targets;
+        }
+        lo = end;
+        if (end == T) break;
+    }
+    rl_batch_free(&b), rl_batch_free(&w);
+    free(in), free(tg);
+}
+
+static void test_stride(void)
+{
+    struct rl_cfg     *c = malloc(sizeof *c);
+    rl_task           *task;
+    struct rl_trainer  t;
+    struct rl_eval_row a[RL_EVAL_MAX_ROWS], b[RL_EVAL_MAX_ROWS];
+    int                na = 0, nb = 0;
+    trainer(&t, c, &task, NULL);
+    if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
+    /* stride = M at one length (the configuration refuses it; the code must not care) */
+    struct rl_cfg *cm  = c;
+    cm->eval.n_lengths = 1, cm->eval.lengths[0] = 32, cm->eval.stride = 32;
+    rl_status st = rl_trainer_evaluate(&t, b, &nb);
+    tap_ok(st == RL_OK && nb == 1 && same_row(&a[1], &b[0]),
+           "stride = M equals the non-overlapping evaluation (loss %.6f vs %.6f)", a[1].loss,
+           b[0].loss);
+    int ok = 1;
+    for (int M = 16; M <= 64; M *= 2) {
+        for (int S = 1; S < M; S = S * 3 + 2) {
+            cm->eval.lengths[0] = M, cm->eval.stride = S;
+            double ls;
+            long   nt, nc;
+            if (rl_trainer_evaluate(&t, b, &nb) != RL_OK) tap_bail("%s", rl_last_error());
+            independent_sliding(&t, M, S, &ls, &nt, &nc);
+            const struct rl_eval_row *ref  = &a[M == 16 ? 0 : M == 32 ? 1 : 2];
+            int                       good = b[0].targets == nt && b[0].targets == ref->targets &&
+                       fabs(b[0].loss - ls / nt) <= 1e-6 * fabs(ls / nt) &&
+                       b[0].acc == (double)nc / nt && b[0].stride == S;
+            if (!good)
+                tap_diag("M %d S %d: loss %.9f vs %.9f, targets %ld vs %ld (non-overlapping %ld)",
+                         M, S, b[0].loss, ls / nt, b[0].targets, nt, ref->targets);
+            ok &= good;
+        }
+    }
+    tap_ok(ok, "sliding windows (M = 16, 32, 64; S = 1, 5, 17, 53 < M) equal a window-by-window "
+               "loop, and score every target of the non-overlapping evaluation once");
+    cm->eval.lengths[0] = 64, cm->eval.stride = 8;
+    st = rl_trainer_evaluate(&t, b, &nb);
+    tap_ok(st == RL_OK && b[0].loss != a[2].loss && b[0].targets == a[2].targets,
+           "at 64 = 4N, stride 8 (56+ tokens of context) scores the same targets with another "
+           "loss: %.4f vs %.4f non-overlapping",
+           b[0].loss, a[2].loss);
+    rl_trainer_free(&t);
+    rl_task_free(task);
+    free(c);
+}
+
+static void test_extend(void)
+{
+    struct rl_cfg     *c = malloc(sizeof *c), *c2 = malloc(sizeof *c2);
+    rl_task           *task, *task2;
+    struct rl_trainer  t, u;
+    struct rl_eval_row a[RL_EVAL_MAX_ROWS], b[RL_EVAL_MAX_ROWS], again[RL_EVAL_MAX_ROWS];
+    int                na, nb, nagain;
+    const char *const  ext[] = {"eval.rope_extend=none, pi, ntk", NULL};
+    trainer(&t, c, &task, ext);
+    if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
+    int order = na == 9;
+    for (int i = 0; order && i < 9; i++)
+        order = a[i].method == (enum rl_cfg_extend)(i / 3) && a[i].length == 16 << (i % 3) &&
+                a[i].factor == (i < 3 ? 1 : (double)(1 << (i % 3)));
+    tap_ok(order, "3 methods x 3 lengths, method-major; factor auto = max(1, M/16): 1, 2, 4");
+    tap_ok(same_row(&a[0], &a[3]), "pi at M = N (factor 1) equals none");
+    tap_ok(!same_row(&a[2], &a[5]) && !same_row(&a[2], &a[8]) && !same_row(&a[5], &a[8]),
+           "at 4N none, pi and ntk differ (%.4f, %.4f, %.4f)", a[2].loss, a[5].loss, a[8].loss);
+    tap_ok(rl_model_config_get(t.m)->attn.rope.scale == 1 &&
+               rl_model_config_get(t.m)->attn.rope.ntk == 1 &&
+               rl_trainer_evaluate(&t, again, &nagain) == RL_OK && nagain == 9 &&
+               same_row(&a[8], &again[8]) && same_row(&a[2], &again[2]),
+           "after the evaluation the model has its trained RoPE back; a second one is identical");
+    /* a model built with the scaling, evaluated plainly, with the same weights */
+    const char *const kinds[2][3] = {{"model.rope_scale=4", "eval.lengths=64", NULL},
+                                     {"model.rope_ntk=4", "eval.lengths=64", NULL}};
+    for (int k = 0; k < 2; k++) {
+        trainer(&u, c2, &task2, kinds[k]);
+        memcpy(rl_model_params(u.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+        rl_status st = rl_trainer_evaluate(&u, b, &nb);
+        tap_ok(st == RL_OK && nb == 1 && same_row(&b[0], &a[5 + 3 * k]),
+               "rope_extend = %s at 4N equals a model built with %s (loss %.6f vs %.6f)",
+               k ? "ntk" : "pi", kinds[k][0], a[5 + 3 * k].loss, b[0].loss);
+        rl_trainer_free(&u);
+        rl_task_free(task2);
+    }
+    /* YaRN: the same, once the kernels have it (until then the configuration refuses it) */
+    const char *const yarn[] = {"eval.rope_extend=yarn", "eval.lengths=64", NULL};
+    rl_status         sy     = make_cfg(c2, &task2, yarn);
+    rl_task_free(task2);
+    if (sy != RL_OK && strstr(rl_last_error(), "not implemented")) {
+        tap_ok(strstr(rl_last_error(), "[eval] rope_extend: yarn:") != NULL,
+               "rope_extend = yarn is refused before training while the kernels lack YaRN: %s",
+               rl_last_error());
+    } else {
+        const char *const built[] = {"model.rope_yarn=4", "model.rope_yarn_orig=16",
+                                     "eval.lengths=64", NULL};
+        struct rl_trainer y;
+        trainer(&y, c2, &task2, yarn);
+        memcpy(rl_model_params(y.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+        struct rl_eval_row yr;
+        int                ny;
+        rl_status          s1 = rl_trainer_evaluate(&y, &yr, &ny);
+        rl_trainer_free(&y);
+        rl_task_free(task2);
+        trainer(&u, c2, &task2, built);
+        memcpy(rl_model_params(u.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+        rl_status s2 = rl_trainer_evaluate(&u, b, &nb);
+        tap_ok(s1 == RL_OK && s2 == RL_OK && ny == 1 && yr.factor == 4 && same_row(&yr, &b[0]) &&
+                   !same_row(&yr, &a[2]),
+               "rope_extend = yarn at 4N equals a model built with rope_yarn = 4, "
+               "rope_yarn_orig = 16 (loss %.6f vs %.6f)",
+               yr.loss, b[0].loss);
+        rl_trainer_free(&u);
+        rl_task_free(task2);
+    }
+    const char *const fixed[] = {"eval.rope_extend=pi", "eval.rope_factor=2", NULL};
+    trainer(&u, c2, &task2, fixed);
+    memcpy(rl_model_params(u.m), rl_model_params(t.m), rl_model_num_params(t.m) * 4);
+    tap_ok(rl_trainer_evaluate(&u, b, &nb) == RL_OK && nb == 3 && b[0].factor == 2 &&
+               b[2].factor == 2 && same_row(&b[1], &a[4]) && !same_row(&b[2], &a[5]),
+           "rope_factor = 2: the same factor at every length (at 2N it equals auto)");
+    rl_trainer_free(&u);
+    rl_task_free(task2);
+    const char *const alibi[] = {"model.pe=alibi", "eval.rope_extend=none, pi, ntk", NULL};
+    trainer(&u, c2, &task2, alibi);
+    tap_ok(rl_trainer_evaluate(&u, b, &nb) == RL_OK && nb == 3 &&
+               b[0].method == RL_CFG_EXTEND_NONE && b[2].method == RL_CFG_EXTEND_NONE,
+           "a non-RoPE point is evaluated once per length, reported as none");
+    rl_trainer_free(&u);
+    rl_task_free(task2);
+    rl_trainer_free(&t);
+    rl_task_free(task);
+    free(c), free(c2);
+}
+
+static void refused(const char *const *sets, const char *want, const char *what)
+{
+    struct rl_cfg *c    = malloc(sizeof *c);
+    rl_task       *task = NULL;
+    rl_status      st   = make_cfg(c, &task, sets);
+    tap_ok(st != RL_OK && strstr(rl_last_error(), want), "%s: '%s'", what,
+           st != RL_OK ? rl_last_error() : "(accepted)");
+    rl_task_free(task);
+    free(c);
+}
+
+static void test_checks(void)
+{
+    const char *const a[] = {"model.rope_scale=2", "eval.rope_extend=none, pi", NULL};
+    refused(a,
+            "[eval] rope_extend: the model is trained with rope_scale = 2, rope_ntk = 1, rope_yarn "
+            "= 1:",
+            "a point trained with rope_scale refuses rope_extend");
+    const char *const b[] = {"eval.stride=16", NULL};
+    refused(b, "[eval] stride: 16 must be smaller than every evaluation length (16)",
+            "stride >= an evaluation length");
+    const char *const d[] = {"eval.stride=-1", NULL};
+    refused(d, "[eval] stride: expected a non-negative integer", "a negative stride");
+    const char *const e[] = {"task.name=copy", "task.path=", "eval.lengths=16", "eval.stride=4",
+                             NULL};
+    refused(e, "[eval] stride: sliding windows apply to language-model tasks", "stride on copy");
+    const char *const f[] = {"eval.rope_factor=0.5", NULL};
+    refused(f, "expected auto or a number >= 1", "rope_factor < 1");
+    const char *const g[] = {"eval.rope_extend=pi, pi", NULL};
+    refused(g, "'pi' listed twice", "a method listed twice");
+}
+
+static void load_params(const char *path, const struct rl_cfg *c, rl_task *task, float **p,
+                        size_t *n)
+{
+    struct rl_model_config mc;
+    rl_model              *m;
+    rl_cfg_model_config(c, rl_task_vocab(task), rl_task_causal(task), 0, &mc);
+    if (rl_model_create(&m, &mc) || rl_checkpoint_load(path, m, NULL, NULL, NULL, NULL, NULL))
+        tap_bail("%s: %s", path, rl_last_error());
+    *n = rl_model_num_params(m);
+    *p = malloc(*n * 4);
+    memcpy(*p, rl_model_params(m), *n * 4);
+    rl_model_free(m);
+}
+
+static void test_init_from(void)
+{
+    struct rl_cfg         *c = malloc(sizeof *c);
+    rl_task               *task;
+    struct rl_train_result r;
+    char                   dir[600], ck[700], set[800], ft[600];
+    const char *const      src[] = {"train.checkpoint_every=2", NULL};
+    snprintf(dir, sizeof dir, "%s/src", tmpdir);
+    if (make_cfg(c, &task, src) || rl_train_run(c, task, dir, NULL, &r))
+        tap_bail("%s", rl_last_error());
+    rl_task_free(task);
+    snprintf(ck, sizeof ck, "%s/checkpoints/step-2.safetensors", dir);
+    snprintf(set, sizeof set, "train.init_from=%s", ck);
+    const char *const fine[] = {set, "train.checkpoint_initial=true", "task.length=32",
+                                "eval.lengths=32", NULL};
+    snprintf(ft, sizeof ft, "%s/ft", tmpdir);
+    rl_status st = make_cfg(c, &task, fine);
+    if (st == RL_OK) st = rl_train_check_init_from(c, task);
+    if (st == RL_OK) st = rl_train_run(c, task, ft, NULL, &r);
+    tap_ok(st == RL_OK && r.steps_done == 4, "a run with init_from trains its own 4 updates (%s)",
+           st ? rl_last_error() : "ok");
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    char   f0[700];
+    snprintf(f0, sizeof f0, "%s/checkpoints/step-0.safetensors", ft);
+    load_params(ck, c, task, &a, &na);
+    load_params(f0, c, task, &b, &nb);
+    tap_ok(na == nb && !memcmp(a, b, na * 4),
+           "its step-0 weights are those of the step-2 checkpoint (%zu floats)", na);
+    int64_t step = -1;
+    char    f4[700];
+    snprintf(f4, sizeof f4, "%s/checkpoints/step-4.safetensors", ft);
+    tap_ok(rl_checkpoint_read_meta(f4, &step, NULL, NULL) == RL_OK && step == 4,
+           "updates count from 0: its last checkpoint is step-4");
+    free(a), free(b);
+    rl_task_free(task);
+    const char *const bad[] = {set, "model.d_model=32", NULL};
+    st                      = make_cfg(c, &task, bad);
+    if (st == RL_OK) st = rl_train_check_init_from(c, task);
+    tap_ok(st != RL_OK && strstr(rl_last_error(), "[train] init_from") &&
+               strstr(rl_last_error(), "tensor 'embed.weight' has shape [256, 16], the model "
+                                       "expects [256, 32]"),
+           "a shape mismatch names the tensor: %s", st ? rl_last_error() : "(accepted)");
+    rl_task_free(task);
+    snprintf(set, sizeof set, "train.init_from=%s/none.safetensors", tmpdir);
+    const char *const gone[] = {set, NULL};
+    st                       = make_cfg(c, &task, gone);
+    if (st == RL_OK) st = rl_train_check_init_from(c, task);
+    tap_ok(st != RL_OK && strstr(rl_last_error(), "none.safetensors"),
+           "a missing init_from file is an error naming it");
+    rl_task_free(task);
+    free(c);
+}
+
+int main(void)
+{
+    rl_init(1);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/t_eval.XXXXXX");
+    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    write_text();
+    test_stride();
+    test_extend();
+    test_checks();
+    test_init_from();
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    return tap_done();
+}

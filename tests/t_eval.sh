@@ -1,0 +1,124 @@
+#!/bin/sh
+# t_eval.sh -- `ropelab eval` end to end on a tiny charlm sweep (RoPE and ALiBi, with
+# rope_extend and sliding windows in the run itself): the numbers of the run's own
+# results.csv repeated from its run directory and from one checkpoint, both option
+# spellings, the default output directories, the per-method tables, --set limited to
+# shape-keeping keys, and clear errors (missing or corrupt checkpoint, data that moved,
+# learned PE beyond its rows, init_from of another shape before anything trains).
+: "${ROPELAB:=./src/ropelab}"
+OMP_NUM_THREADS=1; export OMP_NUM_THREADS
+ROPELAB_GNUPLOT=none; export ROPELAB_GNUPLOT
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_eval.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+
+i=0; while [ $i -lt 300 ]; do echo "line $i of a small text: the quick brown fox jumps over the lazy dog"; i=$((i + 1)); done >text.txt
+cat >lm.ini <<EOF
+[experiment]
+name = lm
+threads = 1
+[model]
+d_model = 16
+heads = 2
+layers = 1
+[task]
+name = charlm
+path = $tmp/text.txt
+length = 16
+[train]
+steps = 6
+batch = 4
+[eval]
+lengths = 16, 64
+batches = 2
+stride = 8
+rope_extend = none, pi, ntk, yarn
+[sweep]
+model.pe = rope, alibi
+EOF
+"$ROPELAB" run lm.ini --out runs -q >/dev/null 2>err; ok $? "a charlm sweep with stride 8 and rope_extend none, pi, ntk, yarn runs"
+d=runs/lm
+[ "$(grep -c '^rope,' $d/results.csv)" = 8 ] && [ "$(grep -c '^alibi,' $d/results.csv)" = 2 ] &&
+    grep -q '^rope,softmax,64,.*,pi,4,8$' $d/results.csv && grep -q '^rope,softmax,16,.*,ntk,1,8$' $d/results.csv &&
+    grep -q '^rope,softmax,64,.*,yarn,4,8$' $d/results.csv
+ok $? "results.csv: RoPE rows per method and length with factor auto = M/N, ALiBi once, stride 8"
+grep -q '^## charlm: perplexity by evaluation length, rope_extend = pi$' $d/summary.md &&
+    grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = none$' $d/summary.md | grep -q '^| alibi |' &&
+    ! grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = yarn$' $d/summary.md | grep -q '^| alibi |'
+ok $? "summary.md: one table per method; ALiBi in the none table only"
+grep -q "'charlm-ppl.dat' index 1 using 1:2 with linespoints title 'rope pi', .* title 'alibi none'$" $d/plots/plots.gp
+ok $? "the ppl-vs-length plot has one line per method"
+
+# --- eval of the run repeats its numbers (all but the timing column) ---
+"$ROPELAB" eval $d >out 2>err; ok $? "ropelab eval RUN_DIR exits 0"
+[ -f $d/eval/results.csv ] && [ -f $d/eval/summary.md ] && [ -f $d/eval/pe=rope/results.csv ] &&
+    [ -f $d/eval/config.ini ] && grep -q '^pe=rope evaluated: .*step-6.safetensors (update 6 of 6)' out
+ok $? "default output: RUN_DIR/eval with config.ini, results.csv, summary.md, the points"
+nots() { awk -F, -v OFS=, '{ $8 = ""; print }' "$1"; }
+nots $d/results.csv >a; nots $d/eval/results.csv >b
+cmp -s a b; ok $? "the evaluation's results.csv equals the run's (but ms_per_1k_tokens)"
+grep -q '^rope  *softmax' out && grep -q 'rope_extend = yarn' out; ok $? "the table is printed, per method"
+"$ROPELAB" eval $d -q --lengths=16,64 --stride 8 --rope-extend=none,pi,ntk,yarn >/dev/null 2>err &&
+    [ -d $d/eval-2 ] && nots $d/eval-2/results.csv >c && cmp -s a c
+ok $? "--opt=value and --opt value; a second evaluation goes to RUN_DIR/eval-2"
+
+# --- one checkpoint ---
+ck="$d/pe=rope/checkpoints/step-6.safetensors"
+"$ROPELAB" eval "$ck" -q --rope-extend pi --lengths 64 >/dev/null 2>err; ok $? "ropelab eval CHECKPOINT"
+grep '^rope,softmax,64,.*,pi,4,8$' $d/results.csv | cut -d, -f1-7 >a
+grep '^rope,softmax,64' eval-lm/results.csv | cut -d, -f1-7 >b
+[ -s a ] && cmp -s a b; ok $? "./eval-lm: the checkpoint's config from its metadata, the run's pi row at 64"
+"$ROPELAB" eval "$ck" -q --stride 0 --rope-extend none --lengths 64 --out sl >/dev/null &&
+    [ "$(cut -d, -f6 sl/results.csv | tail -1)" != "$(grep '^rope,softmax,64,.*,none,1,8$' $d/results.csv | cut -d, -f6)" ]
+ok $? "--stride 0 (non-overlapping) gives another loss than the run's stride 8"
+
+# --- --set ---
+"$ROPELAB" eval $d -q --out x --set model.rope_base=500 >/dev/null 2>err; ok $? "--set model.rope_base (keeps the shapes)"
+grep -q '^rope_base = 500$' x/pe=rope/config.ini; ok $? "the evaluated configuration is written"
+"$ROPELAB" eval $d -q --out x --set model.d_model=32 >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q "model.d_model=32: \[model\] d_model changes the trained tensors (tensor 'embed.weight'" err
+ok $? "--set model.d_model: exit 2 naming the key and the tensor"
+"$ROPELAB" eval $d -q --out x --set train.steps=9 >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q "train.steps=9: \[train\] steps cannot change in an evaluation" err
+ok $? "--set train.steps: exit 2 naming the key"
+"$ROPELAB" eval $d -q --out x --set model.rope_bse=5 >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q "unknown key 'rope_bse' (did you mean 'rope_base'?)" err; ok $? "a misspelt key"
+
+# --- errors ---
+cp -r $d bad
+head -c 3000 "$ck" >"bad/pe=rope/checkpoints/step-6.safetensors"
+"$ROPELAB" eval bad -q --out y >/dev/null 2>err; r=$?
+[ $r = 1 ] && grep -q 'step-6.safetensors: header length .* beyond the end of the file' err
+ok $? "a corrupt checkpoint: exit 1 naming the file"
+rm bad/pe=rope/checkpoints/*
+"$ROPELAB" eval bad -q --out y >/dev/null 2>err; r=$?
+[ $r = 1 ] && grep -q 'pe=rope/checkpoints: no checkpoint' err; ok $? "no checkpoint: exit 1"
+"$ROPELAB" eval "$tmp/none.safetensors" >/dev/null 2>err; [ $? = 1 ] && grep -q 'none.safetensors: No such file' err
+ok $? "a missing checkpoint file: exit 1"
+mv text.txt moved.txt
+"$ROPELAB" eval $d -q --out y >/dev/null 2>err; r=$?
+[ $r = 1 ] && grep -q "\[task\] path: the data file '$tmp/text.txt' is not there.*--set task.path=FILE" err
+ok $? "data that moved: exit 1 saying how to give its place"
+"$ROPELAB" eval $d -q --out y --set task.path="$tmp/moved.txt" >/dev/null 2>err; ok $? "--set task.path: the moved data"
+mv moved.txt text.txt
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=ln --set model.pe=learned --set eval.stride=0 >/dev/null 2>&1 &&
+    "$ROPELAB" eval runs/ln -q --lengths 16,32 >out 2>&1 && grep -q '^learned,softmax,32,n/a,.*,learned PE has max_len rows,none,1,0$' runs/ln/eval/results.csv &&
+    grep -q 'n/a (learned PE has max_len rows)' out
+ok $? "learned PE beyond its rows: n/a with the reason"
+
+# --- init_from before anything trains ---
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=ft --set "train.init_from=$ck" --set model.d_model=32 >/dev/null 2>err; r=$?
+[ $r = 1 ] && grep -q "\[train\] init_from: .*tensor 'embed.weight' has shape \[256, 16\], the model expects \[256, 32\]" err &&
+    [ ! -e runs/ft/pe=rope/metrics.jsonl ]
+ok $? "init_from of another shape: exit 1 naming the tensor, nothing trained"
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=ft --set "train.init_from=$ck" --set model.pe=rope \
+    --set task.length=32 --set model.rope_scale=2 --set eval.rope_extend=none >/dev/null 2>err
+ok $? "fine-tuning at 2N with rope_scale = 2 from the step-6 checkpoint"
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=ft2 --set model.rope_scale=2 --set model.pe=rope >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q '\[eval\] rope_extend: the model is trained with rope_scale = 2' err
+ok $? "a point trained with rope_scale refuses rope_extend != none before training"
+
+echo "1..$n"
+exit $failed
