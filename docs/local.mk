@@ -7,3 +7,6 @@ dist_doc_DATA += docs/experiments.md docs/evaluation.md
 dist_noinst_DATA += docs/img/rope_decay.svg
 ## --- scale-out (MPI) ---
 dist_doc_DATA += docs/scale-out.md
+## --- generation ---
+dist_doc_DATA += docs/generation.md
+dist_noinst_DATA += docs/img/decode.svg

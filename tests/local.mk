@@ -42,6 +42,10 @@ dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 check_PROGRAMS += tests/t_flops
 tests_t_flops_LDADD = $(TEST_LIBS)
 
+## --- generation: recurrent decoding ---
+check_PROGRAMS += tests/t_decode
+tests_t_decode_LDADD = $(TEST_LIBS)
+
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
 tests_t_task_LDADD = $(TEST_LIBS)
@@ -80,7 +84,7 @@ dist_check_DATA += \
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
-dist_check_SCRIPTS += tests/t_experiment.sh
 
 ## --- scale-out under mpirun (skipped when built without MPI) ---
 dist_check_SCRIPTS += tests/t_mpi_sweep.sh tests/t_mpi_dp.sh
+dist_check_SCRIPTS += tests/t_generate.sh

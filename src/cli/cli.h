@@ -10,9 +10,12 @@ int rl_cmd_attn(int argc, char **argv);
 int rl_cmd_bench(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
 int rl_cmd_eval(int argc, char **argv);
+int rl_cmd_generate(int argc, char **argv);
 
 /* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and
  * csv_path when not NULL); returns the exit status. */
 int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path);
+/* bench_decode.c: `ropelab bench --decode [options]` (argv as rl_cmd_bench's). */
+int rl_bench_decode(int argc, char **argv);
 
 #endif

@@ -38,6 +38,13 @@ static const char bench_usage[] =
     "                                  2 layers, causal, RoPE, 4096 tokens/update, N = 256 and\n"
     "                                  4096, softmax and linear elu1 (with --steps S, --warmup W,\n"
     "                                  --threads N, --out DIR for DIR/bench_train.csv)\n"
+    "  --decode                        generation instead: ms per token and attention cache /\n"
+    "                                  state bytes after contexts --n (default 1024,4096,16384,\n"
+    "                                  65536), softmax (key/value cache) and linear elu1 (eq. 19\n"
+    "                                  state), model of --train; full recomputation at --full-n\n"
+    "                                  (default 1024,4096; empty: none); with --steps S (64),\n"
+    "                                  --full-steps S (3), --reps R (3), --threads N (default 1),\n"
+    "                                  --out DIR for DIR/bench_decode.csv\n"
     "  -h, --help                      this help\n";
 
 struct bench_cfg {
@@ -238,6 +245,7 @@ int rl_cmd_bench(int argc, char **argv)
             return RL_EXIT_OK;
         }
         if (!strcmp(argv[i], "--train")) return bench_train(argc, argv);
+        if (!strcmp(argv[i], "--decode")) return rl_bench_decode(argc, argv);
     }
     return bench_kernels(argc, argv);
 }

@@ -22,6 +22,7 @@ static const char usage[] =
     "  report RUN_DIR       tables and plots from a finished run\n"
     "  eval RUN_DIR|CKPT    evaluate a finished run or a checkpoint again (lengths, sliding\n"
     "                       windows, RoPE extension by PI / NTK / YaRN)\n"
+    "  generate CHECKPOINT  continue a prompt with a trained language model\n"
     "\n"
     "Options:\n"
     "  -h, --help           show this help (ropelab COMMAND --help for a command)\n"
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
     if (!strcmp(c, "eval")) return rl_cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
     return rl_usage_error(NULL, "unknown command '%s'", c);
 }

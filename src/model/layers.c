@@ -54,14 +54,19 @@ void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_
     }
 }
 
+void rl_sinusoid_row(float *p, int m, int C)
+{
+    for (int c = 0; c < C; c++) {
+        int    t     = c / 2;
+        double angle = m / pow(10000.0, 2.0 * t / C);
+        p[c]         = (float)(c % 2 ? cos(angle) : sin(angle));
+    }
+}
+
 void rl_sinusoid_table(float *p, int N, int C)
 {
     for (int m = 0; m < N; m++)
-        for (int c = 0; c < C; c++) {
-            int    t             = c / 2;
-            double angle         = m / pow(10000.0, 2.0 * t / C);
-            p[(size_t)m * C + c] = (float)(c % 2 ? cos(angle) : sin(angle));
-        }
+        rl_sinusoid_row(p + (size_t)m * C, m, C);
 }
 
 /* --- LayerNorm ---------------------------------------------------------------------- */
@@ -263,7 +268,7 @@ static void gelu_backward_chunk(float *dh, const float *dg, const float *h, cons
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float x  = h[i], s = sig[i];
+        float x = h[i], s = sig[i];
         float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
         dh[i]    = dg[i] * (s + x * s * (1.0f - s) * du);
     }

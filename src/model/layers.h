@@ -25,6 +25,8 @@ void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_
 /* Sinusoidal table (SPEC 3): p[m,2t] = sin(m / 10000^(2t/C)), p[m,2t+1] = cos(same), in
  * double, for m < N (an odd C's last column is a sine). */
 void rl_sinusoid_table(float *p, int N, int C);
+/* Row m of that table alone (C floats; recurrent decoding). */
+void rl_sinusoid_row(float *p, int m, int C);
 
 /* --- LayerNorm (eps 1e-5, biased variance, as torch.nn.LayerNorm) ----------------------
  * out = (x - mean) * rstd * w + b per row; saves mean, rstd (T). */

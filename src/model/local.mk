@@ -5,4 +5,6 @@ src_model_libmodel_la_SOURCES = \
 	%D%/layers.c %D%/layers.h \
 	%D%/model.c %D%/model.h %D%/flops.c %D%/flops.h \
 	%D%/adamw.c %D%/adamw.h \
-	%D%/checkpoint.c %D%/checkpoint.h
+	%D%/checkpoint.c %D%/checkpoint.h \
+	%D%/decode.c %D%/decode.h \
+	%D%/sample.c %D%/sample.h
