@@ -12,5 +12,5 @@ src_experiment_libexperiment_la_SOURCES = \
 	%D%/sweep.c %D%/sweep.h %D%/experiment.c %D%/experiment.h \
 	%D%/report_data.c %D%/report_data.h %D%/report_table.c %D%/report_table.h \
 	%D%/report_plot.c %D%/report_plot.h %D%/report.c %D%/report.h
-dist_noinst_DATA += data/kjv.txt data/README.md
+dist_noinst_DATA += data/kjv.txt data/kjv-full.txt data/README.md
 dist_doc_DATA += docs/tasks.md docs/config.md
