@@ -25,7 +25,7 @@ static const char *const names_pe[]        = {"none",  "sinusoidal", "learned", 
 static const char *const names_layout[]    = {"pairs", "halves", NULL};
 static const char *const names_place[]     = {"feature", "input", NULL};
 static const char *const names_denom[]     = {"plain", "rotated", NULL};
-static const char *const names_task[]      = {"copy",   "reverse", "sort",   "mqar",    "listops",
+static const char *const names_task[]      = {"copy",   "reverse", "sort",    "mqar", "listops",
                                               "charlm", "tokens",  "passkey", NULL};
 static const char *const names_filler[]    = {"pattern", "random", NULL};
 
