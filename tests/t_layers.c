@@ -247,12 +247,27 @@ static void test_embed(int B, int N, int C, int V)
             rw[(size_t)tok[t] * C + c] += dout[t * C + c]; /* d/dwte of sum(dout * out) */
             rp[(t % N) * C + c] += dout[t * C + c];
         }
-    rl_embed_forward(out, tok, wte, pos, B, N, C);
+    rl_embed_forward(out, tok, wte, pos, 1.0f, B, N, C);
     tap_close_scaled(out, ref, T * C, FWD_TOL, "embedding + position forward B=%d N=%d", B, N);
+    /* a gain on the table (the scaled sinusoid): out = wte[tok] + g pos, dg = sum dout pos */
+    const float g  = 0.37f;
+    double      dg = 0.0;
+    for (size_t t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            ref[t * C + c] = (double)wte[(size_t)tok[t] * C + c] + (double)g * pos[(t % N) * C + c];
+            dg += (double)dout[t * C + c] * pos[(t % N) * C + c];
+        }
+    rl_embed_forward(out, tok, wte, pos, g, B, N, C);
+    tap_close_scaled(out, ref, T * C, FWD_TOL, "embedding + g * position forward B=%d N=%d", B, N);
+    float  dgot[1] = {0.25f};
+    double dref[1] = {0.25 + dg};
+    rl_pos_scale_backward(dgot, dout, pos, B, N, C);
+    tap_close(dgot, dref, 1, 1e-6, 0, "position gain backward accumulates sum(dout * pos): %g",
+              (double)dgot[0]);
     rl_embed_backward(dwte, dpos, dout, tok, B, N, C);
     tap_close_scaled(dwte, rw, (size_t)V * C, GRAD_TOL, "embedding backward (repeated tokens)");
     tap_close_scaled(dpos, rp, (size_t)N * C, GRAD_TOL, "learned position backward");
-    rl_embed_forward(out, tok, wte, NULL, B, N, C);
+    rl_embed_forward(out, tok, wte, NULL, 1.0f, B, N, C);
     int ok = 1;
     for (size_t t = 0; t < T; t++)
         ok &= memcmp(out + t * C, wte + (size_t)tok[t] * C, C * 4) == 0;
@@ -369,7 +384,7 @@ static void test_ce(int rows, int V, int masked)
     to_double(c.logits, l, n);
     long     nt = 0, nc = 0, ok_rows = 0, ok_bad = 0;
     uint8_t *ok = malloc((size_t)rows);
-    double   s  = rl_softmax_ce_forward(lse, rl, ok, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
+    double s = rl_softmax_ce_forward(lse, rl, ok, &nt, &nc, l, tgt, masked ? mask : NULL, rows, V);
     double ref = ce_loss(&c);
     tap_ok(fabs(s - ref) <= 1e-5 * fabs(ref), "CE loss sum %.9g vs float64 %.9g (%s)", s, ref,
            masked ? "masked" : "all rows");

@@ -157,6 +157,7 @@ static void grad_check(const struct combo *k, int causal)
     const float *g     = rl_model_grads(m);
     double       worst = 0, worst_rand = 0, gmax = 0, wg = 0, wrg = 0;
     const char  *wname = "", *wrname = "";
+    double       scale_err = -1.0, scale_g = 0.0; /* pos.scale: its own line */
     for (int i = 0; i < rl_model_num_tensors(m); i++) {
         const struct rl_tensor_info *t  = rl_model_tensor(m, i);
         double                       gn = 0;
@@ -181,6 +182,7 @@ static void grad_check(const struct combo *k, int causal)
                 u[j] = g[t->offset + j] / gn;
             double e = fabs(fd_dir(m, &b, t, u, fd_step(fmax(gn, floor))) - gn) / fmax(gn, floor);
             if (e > worst) worst = e, wname = t->name, wg = gn;
+            if (!strcmp(t->name, "pos.scale")) scale_err = e, scale_g = g[t->offset];
         }
         for (size_t j = 0; j < t->count; j++)
             u[j] = tap_normal(), un += u[j] * u[j];
@@ -213,6 +215,10 @@ static void grad_check(const struct combo *k, int causal)
            "grad check %s: random directions, worst err/|g_t| %.2g (%s, |g| "
            "%.2g)",
            desc, worst_rand, wrname, wrg);
+    if (k->pe == 1)
+        tap_ok(scale_err >= 0 && scale_err < 1e-3,
+               "grad check %s: pos.scale (dL/dg %.4g) against finite differences, err %.2g", desc,
+               scale_g, scale_err);
     free_batch(&b);
     rl_model_free(m);
 }
@@ -302,6 +308,50 @@ static void test_table(void)
            "init is a function of the seed");
     free(copy);
     rl_model_free(m);
+}
+
+/* The scaled sinusoid: one scalar pos.scale right after the embedding, no weight decay,
+ * initialised to D^-1/2 in float32; with g = 0 the model is the NoPE model exactly. */
+static void test_pos_scale(void)
+{
+    struct combo           k = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 1, 0, 0};
+    struct rl_model_config c;
+    make_config(&c, &k, 1);
+    c.d_model = 12, c.heads = 2;
+    rl_model *m, *none;
+    if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    const struct rl_tensor_info *t = rl_model_tensor_by_name(m, "pos.scale");
+    const struct rl_tensor_info *e = rl_model_tensor_by_name(m, "embed.weight");
+    tap_ok(t && t->ndim == 1 && t->shape[0] == 1 && t->count == 1 && !t->decay &&
+               t->offset == e->count && !rl_model_tensor_by_name(m, "pos.weight") &&
+               rl_model_num_tensors(m) == 6 + 16 * c.layers,
+           "sinusoidal: pos.scale, shape [1], after embed.weight, no weight decay");
+    rl_model_init_weights(m, 5);
+    const float want = (float)(1.0 / sqrt(12.0)); /* 0.28867513... rounded to float32 */
+    tap_ok(rl_model_params(m)[t->offset] == want, "pos.scale init %.9g = (float)12^-1/2 = %.9g",
+           (double)rl_model_params(m)[t->offset], (double)want);
+    c.input_pe = RL_INPUT_PE_NONE;
+    if (rl_model_create(&none, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    tap_ok(rl_model_num_params(none) + 1 == rl_model_num_params(m),
+           "pos.scale is the sinusoid's only parameter (%zu vs %zu)", rl_model_num_params(m),
+           rl_model_num_params(none));
+    /* the same weights without the gain: copy around the one float */
+    const float *p = rl_model_params(m);
+    float       *q = rl_model_params(none);
+    memcpy(q, p, e->count * sizeof *q);
+    memcpy(q + e->count, p + e->count + 1, (rl_model_num_params(none) - e->count) * sizeof *q);
+    rl_model_params(m)[t->offset] = 0.0f;
+    struct rl_batch b;
+    make_batch(&b, 2, 9, c.vocab, 0);
+    double s1, s2;
+    long   nt, nc;
+    size_t nl = (size_t)2 * 9 * c.vocab;
+    int    ok = rl_model_forward(m, &b, &s1, &nt, &nc) == RL_OK &&
+             rl_model_forward(none, &b, &s2, &nt, &nc) == RL_OK;
+    tap_ok(ok && !memcmp(rl_model_logits(m), rl_model_logits(none), nl * sizeof(float)),
+           "pos.scale = 0: logits bitwise those of the model without position encoding");
+    free_batch(&b);
+    rl_model_free(m), rl_model_free(none);
 }
 
 static void test_errors(void)
@@ -479,15 +529,21 @@ static void test_bad_denominators(void)
     for (int pass = 0; pass < 3; pass++) {
         make_config(&c, &k, 1);
         if (pass == 1) c.attn.eps = 0.0f;
-        if (pass == 2) c.attn.kind = RL_ATTN_SOFTMAX;
-        else if (pass == 0) c.attn.eps = 1e6f;
+        if (pass == 2)
+            c.attn.kind = RL_ATTN_SOFTMAX;
+        else if (pass == 0)
+            c.attn.eps = 1e6f;
         rl_model *m = NULL;
         if (rl_model_create(&m, &c) != RL_OK) tap_bail("model: %s", rl_last_error());
         rl_model_init_weights(m, 7);
         long want = pass == 0 ? (long)B * N * c.layers * c.heads : 0;
-        CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK && rl_model_bad_denominators(m) == want,
-              "denominator diagnostic: %ld rows <= eps (want %ld) for %s", rl_model_bad_denominators(m),
-              want, pass == 0 ? "linear, eps=1e6" : pass == 1 ? "linear, eps=0" : "softmax");
+        CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK &&
+                  rl_model_bad_denominators(m) == want,
+              "denominator diagnostic: %ld rows <= eps (want %ld) for %s",
+              rl_model_bad_denominators(m), want,
+              pass == 0   ? "linear, eps=1e6"
+              : pass == 1 ? "linear, eps=0"
+                          : "softmax");
         rl_model_free(m);
     }
     free_batch(&b);
@@ -511,6 +567,7 @@ int main(void)
         {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 3, 0}, /* mean-pooled classifier */
         {RL_ATTN_LINEAR, RL_FMAP_ELU1, 4, 3, 0},
         {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 2, 3, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, 1, 3, 0}, /* scaled sinusoid, mean-pooled */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         grad_check(&extra[i], extra[i].n_classes == 0);
@@ -535,5 +592,6 @@ int main(void)
     test_overfit(RL_ATTN_SOFTMAX, 3);
     test_overfit(RL_ATTN_LINEAR, 3);
     test_bad_denominators();
+    test_pos_scale();
     return tap_done();
 }

@@ -77,13 +77,16 @@ if "$PYTHON" -c 'import torch, numpy' 2>/dev/null; then
 import numpy as np
 rng = np.random.default_rng(3)
 np.save('$tmp/lm.npy', rng.integers(0, 40, size=(24, 33)).astype(np.int64))"
-    for att in softmax linear; do
-        cat >"$tmp/$att.ini" <<EOF
+    for point in softmax:rope linear:rope softmax:sinusoidal linear:sinusoidal; do
+        att=${point%:*}; pe=${point#*:}; name=$att-$pe
+        dm=64; [ "$pe" = sinusoidal ] && dm=48 # pos.scale's init 48^-1/2 is not a power of 2
+        cat >"$tmp/$name.ini" <<EOF
 [model]
-d_model = 64
+d_model = $dm
 heads = 4
 layers = 2
 attention = $att
+pe = $pe
 [task]
 name = tokens
 path = $tmp/lm.npy
@@ -97,11 +100,11 @@ min_lr_ratio = 0.1
 log_every = 1
 checkpoint_initial = true
 EOF
-        "$ROPELAB" run "$tmp/$att.ini" --out "$tmp/runs" -q >/dev/null 2>"$tmp/err"
-        ok $? "$att: ropelab run for the PyTorch comparison"
-        "$PYTHON" "$top_srcdir/tests/ref/torch_train.py" "$tmp/runs/$att" --steps 12 --tol 1e-4 >"$tmp/cmp" 2>&1
+        "$ROPELAB" run "$tmp/$name.ini" --out "$tmp/runs" -q >/dev/null 2>"$tmp/err"
+        ok $? "$att, pe=$pe: ropelab run for the PyTorch comparison"
+        "$PYTHON" "$top_srcdir/tests/ref/torch_train.py" "$tmp/runs/$name" --steps 12 --tol 1e-4 >"$tmp/cmp" 2>&1
         r=$?
-        ok $r "$att: per-update loss matches PyTorch to 1e-4 relative over 12 updates ($(tail -1 "$tmp/cmp" | sed 's/^# //'))"
+        ok $r "$att, pe=$pe: per-update loss matches PyTorch to 1e-4 relative over 12 updates ($(tail -1 "$tmp/cmp" | sed 's/^# //'))"
         [ $r = 0 ] || sed 's/^/# /' "$tmp/cmp"
     done
 else

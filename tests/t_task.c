@@ -189,8 +189,7 @@ static void test_generated(enum rl_task_kind kind, int N, int vocab)
     tap_ok(rl_task_vocab(t) == vocab && rl_task_length(t) == N &&
                rl_task_causal(t) == (kind != RL_TASK_LISTOPS) &&
                rl_task_n_classes(t) == (kind == RL_TASK_LISTOPS ? 10 : 0) &&
-               rl_task_max_length(t) ==
-                   (kind == RL_TASK_MQAR ? 16 * (vocab / 2) - 1 : 0) &&
+               rl_task_max_length(t) == (kind == RL_TASK_MQAR ? 16 * (vocab / 2) - 1 : 0) &&
                rl_task_min_length(t) == 1,
            "%s: vocab %d, length %d, causal %d, classes %d", name, rl_task_vocab(t),
            rl_task_length(t), rl_task_causal(t), rl_task_n_classes(t));
@@ -300,6 +299,166 @@ static void test_listops_limits(void)
            classes, longest);
     rl_batch_free(&b);
     rl_task_free(t);
+}
+
+/* ---- passkey: 0 .. 9 digits, 10 KEY, 11 QUERY, 12 .. V-1 filler ---- */
+
+/* One row checked from its tokens: one KEY followed by k digits, the other tokens before
+ * the query block filler (in pattern order when `pattern`, counted over filler tokens),
+ * QUERY at N - k, next-token targets, the mask exactly on N-k .. N-1 with the key's
+ * digits as targets.  Returns the key's position (its depth), or -1. */
+static int passkey_row(const int32_t *in, const int32_t *tg, const uint8_t *m, int N, int k, int V,
+                       int pattern)
+{
+    int p = -1, f = 0;
+    for (int i = 0; i < N - k; i++)
+        if (in[i] == 10) {
+            if (p >= 0) return -1; /* one KEY only */
+            p = i;
+        }
+    if (p < 0 || p > N - 2 * k - 2 || in[N - k] != 11) return -1;
+    for (int i = 0; i < N; i++) {
+        int key_digit = i > p && i <= p + k;
+        if (i + 1 < N && tg[i] != in[i + 1]) return -1;
+        if (m[i] != (i >= N - k)) return -1;
+        if (m[i] && tg[i] != in[p + 1 + i - (N - k)]) return -1; /* the key's digits */
+        if (i < N - k && i != p && (key_digit ? in[i] > 9 || in[i] < 0 : in[i] < 12 || in[i] >= V))
+            return -1;
+        if (i < N - k && i != p && !key_digit && pattern && in[i] != 12 + f++ % (V - 12)) return -1;
+        if (i > N - k && in[i] != in[p + i - (N - k)]) return -1; /* the answer so far */
+    }
+    return p;
+}
+
+static rl_task *make_passkey(int N, int vocab, int digits, int filler, uint64_t seed)
+{
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_PASSKEY, o.length = N, o.vocab = vocab, o.digits = digits;
+    o.filler = filler, o.seed = seed;
+    rl_task *t = NULL;
+    if (rl_task_create(&t, &o) != RL_OK) tap_bail("passkey: %s", rl_last_error());
+    return t;
+}
+
+/* Bad rows of a batch; depth[p]++ for every row's key position p (depth may be NULL). */
+static int passkey_bad(const struct rl_batch *b, int k, int V, int pattern, int *depth)
+{
+    int bad = 0;
+    for (int r = 0; r < b->B; r++) {
+        size_t o = (size_t)r * b->N;
+        int    p = passkey_row(b->inputs + o, b->targets + o, b->mask + o, b->N, k, V, pattern);
+        bad += p < 0;
+        if (p >= 0 && depth) depth[p]++;
+    }
+    return bad;
+}
+
+static void test_passkey(void)
+{
+    rl_task *t  = make_passkey(0, 0, 0, RL_PASSKEY_FILLER_PATTERN, 7);
+    rl_task *t2 = make_passkey(64, 16, 5, RL_PASSKEY_FILLER_PATTERN, 7);
+    rl_task *t3 = make_passkey(64, 16, 5, RL_PASSKEY_FILLER_PATTERN, 8);
+    tap_ok(rl_task_vocab(t) == 16 && rl_task_length(t) == 64 && rl_task_causal(t) &&
+               rl_task_n_classes(t) == 0 && rl_task_max_length(t) == 0 &&
+               rl_task_min_length(t) == 12 &&
+               !strcmp(rl_task_kind_name(RL_TASK_PASSKEY), "passkey"),
+           "passkey defaults: vocab 16, length 64, 5 digits (lengths from 2*5 + 2 = 12 up)");
+    struct rl_batch a, a2, c, d, e, f;
+    fill(t, &a, 8, 64, 0, 3);
+    fill(t2, &a2, 8, 64, 0, 3);
+    fill(t2, &c, 3, 64, 0, 3);
+    fill(t, &d, 8, 64, 0, 4);
+    fill(t, &e, 8, 64, 1, 3);
+    fill(t3, &f, 8, 64, 0, 3);
+    tap_ok(same_rows(&a, &a2, 8) && same_rows(&a, &c, 3),
+           "passkey: a batch is a function of (seed, split, step); rows do not depend on the "
+           "batch size");
+    tap_ok(!same_rows(&a, &d, 8) && !same_rows(&a, &e, 8) && !same_rows(&a, &f, 8),
+           "passkey: other step, other split, other seed give other data");
+    tap_ok(in_vocab(&a, 16) && in_vocab(&e, 16), "passkey: ids in [0, 16), mask 0/1");
+    int bad = passkey_bad(&a, 5, 16, 1, NULL) + passkey_bad(&e, 5, 16, 1, NULL);
+    tap_ok(bad == 0,
+           "passkey N=64: KEY + 5 digits in pattern filler, QUERY at N-5, mask exactly "
+           "on the 5 answer positions with the key's digits as targets (%d bad)",
+           bad);
+    /* the check can fail: a wrong answer digit, a mask bit off the answer */
+    a.targets[64 + 62] = (a.targets[64 + 62] + 1) % 10;
+    a.mask[2 * 64 + 3] = 1;
+    tap_ok(passkey_bad(&a, 5, 16, 1, NULL) == 2, "passkey: a corrupted answer and mask are caught");
+    /* depth: uniform over 0 .. N - 2k - 2 = 20 at N = 32, both ends reached */
+    rl_task        *u = make_passkey(32, 16, 5, RL_PASSKEY_FILLER_PATTERN, 11);
+    struct rl_batch big;
+    int             depth[21] = {0}, lo = 99, hi = -1, digit[10] = {0};
+    fill(u, &big, 4200, 32, 0, 0);
+    bad         = passkey_bad(&big, 5, 16, 1, depth);
+    double chi2 = 0;
+    for (int p = 0; p < 21; p++) {
+        chi2 += (depth[p] - 200.0) * (depth[p] - 200.0) / 200.0;
+        if (depth[p]) lo = p < lo ? p : lo, hi = p;
+    }
+    for (int i = 0; i < 4200 * 32; i++)
+        if (big.mask[i]) digit[big.targets[i]]++;
+    int digits_ok = 1;
+    for (int v = 0; v < 10; v++) /* 2100 each expected, sd ~44 */
+        digits_ok &= digit[v] > 1900 && digit[v] < 2300;
+    /* chi-square with 20 degrees of freedom: 45.3 is its 0.999 quantile */
+    tap_ok(bad == 0 && lo == 0 && hi == 20 && chi2 < 45.3,
+           "passkey: key depth over 4200 rows at N = 32 spans 0 .. 20 (seen %d .. %d), uniform "
+           "(chi2 %.1f, 20 dof)",
+           lo, hi, chi2);
+    tap_ok(digits_ok, "passkey: answer digits uniform over 0 .. 9 (counts %d .. %d of 21000)",
+           digit[0], digit[9]);
+    rl_batch_free(&big);
+    /* evaluation lengths: only the filler grows */
+    int same = 1;
+    for (int M = 12; M <= 1024; M *= 4) {
+        struct rl_batch x;
+        fill(t, &x, 4, M, 1, 0);
+        int nmask = 0;
+        for (int i = 0; i < 4 * M; i++)
+            nmask += x.mask[i];
+        same &= passkey_bad(&x, 5, 16, 1, NULL) == 0 && nmask == 4 * 5 && in_vocab(&x, 16);
+        rl_batch_free(&x);
+    }
+    tap_ok(same, "passkey at M = 12, 48, 192, 768: one KEY, 5 digits, 5 scored positions per row");
+    struct rl_batch shorter;
+    rl_batch_alloc(&shorter, 1, 11);
+    int refused = rl_task_batch(t, &shorter, 1, 0) != RL_OK;
+    tap_ok(refused, "passkey: M = 11 < 12 refused -- %s", rl_last_error());
+    rl_batch_free(&shorter);
+    /* random filler, another vocabulary and key length */
+    rl_task        *r = make_passkey(40, 20, 3, RL_PASSKEY_FILLER_RANDOM, 7);
+    struct rl_batch g;
+    fill(r, &g, 64, 40, 0, 0);
+    int seen[20] = {0}, kinds = 0;
+    for (int i = 0; i < 64 * 40; i++)
+        seen[g.inputs[i]]++;
+    for (int v = 12; v < 20; v++)
+        kinds += seen[v] > 0;
+    tap_ok(passkey_bad(&g, 3, 20, 0, NULL) == 0 && passkey_bad(&g, 3, 20, 1, NULL) == 64 &&
+               kinds == 8 && in_vocab(&g, 20),
+           "passkey random filler (vocab 20, 3 digits): rows right, all 8 filler tokens used, not "
+           "the pattern");
+    rl_batch_free(&g);
+    struct rl_batch *all[] = {&a, &a2, &c, &d, &e, &f};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        rl_batch_free(all[i]);
+    rl_task_free(t), rl_task_free(t2), rl_task_free(t3), rl_task_free(u), rl_task_free(r);
+    /* bad options */
+    static const int   badopt[][3] = {{64, 12, 5}, {11, 16, 5}, {64, 16, -1}, {64, 16, 40}};
+    static const char *why[]       = {"vocab 12 (no filler)", "length 11 < 2*5 + 2", "digits -1",
+                                      "digits 40 in length 64"};
+    for (int i = 0; i < 4; i++) {
+        struct rl_task_opts o;
+        rl_task_opts_default(&o);
+        o.kind = RL_TASK_PASSKEY, o.length = badopt[i][0], o.vocab = badopt[i][1];
+        o.digits    = badopt[i][2];
+        rl_task *x  = NULL;
+        int      no = rl_task_create(&x, &o) != RL_OK && !x;
+        tap_ok(no, "passkey rejected: %s -- %s", why[i], rl_last_error());
+        rl_task_free(x);
+    }
 }
 
 /* ---- charlm ---- */
@@ -524,6 +683,7 @@ int main(void)
     test_seq_options();
     test_mqar_fixed();
     test_listops_limits();
+    test_passkey();
     test_charlm();
     test_enwik8();
     test_tokens();

@@ -25,8 +25,9 @@ static const char *const names_pe[]        = {"none",  "sinusoidal", "learned", 
 static const char *const names_layout[]    = {"pairs", "halves", NULL};
 static const char *const names_place[]     = {"feature", "input", NULL};
 static const char *const names_denom[]     = {"plain", "rotated", NULL};
-static const char *const names_task[]      = {"copy",    "reverse", "sort",   "mqar",
-                                              "listops", "charlm",  "tokens", NULL};
+static const char *const names_task[]      = {"copy",   "reverse", "sort",    "mqar", "listops",
+                                              "charlm", "tokens",  "passkey", NULL};
+static const char *const names_filler[]    = {"pattern", "random", NULL};
 static const char *const names_extend[]    = {"none", "pi", "ntk", "yarn", NULL};
 
 #define OFF(f) offsetof(struct rl_cfg, f)
@@ -94,6 +95,10 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "charlm text / tokens training .npy"},
     {"task", "valid_path", RL_K_STR, OFF(task.valid_path), 0, RL_CFG_PATH, NULL,
      "tokens: validation .npy"},
+    {"task", "digits",     RL_K_INT, OFF(task.digits), 1, 1 << 20, NULL,
+     "passkey: digits of the key"},
+    {"task", "filler",     RL_K_ENUM, OFF(task.filler), 0, 0, names_filler,
+     "passkey: filler around the key, a repeating pattern or random tokens"},
     {"train", "steps",       RL_K_INT, OFF(train.steps), 1, INT_MAX, NULL, "optimizer updates"},
     {"train", "batch",       RL_K_INT, OFF(train.batch), 1, BIG, NULL, "rows per update"},
     {"train", "accumulate",  RL_K_INT, OFF(train.accumulate), 1, BIG, NULL,
@@ -174,6 +179,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->task.name   = RL_TASK_COPY;
     c->task.length = to.length, c->task.vocab = to.vocab, c->task.symbols = to.symbols;
     c->task.kv_pairs = to.kv_pairs, c->task.depth = to.depth, c->task.args = to.args;
+    c->task.digits = to.digits, c->task.filler = to.filler;
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;

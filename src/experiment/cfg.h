@@ -93,6 +93,7 @@ struct rl_cfg {
         enum rl_task_kind name;
         int               length, vocab, symbols, kv_pairs, depth, args;
         char              path[RL_CFG_PATH], valid_path[RL_CFG_PATH];
+        int               digits, filler; /* passkey; filler: enum rl_passkey_filler */
     } task;
     struct {
         int      steps, batch, accumulate;

@@ -176,9 +176,11 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
                                                     : "the data's length");
         if (c->eval.lengths[i] < task_min_length)
             CHECK_FAIL("eval", "lengths", NULL, NULL,
-                       "length %d is shorter than the task allows (%d: mqar's kv_pairs pairs and "
-                       "a query slot per pair)",
-                       c->eval.lengths[i], task_min_length);
+                       "length %d is shorter than the task allows (%d: %s)", c->eval.lengths[i],
+                       task_min_length,
+                       c->task.name == RL_TASK_PASSKEY
+                           ? "passkey's KEY and digits, QUERY and answer"
+                           : "mqar's kv_pairs pairs and a query slot per pair");
     }
     return RL_OK;
 }
@@ -364,7 +366,8 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->depth = c->task.depth, o->args = c->task.args;
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
-    o->seed       = c->train.seed;
+    o->digits = c->task.digits, o->filler = c->task.filler;
+    o->seed = c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

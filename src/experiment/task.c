@@ -1,6 +1,6 @@
 /* task.c -- the task dispatcher of SPEC 6: options, kinds, the task object and batches.
  * The generators live one family per file (task_seq.c, task_mqar.c, task_listops.c,
- * task_charlm.c, task_tokens.c); docs/tasks.md documents every layout. */
+ * task_charlm.c, task_tokens.c, task_passkey.c); docs/tasks.md documents every layout. */
 #include "config.h"
 #include "task.h"
 #include "task_common.h"
@@ -9,6 +9,7 @@
 #include "task_listops.h"
 #include "task_charlm.h"
 #include "task_tokens.h"
+#include "task_passkey.h"
 #include "../core/util.h"
 
 #include <stdlib.h>
@@ -16,13 +17,14 @@
 
 static rl_status check_common(const struct rl_task_opts *o)
 {
-    if ((int)o->kind < 0 || (int)o->kind > RL_TASK_TOKENS)
+    if ((int)o->kind < 0 || (int)o->kind > RL_TASK_PASSKEY)
         RL_FAIL(RL_EINVAL, "[task] name: unknown task kind %d", (int)o->kind);
     const struct {
         const char *key;
         int         v;
     } nonneg[] = {{"length", o->length},     {"vocab", o->vocab}, {"symbols", o->symbols},
-                  {"kv_pairs", o->kv_pairs}, {"depth", o->depth}, {"args", o->args}};
+                  {"kv_pairs", o->kv_pairs}, {"depth", o->depth}, {"args", o->args},
+                  {"digits", o->digits}};
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++)
         if (nonneg[i].v < 0)
             RL_FAIL(RL_EINVAL, "[task] %s: %d must be >= 0 (0 = the task's default)", nonneg[i].key,
@@ -48,6 +50,8 @@ static rl_status setup(struct rl_task *t, const struct rl_task_opts *o)
         t->length = rl_task_tokens_length(t->tokens);
         t->vocab  = rl_task_tokens_vocab(t->tokens);
         return RL_OK;
+    case RL_TASK_PASSKEY:
+        return rl_task_passkey_setup(t, o);
     }
     RL_FAIL(RL_EINVAL, "[task] name: unknown task kind %d", (int)o->kind);
 }
@@ -78,7 +82,6 @@ void rl_task_free(rl_task *t)
     free(t);
 }
 
-
 int rl_task_vocab(const rl_task *t) { return t->vocab; }
 int rl_task_length(const rl_task *t) { return t->length; }
 int rl_task_causal(const rl_task *t) { return t->kind != RL_TASK_LISTOPS; }
@@ -95,6 +98,7 @@ int rl_task_max_length(const rl_task *t)
 
 int rl_task_min_length(const rl_task *t)
 {
+    if (t->kind == RL_TASK_PASSKEY) return rl_task_passkey_min_length(t);
     return t->kind == RL_TASK_MQAR && t->kv_pairs ? 4 * t->kv_pairs - 1 : 1;
 }
 
@@ -123,6 +127,8 @@ rl_status rl_task_batch(rl_task *t, struct rl_batch *b, int split, int64_t step)
         return rl_task_charlm_batch(t, b, split, step);
     case RL_TASK_TOKENS:
         return rl_task_tokens_batch(t->tokens, b, split, step);
+    case RL_TASK_PASSKEY:
+        return rl_task_passkey_batch(t, b, split, step);
     }
     RL_FAIL(RL_EINVAL, "batch: unknown task kind %d", (int)t->kind);
 }

@@ -7,8 +7,8 @@
  *   mask    (B, N) uint8; 1 where the loss is taken (e.g. the copied half of copy)
  *   label   (B)    int32; classification tasks only (ListOps): class in [0, n_classes);
  *                  rl_batch_alloc always allocates it and causal tasks set it to -1
- * Causal tasks (copy, reverse, sort, mqar, charlm, tokens) train a decoder with loss on
- * the masked positions; non-causal ones (listops) a mean-pooled classifier.
+ * Causal tasks (copy, reverse, sort, mqar, passkey, charlm, tokens) train a decoder with
+ * loss on the masked positions; non-causal ones (listops) a mean-pooled classifier.
  *
  * Determinism: a batch is a pure function of (task options, seed, split, step, N), so a
  * resumed run sees the same data as an uninterrupted one; rl_task_batch never depends on
@@ -33,7 +33,8 @@ int rl_task_n_classes(const rl_task *t); /* 0 for causal tasks */
 /* Largest N this task can generate (e.g. tokens: the array's N; mqar: the pairs a
  * length asks for must have distinct keys); 0 = unlimited. */
 int rl_task_max_length(const rl_task *t);
-/* Smallest N it can generate (mqar with a fixed kv_pairs D: 4D - 1); 1 for the others. */
+/* Smallest N it can generate (mqar with a fixed kv_pairs D: 4D - 1; passkey with k digits:
+ * 2k + 2); 1 for the others. */
 int rl_task_min_length(const rl_task *t);
 
 /* Fill b (b->B rows of b->N tokens) for the given split and step. */

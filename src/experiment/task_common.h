@@ -1,6 +1,7 @@
 /* task_common.h -- private to the tasks: the task object, the per-row generator and
  * the scratch buffer, shared by the dispatcher (task.c) and every generator family
- * (task_seq.c, task_mqar.c, task_listops.c, task_charlm.c, task_tokens.c).  Not installed; docs/tasks.md describes every layout.
+ * (task_seq.c, task_mqar.c, task_listops.c, task_charlm.c, task_tokens.c, task_passkey.c).  Not
+ * installed; docs/tasks.md describes every layout.
  *
  * A family's setup resolves and validates its options into t (vocab, length, its own
  * parameters) and its batch fills b->B rows of b->N tokens.  Every row draws from its
@@ -26,6 +27,8 @@ struct rl_task {
     int               symbols;     /* copy/reverse/sort: content symbols */
     int               kv_pairs;    /* mqar: 0 = max(1, N / 16) at each length N */
     int               depth, args; /* listops limits */
+    int               digits;      /* passkey: digits of the key */
+    int               filler;      /* passkey: enum rl_passkey_filler */
     /* charlm: the whole file and its split ([0, train_end) train, [valid_lo, valid_hi)
      * validation) */
     unsigned char         *text;

@@ -4,17 +4,18 @@
 
 #include <string.h>
 
-static const char *const kind_names[] = {"copy",    "reverse", "sort",  "mqar",
-                                         "listops", "charlm",  "tokens"};
+static const char *const kind_names[] = {"copy",    "reverse", "sort",   "mqar",
+                                         "listops", "charlm",  "tokens", "passkey"};
 #define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 
 void rl_task_opts_default(struct rl_task_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->kind  = RL_TASK_COPY;
-    o->depth = 10; /* LRA ListOps: MAX_DEPTH 10, MAX_ARGS 10 */
-    o->args  = 10;
-    o->seed  = 1;
+    o->kind   = RL_TASK_COPY;
+    o->depth  = 10; /* LRA ListOps: MAX_DEPTH 10, MAX_ARGS 10 */
+    o->args   = 10;
+    o->seed   = 1;
+    o->digits = 5; /* passkey: a 5-digit key, as Mohtashami & Jaggi's */
     /* length, vocab, symbols, kv_pairs 0: the task's defaults (docs/tasks.md) */
 }
 
@@ -27,7 +28,7 @@ rl_status rl_task_kind_parse(enum rl_task_kind *k, const char *name)
         }
     RL_FAIL(RL_EINVAL,
             "[task] name: unknown task '%s' (copy, reverse, sort, mqar, listops, "
-            "charlm, tokens)",
+            "charlm, tokens, passkey)",
             name ? name : "(null)");
 }
 

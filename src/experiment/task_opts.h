@@ -15,7 +15,11 @@ enum rl_task_kind {
     RL_TASK_LISTOPS,
     RL_TASK_CHARLM,
     RL_TASK_TOKENS,
+    RL_TASK_PASSKEY,
 };
+
+/* passkey: the filler around the key */
+enum rl_passkey_filler { RL_PASSKEY_FILLER_PATTERN = 0, RL_PASSKEY_FILLER_RANDOM };
 
 struct rl_task_opts {
     enum rl_task_kind kind;
@@ -27,6 +31,8 @@ struct rl_task_opts {
     int               args;       /* listops max arguments per operator */
     const char       *path;       /* charlm text file / tokens .npy */
     const char       *valid_path; /* tokens: optional validation .npy */
+    int               digits;     /* passkey: digits of the key (0: the default, 5) */
+    int               filler;     /* passkey: enum rl_passkey_filler */
     uint64_t          seed;
 };
 

@@ -12,7 +12,7 @@
  * Scalars (bias corrections, step size, 1 - lr_t wd) are formed in double and rounded to
  * float once; the element updates are float32, as PyTorch's float32 tensors.
  * Decay applies to the token embedding and every Linear weight (struct rl_tensor_info's
- * decay flag), never to biases, LayerNorm parameters, pos.weight or T5 tables (SPEC 4).
+ * decay flag), never to biases, LayerNorm parameters, pos.weight, pos.scale or T5 tables (SPEC 4).
  *
  * Every function here is elementwise or a fixed-order reduction: bitwise reproducible for
  * a given thread count. */

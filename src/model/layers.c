@@ -21,8 +21,8 @@ static int col_chunk(int C)
 
 /* --- embedding ---------------------------------------------------------------------- */
 
-void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, int B,
-                      int N, int C)
+void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
+                      int B, int N, int C)
 {
 #pragma omp parallel for schedule(static) num_threads(rl_threads_get())
     for (long t = 0; t < (long)B * N; t++) {
@@ -31,7 +31,7 @@ void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const fl
         const float *p = pos ? pos + (t % N) * C : NULL;
         if (p)
             for (int c = 0; c < C; c++)
-                o[c] = e[c] + p[c];
+                o[c] = e[c] + g * p[c];
         else
             memcpy(o, e, (size_t)C * sizeof *o);
     }
@@ -61,6 +61,18 @@ void rl_sinusoid_row(float *p, int m, int C)
         double angle = m / pow(10000.0, 2.0 * t / C);
         p[c]         = (float)(c % 2 ? cos(angle) : sin(angle));
     }
+}
+
+void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C)
+{
+    /* out = e + g p: dg = sum of dout * p over every token and feature */
+    double s = 0.0;
+    for (long t = 0; t < (long)B * N; t++) {
+        const float *d = dout + t * C, *p = pos + (t % N) * C;
+        for (int c = 0; c < C; c++)
+            s += (double)d[c] * (double)p[c];
+    }
+    dg[0] += (float)s;
 }
 
 void rl_sinusoid_table(float *p, int N, int C)

@@ -16,12 +16,16 @@
 #include <stdint.h>
 
 /* --- token embedding + input position encoding ---------------------------------------
- * out[b,n,:] = wte[tok[b,n],:] + pos[n,:]  (pos (N, C) or NULL).  tok must be in range. */
-void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, int B,
-                      int N, int C);
+ * out[b,n,:] = wte[tok[b,n],:] + g * pos[n,:]  (pos (N, C) or NULL; g = 1 for a learned
+ * table, the learned gain pos.scale for the sinusoid).  tok must be in range. */
+void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
+                      int B, int N, int C);
 /* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL). */
 void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
                        int N, int C);
+/* The gain of a fixed table: dg[0] += sum over b, n, c of dout[b,n,c] * pos[n,c] (summed in
+ * double, in a fixed order). */
+void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C);
 /* Sinusoidal table (SPEC 3): p[m,2t] = sin(m / 10000^(2t/C)), p[m,2t+1] = cos(same), in
  * double, for m < N (an odd C's last column is a sine). */
 void rl_sinusoid_table(float *p, int N, int C);

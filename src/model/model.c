@@ -3,7 +3,7 @@
  * are in layers.c; see model.h for the API and docs/model.md for the derivations.
  *
  * Parameter layout (one flat buffer, tensors packed in table order, no padding):
- *   embed.weight, [pos.weight], [t5.bias], blocks.0 ..., ln_f.weight, ln_f.bias,
+ *   embed.weight, [pos.weight | pos.scale], [t5.bias], blocks.0 ..., ln_f.weight, ln_f.bias,
  *   head.weight, head.bias;  block i:
  *   ln1.weight, ln1.bias, attn.wq.weight, attn.wk.weight, attn.wv.weight, attn.wq.bias,
  *   attn.wk.bias, attn.wv.bias, attn.wo.weight, attn.wo.bias, [attn.t5.bias], ln2.weight,
@@ -39,8 +39,8 @@ struct block_view { /* pointers into params or grads */
 };
 
 struct view {
-    float             *wte, *pos, *lnfw, *lnfb, *headw, *headb;
-    struct block_view *blk; /* layers */
+    float             *wte, *pos, *scale, *lnfw, *lnfb, *headw, *headb; /* scale: pos.scale */
+    struct block_view *blk;                                             /* layers */
 };
 
 struct block_acts {
@@ -82,7 +82,7 @@ struct rl_model {
         int      N;
         rl_attn *a;
     } plans[MAX_PLANS];
-    int next_plan;
+    int  next_plan;
     long bad_den; /* linear attention: rows with denominator <= eps in the last forward */
 };
 
@@ -141,6 +141,7 @@ static void build_table(rl_model *m)
 {
     add_tensor(m, "embed.weight", m->c.vocab, m->D, 1);
     if (m->c.input_pe == RL_INPUT_PE_LEARNED) add_tensor(m, "pos.weight", m->c.max_len, m->D, 0);
+    if (m->c.input_pe == RL_INPUT_PE_SINUSOIDAL) add_tensor(m, "pos.scale", 1, 0, 0);
     if (m->c.attn.pe == RL_ATTN_PE_T5 && !m->c.t5_per_layer)
         add_tensor(m, "t5.bias", m->H, m->c.attn.t5_buckets, 0);
     for (int i = 0; i < m->L; i++)
@@ -167,6 +168,7 @@ static void build_view(struct view *v, float *base, const rl_model *m)
 {
     v->wte    = at(base, m, "embed.weight", -1);
     v->pos    = at(base, m, "pos.weight", -1);
+    v->scale  = at(base, m, "pos.scale", -1);
     v->lnfw   = at(base, m, "ln_f.weight", -1);
     v->lnfb   = at(base, m, "ln_f.bias", -1);
     v->headw  = at(base, m, "head.weight", -1);
@@ -306,6 +308,8 @@ void rl_model_init_weights(rl_model *m, uint64_t seed)
         else if (ends_with(t->name, "ln1.weight") || ends_with(t->name, "ln2.weight") ||
                  strcmp(t->name, "ln_f.weight") == 0)
             fill = 1.0; /* LayerNorm gains; biases and T5 tables stay 0 */
+        else if (strcmp(t->name, "pos.scale") == 0)
+            fill = pow(m->D, -0.5); /* the sinusoid's gain, D^-1/2 rounded once to float32 */
         for (size_t j = 0; j < t->count; j++)
             p[j] = std > 0.0 ? (float)(std * rl_rng_normal(&rng)) : (float)fill;
     }
@@ -365,7 +369,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
     a->dom = carve(base, &off, T * D), a->dh = carve(base, &off, 4 * T * D);
-    a->gbuf = carve(base, &off, 4 * (size_t)mlp_rows(m, (int)T) * D);
+    a->gbuf    = carve(base, &off, 4 * (size_t)mlp_rows(m, (int)T) * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);
     a->dpooled = carve(base, &off, (size_t)B * D);
     return off;
@@ -535,8 +539,8 @@ static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
     for (int b0 = 0; b0 < B; b0 += S) {
         const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
         const size_t o1 = (size_t)t0 * D; /* also the offset of head b0*H in q, k, v, o */
-        rl_layernorm_forward(a->ln1 + o1, a->mean1 + t0, a->rstd1 + t0, x + o1, p->ln1w, p->ln1b,
-                             n, D);
+        rl_layernorm_forward(a->ln1 + o1, a->mean1 + t0, a->rstd1 + t0, x + o1, p->ln1w, p->ln1b, n,
+                             D);
         rl_linear_forward(m->a.qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
         rl_heads_split(a->q + o1, a->k + o1, a->v + o1, m->a.qkv, p->bqkv, nb, N, m->H, m->d);
         struct rl_attn_stats st = {0};
@@ -581,8 +585,9 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
     const float *pos = m->c.input_pe == RL_INPUT_PE_LEARNED      ? m->p.pos
                        : m->c.input_pe == RL_INPUT_PE_SINUSOIDAL ? m->sinus
                                                                  : NULL;
+    const float  g   = m->p.scale ? m->p.scale[0] : 1.0f; /* x0 = E[tok] + g P */
     struct acts *a   = &m->a;
-    rl_embed_forward(a->x, m->tok, m->p.wte, pos, B, N, D);
+    rl_embed_forward(a->x, m->tok, m->p.wte, pos, g, B, N, D);
     for (int l = 0; l < m->L; l++)
         RL_TRY(block_forward(m, l, plan));
     rl_layernorm_forward(a->lnf, a->meanf, a->rstdf, a->x + (size_t)m->L * T * D, m->p.lnfw,
@@ -591,9 +596,9 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
     const int rows = cls ? B : T;
     rl_linear_forward(a->logits, cls ? a->pooled : a->lnf, m->p.headw, m->p.headb, rows, D, m->Vo,
                       0);
-    double s  = rl_softmax_ce_forward(a->lse, m->row_loss, m->row_ok, n_targets, n_correct,
-                                     a->logits, m->tgt, cls ? NULL : m->mask, rows, m->Vo);
-    *loss_sum = s;
+    double s        = rl_softmax_ce_forward(a->lse, m->row_loss, m->row_ok, n_targets, n_correct,
+                                            a->logits, m->tgt, cls ? NULL : m->mask, rows, m->Vo);
+    *loss_sum       = s;
     m->have_forward = 1;
     return RL_OK;
 }
@@ -614,18 +619,17 @@ static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
      * hold one chunk */
     for (int b0 = 0; b0 < B; b0 += S) {
         const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
-        const size_t o1 = (size_t)t0 * D;
+        const size_t o1   = (size_t)t0 * D;
         float       *dres = s->dres + o1;
         /* xmid = x + om Wo^T + bo */
         rl_linear_backward(s->dom, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
         rl_heads_split1(s->dout, s->dom, nb, N, m->H, m->d);
         RL_TRY(rl_attn_backward(plan, s->dq, s->dk, s->dv, g->t5, s->dout, a->o + o1,
-                                a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1,
-                                a->v + o1, p->t5, nb * m->H));
+                                a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1, a->v + o1,
+                                p->t5, nb * m->H));
         /* q|k|v = split(ln1 Wqkv^T + bqkv) */
         rl_heads_merge3(s->qkv, s->dq, s->dk, s->dv, nb, N, m->H, m->d);
-        rl_linear_backward(s->dln, g->wqkv, g->bqkv, s->qkv, a->ln1 + o1, p->wqkv, n, D, 3 * D,
-                           0);
+        rl_linear_backward(s->dln, g->wqkv, g->bqkv, s->qkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
         rl_layernorm_backward(dres, g->ln1w, g->ln1b, s->dln, x + o1, a->mean1 + t0, a->rstd1 + t0,
                               p->ln1w, n, D);
     }
@@ -658,6 +662,8 @@ rl_status rl_model_backward(rl_model *m, float scale)
         RL_TRY(block_backward(m, l, plan));
     rl_embed_backward(m->g.wte, m->c.input_pe == RL_INPUT_PE_LEARNED ? m->g.pos : NULL, a->dres,
                       m->tok, B, N, D);
+    if (m->g.scale)
+        rl_pos_scale_backward(m->g.scale, a->dres, m->sinus, B, N, D); /* x0 = E + g P */
     return RL_OK;
 }
 

@@ -7,7 +7,10 @@ compares its per-update loss with the run's metrics.jsonl.
     /usr/bin/python3 tests/ref/torch_train.py RUN_DIR [--steps K] [--tol 1e-4]
 
 RUN_DIR holds config.ini (the resolved configuration), checkpoints/step-0.safetensors and
-metrics.jsonl.  Supported: the tokens task (a causal LM), attention softmax or linear with
+metrics.jsonl.  Also checked: the step-0 checkpoint holds zero AdamW moments for every
+parameter, the sinusoid's gain pos.scale is float32(D^-1/2) there, and, when the run saved
+checkpoints/step-K.safetensors for the last compared update K, pos.scale and its AdamW
+moments after K updates (a scalar whose gradient sums over every token and feature).  Supported: the tokens task (a causal LM), attention softmax or linear with
 the elu1 feature map, pe none / sinusoidal / learned / rope (pairs or halves layout, any
 rope_dims, rope_scale, rope_ntk; rope_place feature).  Only NumPy, json and torch are used:
 the checkpoint is read with a few lines of safetensors parsing (python3-safetensors is
@@ -142,7 +145,8 @@ class Model(torch.nn.Module):
             p = np.zeros((N, self.D))
             p[:, 0::2] = np.sin(pos / 10000 ** (t / self.D))
             p[:, 1::2] = np.cos(pos / 10000 ** (t[: self.D // 2] / self.D))
-            x = x + torch.tensor(p, dtype=torch.float32)
+            # scaled sinusoid (x-transformers' ScaledSinusoidalEmbedding): one learned gain
+            x = x + self.w("pos.scale") * torch.tensor(p, dtype=torch.float32)
         for i in range(self.L):
             b = f"blocks.{i}."
             h = F.layer_norm(x, (self.D,), self.w(b + "ln1.weight"), self.w(b + "ln1.bias"), 1e-5)
@@ -153,6 +157,46 @@ class Model(torch.nn.Module):
             x = x + F.linear(h, self.w(b + "mlp.fc2.weight"), self.w(b + "mlp.fc2.bias"))
         x = F.layer_norm(x, (self.D,), self.w("ln_f.weight"), self.w("ln_f.bias"), 1e-5)
         return F.linear(x, self.w("head.weight"), self.w("head.bias"))
+
+
+def check_step0(cfg, w):
+    """Zero moments for every parameter; pos.scale = float32(D^-1/2).  Returns failures."""
+    params = [n for n in w if not n.startswith("optim.")]
+    bad = [n for n in params for k in ("m", "v")
+           if f"optim.{k}.{n}" not in w or np.any(w[f"optim.{k}.{n}"] != 0)]
+    failed = 0
+    if bad:
+        print(f"# step-0 checkpoint: missing or nonzero moments: {bad[:4]}")
+        failed += 1
+    if cfg["model"]["pe"] == "sinusoidal":
+        D = int(cfg["model"]["d_model"])
+        want = np.float32(D ** -0.5)
+        got = w.get("pos.scale")
+        ok = got is not None and got.shape == (1,) and got[0] == want
+        print(f"# step-0 pos.scale {None if got is None else got.tolist()} (want [{want!r}]): "
+              f"{'ok' if ok else 'WRONG'}")
+        failed += not ok
+    return failed
+
+
+def check_final(run, model, opt, K, tol=1e-4):
+    """pos.scale and its AdamW moments after K updates against the run's step-K checkpoint,
+    where both exist (the moments see the gradient's size, which Adam's step hides)."""
+    path = os.path.join(run, "checkpoints", f"step-{K}.safetensors")
+    if model.pe != "sinusoidal" or not os.path.exists(path):
+        return 0
+    w, meta = read_safetensors(path)
+    p = model.w("pos.scale")
+    st = opt.state[p]
+    failed = 0
+    for name, want in (("pos.scale", p.item()), ("optim.m.pos.scale", st["exp_avg"].item()),
+                       ("optim.v.pos.scale", st["exp_avg_sq"].item())):
+        got = float(w[name][0])
+        rel = abs(got - want) / abs(want)
+        print(f"# {name} after {K} updates: torch {want:.9g} ropelab {got:.9g} rel {rel:.2e} "
+              f"{'ok' if rel <= tol else 'WRONG'}")
+        failed += rel > tol
+    return int(failed > 0)
 
 
 def lr_at(s, lr, W, r, T):
@@ -179,6 +223,7 @@ def main():
     w, meta = read_safetensors(os.path.join(a.run, "checkpoints", "step-0.safetensors"))
     if int(meta.get("step", "0")) != 0:
         raise SystemExit("torch_train.py: step-0.safetensors is not at step 0")
+    failed = check_step0(cfg, w)
     model = Model(cfg, w)
     t = cfg["train"]
     steps, B, A = int(t["steps"]), int(t["batch"]), int(t["accumulate"])
@@ -202,7 +247,7 @@ def main():
             r = json.loads(line)
             ours[r["step"]] = r
     K = min(a.steps, steps)
-    worst, failed = 0.0, 0
+    worst = 0.0
     for s in range(K):
         rows = ids[[(s * B + j) % S for j in range(B)]]
         x, y = torch.tensor(rows[:, :-1]), torch.tensor(rows[:, 1:])
@@ -232,6 +277,7 @@ def main():
         gn = f" grad_norm torch {norm.item():.6f} ropelab {ours[s + 1]['grad_norm']:.6f}" if norm is not None else ""
         print(f"{'ok' if ok else 'not ok'} {s + 1} - loss torch {loss_sum:.7f} ropelab {got:.7f} "
               f"rel {rel:.2e}{gn}")
+    failed += check_final(a.run, model, opt, K)
     print(f"1..{K}")
     print(f"# worst relative loss difference over {K} updates: {worst:.3e} (tol {a.tol:g})")
     return 1 if failed else 0
