@@ -202,14 +202,14 @@ static rl_status step_full(rl_decoder *dc, float *logits, int32_t tok)
 static void embed_row(rl_decoder *dc, int32_t tok)
 {
     const float *pe = NULL;
+    float        g  = 1.0f; /* the sinusoid's learned gain pos.scale, as in training */
     if (dc->c.input_pe == RL_INPUT_PE_LEARNED) pe = dc->pos_w + (size_t)dc->pos * dc->D;
     if (dc->c.input_pe == RL_INPUT_PE_SINUSOIDAL) {
         rl_sinusoid_row(dc->pe, dc->pos, dc->D);
-        for (int i = 0; dc->pos_scale && i < dc->D; i++)
-            dc->pe[i] *= dc->pos_scale[0];
+        if (dc->pos_scale) g = dc->pos_scale[0];
         pe = dc->pe;
     }
-    rl_embed_forward(dc->x, &tok, dc->wte, pe, 1, 1, dc->D);
+    rl_embed_forward(dc->x, &tok, dc->wte, pe, g, 1, 1, dc->D);
 }
 
 /* x += Wo Attn(LN1(x)) + bo; x += fc2(gelu(fc1(LN2(x)))): model.c's block on one row */
