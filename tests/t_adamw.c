@@ -1,4 +1,4 @@
-/* t_adamw.c -- AdamW (PyTorch torch.optim.AdamW semantics), the SPEC 4 learning-rate
+/* t_adamw.c -- AdamW (PyTorch torch.optim.AdamW semantics), the warm-up + cosine learning-rate
  * schedule, global-norm clipping: against float64 references written here from the
  * formulas, plus the decay set (decoupled decay only on flagged tensors). */
 #include "config.h"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SPEC 4: lr (s+1)/W during W warm-up updates, then cosine to r lr at T = steps - 1 */
+/* lr (s+1)/W during W warm-up updates, then cosine to r lr at T = steps - 1 */
 static double ref_lr(long s, double lr, int W, double r, long steps)
 {
     long T = steps - 1;

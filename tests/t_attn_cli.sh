@@ -1,6 +1,6 @@
 #!/bin/sh
 # t_attn_cli.sh -- `ropelab attn` against an independent float64 NumPy evaluation of
-# SPEC 2-3 (tests/ref/attn_ref.py: quadratic forms, gradients by central differences)
+# the kernels' math (tests/ref/attn_ref.py: quadratic forms, gradients by central differences)
 # for every kernel and option; plus usage errors (exit 2).  The NumPy part is skipped
 # when python3-numpy is not installed.
 : "${ROPELAB:=./src/ropelab}" "${top_srcdir:=.}"

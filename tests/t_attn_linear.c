@@ -1,4 +1,4 @@
-/* t_attn_linear.c -- linear attention without a bias PE (SPEC 2.2, 2.3), one head.
+/* t_attn_linear.c -- linear attention without a bias PE (RoFormer eq. 18, 19), one head.
  *
  * Evidence: (1) a float64 quadratic reference written from the formulas -- sim(m, n)
  * materialised per pair, Shen's normaliser summed per query over its own prefix, R_m
@@ -44,7 +44,7 @@ static void cfg_name(char *buf, size_t len, const struct cfg *c)
 
 /* ---- float64 reference --------------------------------------------------------------- */
 
-/* cos / sin of m theta_i in double for m < N, i < R/2 (SPEC 2.3, base 10000) */
+/* cos / sin of m theta_i in double for m < N, i < R/2 (theta_i = 10000^(-2i/R)) */
 struct ref_rope {
     int     R, halves;
     double *c, *s;
@@ -97,7 +97,7 @@ struct ref_out {
     double *o, *den, *raw; /* o (N, dv); den incl. eps; raw = before eps */
 };
 
-/* o_m = sum_n sim_num(m,n) v_n / (sum_n sim_den(m,n) + eps), sims straight from SPEC. */
+/* o_m = sum_n sim_num(m,n) v_n / (sum_n sim_den(m,n) + eps), sims straight from the formulas. */
 static void ref_forward(struct ref_out *r, const double *q, const double *k, const double *v,
                         const struct cfg *c, int N, int d, int dv, double eps)
 {
@@ -411,7 +411,7 @@ static void check_bad_rows(int causal)
     problem_free(&p);
 }
 
-/* |q|, |k| up to 30 (SPEC 2.2): no inf/NaN, forward matches the reference.  ramp: keys
+/* |q|, |k| up to 30 (the supported range): no inf/NaN, forward matches the reference.  ramp: keys
  * rise from about -25 to 25 along the sequence, so the Shen column max grows from block to
  * block (the online rescale of the non-causal normaliser, the causal prefix over 1e-22). */
 static void check_large(const struct cfg *c, int ramp)

@@ -1,4 +1,4 @@
-/* t_attn_softmax.c -- tiled softmax attention (SPEC 2.1) and the vectorised exp.
+/* t_attn_softmax.c -- tiled softmax attention (docs/attention_softmax.md) and the vectorised exp.
  *
  * Evidence: (1) rl_vexpf against exp() over the whole float range and special values;
  * (2) a float64 quadratic reference (materialised scores) for o and lse, and an analytic
@@ -306,7 +306,7 @@ static void kernel_run(struct kbuf *b, const struct kcase *c)
         b->drel[i] -= 1.0;
 }
 
-/* tol_f, tol_g: SPEC 5 (1e-4 forward, 1e-3 gradients, relative to the largest magnitude) */
+/* tol_f, tol_g: normally 1e-4 forward, 1e-3 gradients, relative to the largest magnitude */
 static void check_case(const struct kcase *c, double tol_f, double tol_g)
 {
     const int    N = c->N, d = c->d, dv = c->dv;
@@ -412,7 +412,7 @@ int main(void)
     /* |q|, |k| ~ 30: scores ~ 5e3 and p nearly one-hot; the running max keeps everything
      * finite.  A float32 score that large carries an absolute rounding error ~ u |s| ~ 3e-4
      * (u = 6e-8), which the softmax turns into a relative error of p of the same size: no
-     * float32 kernel meets SPEC 5's 1e-4 / 1e-3 there for every GEMM summation order
+     * float32 kernel meets the usual 1e-4 / 1e-3 there for every GEMM summation order
      * (measured: o <= 7e-5, gradients up to 1.6e-3 across BLIS's skx, haswell and
      * sandybridge kernels), so these cases check against 1e-3 / 1e-2. */
     static const struct kcase big[] = {

@@ -1,4 +1,4 @@
-/* t_attn_toeplitz.c -- linear attention with a relative bias (SPEC 2.4): the FFT
+/* t_attn_toeplitz.c -- linear attention with a relative bias (Luo et al. 2021): the FFT
  * Toeplitz path and the decayed ALiBi scan against a float64 direct sum written here.
  *
  * Checks: fft.c's Toeplitz product, its transpose and its correlation against direct
@@ -7,7 +7,7 @@
  * reference (every element at N = 6-7, directional at N = 100); the scan equals the FFT
  * path and the reference, forward and backward, and its gradients match central
  * differences; N = 1; dv != d; denominators below eps counted; keys up to ~40 and keys
- * ramping from -30 to 30 (the causal magnitude segments) still within SPEC 5; invalid
+ * ramping from -30 to 30 (the causal magnitude segments) still within 1e-4 / 1e-3; invalid
  * sizes rejected. */
 #include "config.h"
 #include "kernels/attn_toeplitz.h"
@@ -316,7 +316,7 @@ static void check_forward_all(void)
 
 /* ---- gradients: every element by central differences of the reference (tiny N) ---- */
 
-/* SPEC 5's measure; a gradient that is zero by symmetry (Shen's dk at N = 1) is compared
+/* 1e-3 of the largest |fd|; a gradient that is zero by symmetry (Shen's dk at N = 1) is compared
  * against the finite differences' own noise instead */
 static void grad_close(const float *got, const double *fd, size_t n, const char *what,
                        struct shape s, const char *bias)
@@ -474,7 +474,7 @@ static int all_finite(const float *x, size_t n)
     return 1;
 }
 
-/* keys ~ N(0, 10^2) (|k| up to ~40): outputs finite and still within SPEC 5 */
+/* keys ~ N(0, 10^2) (|k| up to ~40): outputs finite and still within 1e-4 (relative) */
 static void check_large(struct shape s, int scan)
 {
     struct prob   p  = prob_make(s, 1, 0.25, 10.0);

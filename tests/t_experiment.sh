@@ -1,5 +1,5 @@
 #!/bin/sh
-# t_experiment.sh -- `ropelab run` as an experiment (SPEC 6) and `ropelab report`, end to
+# t_experiment.sh -- `ropelab run` as an experiment and `ropelab report`, end to
 # end on a tiny 2 x 2 sweep: point directories, the combined results.csv (rows and
 # columns), summary.md, the printed table, plots with and without gnuplot, refusal to
 # overwrite, an interrupted sweep resumed without redoing finished points (file times and

@@ -279,7 +279,7 @@ static void test_embed(int B, int N, int C, int V)
             rp[(size_t)m * C + c] = c % 2 ? cos(a) : sin(a);
         }
     rl_sinusoid_table(pos, N, C);
-    tap_close(pos, rp, (size_t)N * C, 0, 1e-6, "sinusoidal table (SPEC 3) N=%d C=%d", N, C);
+    tap_close(pos, rp, (size_t)N * C, 0, 1e-6, "sinusoidal table N=%d C=%d", N, C);
     free(tok), free(wte), free(pos), free(out), free(dout), free(dwte), free(dpos), free(ref);
     free(rw), free(rp);
 }

@@ -1,4 +1,4 @@
-/* t_model.c -- the whole transformer (model.h): tensor table (SPEC 4 names, shapes, decay
+/* t_model.c -- the whole transformer (model.h): tensor table (checkpoint names, shapes, decay
  * set), initialisation, gradient checks of the full model for each attention kind x
  * position encoding by finite differences, an overfit of a fixed batch with AdamW,
  * determinism, and the error paths.
@@ -253,7 +253,7 @@ static void test_table(void)
             snprintf(nm, sizeof nm, "blocks.%d.%s", l, block[j]);
             ok &= rl_model_tensor_by_name(m, nm) != NULL;
         }
-    tap_ok(ok && rl_model_num_tensors(m) == 6 + 16 * 3, "SPEC 4 tensor names (%d tensors)",
+    tap_ok(ok && rl_model_num_tensors(m) == 6 + 16 * 3, "checkpoint tensor names (%d tensors)",
            rl_model_num_tensors(m));
     const struct rl_tensor_info *f1 = rl_model_tensor_by_name(m, "blocks.1.mlp.fc1.weight");
     const struct rl_tensor_info *f2 = rl_model_tensor_by_name(m, "blocks.1.mlp.fc2.weight");
@@ -514,7 +514,7 @@ static void test_threads(enum rl_attn_kind kind, int pe)
     rl_init(1);
 }
 
-/* The linear-attention denominator diagnostic (SPEC 2.3) reaches the model's caller:
+/* The linear-attention count of rows with denominator <= eps reaches the model's caller:
  * with eps larger than any denominator every row of every layer and head counts; with
  * eps = 0 and the (positive) eq. 19 denominator none does; softmax attention counts 0. */
 static void test_bad_denominators(void)

@@ -1,4 +1,4 @@
-/* t_rope.c -- RoPE table and rotation (SPEC 2.3): against a float64 rotation built from
+/* t_rope.c -- RoPE table and rotation (RoFormer sec. 3.2): against a float64 rotation built from
  * the formulas, both layouts, partial rotary, scale, NTK; invariants: norms kept,
  * <R_m q, R_n k> depends on m - n only, inverse(rotate(x)) = x.  YaRN: s = 1 is plain
  * RoPE bit for bit, the ramp by hand (R = 8) and in general against a float64 transcription
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* float64 reference: the pairs of SPEC 2.3 written out directly */
+/* float64 reference: pairs (2i, 2i+1) or (i, i+R/2) rotated by m theta_i, written out */
 static void ref_rotate(double *out, const float *x, int d, int R, int halves, double base,
                        double scale, double ntk, int m)
 {

@@ -2,7 +2,7 @@
 # t_run.sh -- `ropelab run` end to end: exit statuses and one-line errors, a tokens run and
 # its directory, refusal to overwrite, --resume, and (where /usr/bin/python3 has torch and
 # NumPy) the per-update loss against tests/ref/torch_train.py, an independent PyTorch
-# implementation of SPEC 4 started from the same step-0 checkpoint.
+# implementation of the model (docs/model.md) started from the same step-0 checkpoint.
 : "${ROPELAB:=./src/ropelab}"
 : "${top_srcdir:=.}"
 : "${PYTHON:=python3}"

@@ -1,4 +1,4 @@
-/* t_sweep.c -- sweep expansion (SPEC 6): the cross product and its order, point directory
+/* t_sweep.c -- sweep expansion (docs/config.md): the cross product and its order, point directory
  * names (short and full key names, unsafe characters), point configurations, --set on a
  * sweep, every error of an impossible combination naming file:line:key and the point
  * before anything runs, and the RoPE long-term-decay bound of RoFormer 3.4.3 against a

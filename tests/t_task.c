@@ -1,4 +1,4 @@
-/* t_task.c -- the task generators of SPEC 6 (docs/tasks.md): determinism from the seed,
+/* t_task.c -- the task generators (docs/tasks.md): determinism from the seed,
  * vocabulary bounds, loss masks, the answers of copy / reverse / sort / MQAR checked from
  * the inputs, ListOps labels checked by an evaluator written here (it parses the tokens
  * back into a tree), charlm's split boundaries (a random file and a sparse enwik8),

@@ -14,7 +14,7 @@ int  tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* |got - ref| <= atol + rtol * |ref| elementwise; got float, ref double */
 int  tap_close(const float *got, const double *ref, size_t n, double rtol, double atol,
                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* max |got - ref| <= tol * max |ref| (SPEC 5's measure: relative to the largest magnitude) */
+/* max |got - ref| <= tol * max |ref|: the error relative to ref's largest magnitude */
 int  tap_close_scaled(const float *got, const double *ref, size_t n, double tol, const char *fmt,
                       ...) __attribute__((format(printf, 5, 6)));
 void tap_skip(const char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

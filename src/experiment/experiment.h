@@ -1,4 +1,4 @@
-/* experiment.h -- `ropelab run` as an experiment (SPEC 6): every point of the [sweep]
+/* experiment.h -- `ropelab run` as an experiment (docs/experiments.md): every point of the [sweep]
  * cross product trained and evaluated in its own sub-run, then the experiment's outputs
  * (report.h) written from the files.
  *

@@ -1,4 +1,4 @@
-/* report.h -- an experiment's outputs (SPEC 6), made from the run directory's files alone:
+/* report.h -- an experiment's outputs (docs/experiments.md), from the run directory's files alone:
  * the combined results.csv, summary.md, the SVG plots, and the accuracy table printed at
  * the end of `ropelab run` (and by `ropelab report`).
  *

@@ -1,4 +1,4 @@
-/* sweep.h -- the [sweep] section of an experiment (SPEC 6): the cross product of every
+/* sweep.h -- the [sweep] section of an experiment (docs/config.md): the cross product of every
  * swept key's values, one sub-run ("point") per element.
  *
  * Order: the first swept key varies slowest (row-major over the keys in the order the file

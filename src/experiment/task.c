@@ -1,4 +1,4 @@
-/* task.c -- the task dispatcher of SPEC 6: options, kinds, the task object and batches.
+/* task.c -- the task dispatcher (docs/tasks.md): options, kinds, the task object and batches.
  * The generators live one family per file (task_seq.c, task_mqar.c, task_listops.c,
  * task_charlm.c, task_tokens.c, task_passkey.c); docs/tasks.md documents every layout. */
 #include "config.h"

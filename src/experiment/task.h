@@ -1,4 +1,4 @@
-/* task.h -- training and evaluation data (SPEC 6): seeded synthetic generators and
+/* task.h -- training and evaluation data (docs/tasks.md): seeded synthetic generators and
  * user token arrays, behind one interface the trainer calls.
  *
  * A batch is B rows of N tokens:

@@ -1,5 +1,5 @@
-/* task_charlm.c -- character-level language modelling on a text file (SPEC 6;
- * docs/tasks.md).  Bytes are the tokens (vocab 256; UTF-8 text is modelled byte by byte,
+/* task_charlm.c -- character-level language modelling on a text file
+ * (docs/tasks.md).  Bytes are the tokens (vocab 256; UTF-8 text is modelled byte by byte,
  * as enwik8 is in the literature).
  *
  * Split: a file named enwik8 of exactly 100,000,000 bytes gets the standard split

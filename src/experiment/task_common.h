@@ -18,7 +18,7 @@
 
 struct rl_task_tokens;
 
-#define RL_TASK_DEFAULT_LENGTH 64 /* SPEC 6 task.length for the generated tasks */
+#define RL_TASK_DEFAULT_LENGTH 64 /* default task.length of the generated tasks */
 
 struct rl_task {
     enum rl_task_kind kind;

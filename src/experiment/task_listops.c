@@ -1,4 +1,4 @@
-/* task_listops.c -- ListOps (SPEC 6; docs/tasks.md) with the rules of Long Range Arena
+/* task_listops.c -- ListOps (docs/tasks.md) with the rules of Long Range Arena
  * (Tay et al. 2021, sec. 3.1; Nangia and Bowman 2018): nested lists of single digits
  * under the operators MAX, MIN, MED (median; an even count takes the floor of the mean
  * of the two middle values, as LRA's int(np.median)) and SUM_MOD (sum mod 10), e.g.

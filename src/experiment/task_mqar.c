@@ -1,4 +1,4 @@
-/* task_mqar.c -- multi-query associative recall (SPEC 6; docs/tasks.md), the layout of
+/* task_mqar.c -- multi-query associative recall (docs/tasks.md), the layout of
  * Zoology (Arora et al. 2023, "Zoology: measuring and improving recall in efficient
  * language models", sec. 3): D key-value pairs, then every key queried once.
  *

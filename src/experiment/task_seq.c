@@ -1,4 +1,4 @@
-/* task_seq.c -- copy, reverse and sort (SPEC 6; docs/tasks.md).
+/* task_seq.c -- copy, reverse and sort (docs/tasks.md).
  *
  * The copy task of Katharopoulos et al. 2020 ("Transformers are RNNs", sec. 4.1): random
  * symbols, a separator, then the same symbols again; reverse and sort ask for them

@@ -1,4 +1,4 @@
-/* task_tokens.h -- the `tokens` task (SPEC 6): a user's own token ids.
+/* task_tokens.h -- the `tokens` task (docs/tasks.md): a user's own token ids.
  *
  * task.path (required) and task.valid_path (optional) name .npy arrays of shape
  * S x (N+1), int32 or int64.  Update s (0-based) of a batch of B rows uses rows

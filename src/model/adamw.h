@@ -1,5 +1,5 @@
 /* adamw.h -- AdamW (Loshchilov and Hutter 2019) with PyTorch's torch.optim.AdamW semantics,
- * the SPEC 4 learning-rate schedule and global-norm gradient clipping, on flat buffers.
+ * a warm-up + cosine learning-rate schedule and global-norm gradient clipping, on flat buffers.
  *
  * One update, t = 1, 2, ... (t = s + 1 for update s), for every parameter p with gradient g
  * and moments m, v (zero at t = 1), exactly in this order (torch.optim.AdamW,
@@ -12,7 +12,7 @@
  * Scalars (bias corrections, step size, 1 - lr_t wd) are formed in double and rounded to
  * float once; the element updates are float32, as PyTorch's float32 tensors.
  * Decay applies to the token embedding and every Linear weight (struct rl_tensor_info's
- * decay flag), never to biases, LayerNorm parameters, pos.weight, pos.scale or T5 tables (SPEC 4).
+ * decay flag), never to biases, LayerNorm parameters, pos.weight, pos.scale or T5 tables.
  *
  * Every function here is elementwise or a fixed-order reduction: bitwise reproducible for
  * a given thread count. */
@@ -32,7 +32,7 @@ struct rl_adamw_opts {
 
 void rl_adamw_opts_default(struct rl_adamw_opts *o);
 
-/* Learning rate of update s = 0, 1, ... (SPEC 4), T = total_steps - 1, W = warmup:
+/* Learning rate of update s = 0, 1, ... (docs/model.md), T = total_steps - 1, W = warmup:
  *   s < W:            lr * (s + 1) / W
  *   W <= s, T > W:    lr * (r + (1 - r) * 0.5 * (1 + cos(pi * (s - W) / (T - W))))
  *   W <= s, T <= W:   lr             (warm-up only: no cosine phase to run)

@@ -1,4 +1,4 @@
-/* layers.h -- the dense layers of the SPEC 4 transformer, llm.c style: each a pair of
+/* layers.h -- the dense layers of the transformer (docs/model.md), llm.c style: each a pair of
  * plain functions <layer>_forward / <layer>_backward on raw float pointers.
  *
  * Argument order: outputs, saved-for-backward, inputs, weights, sizes.  Shapes use
@@ -26,7 +26,7 @@ void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_
 /* The gain of a fixed table: dg[0] += sum over b, n, c of dout[b,n,c] * pos[n,c] (summed in
  * double, in a fixed order). */
 void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C);
-/* Sinusoidal table (SPEC 3): p[m,2t] = sin(m / 10000^(2t/C)), p[m,2t+1] = cos(same), in
+/* Sinusoidal table: p[m,2t] = sin(m / 10000^(2t/C)), p[m,2t+1] = cos(same), in
  * double, for m < N (an odd C's last column is a sine). */
 void rl_sinusoid_table(float *p, int N, int C);
 /* Row m of that table alone (C floats; recurrent decoding). */

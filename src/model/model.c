@@ -1,4 +1,4 @@
-/* model.c -- the SPEC 4 transformer: tensor table (names, layout), initialisation,
+/* model.c -- the pre-LN transformer (docs/model.md): tensor table (names, layout), initialisation,
  * activation arena, attention plans, forward and backward wiring.  The layers themselves
  * are in layers.c; see model.h for the API and docs/model.md for the derivations.
  *

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Independent float64 evaluation of SPEC 2-3 for `ropelab attn`, with gradients by
-central finite differences, written from the SPEC formulas (quadratic form, no tricks).
+"""Independent float64 evaluation of the attention kernels and position encodings for
+`ropelab attn`, with gradients by central finite differences, written from the formulas
+of docs/attention.md and the kernel pages it links (quadratic form, no tricks).
 
 Usage: attn_ref.py check ROPELAB WORKDIR SEED -- [ropelab attn options]
 Generates random inputs (H,N,d)/(H,N,dv) (+ t5_bias, dout), runs `ROPELAB attn`, and
 compares out (and dq, dk, dv, dt5_bias) with this reference: max |err| / max |ref| must
-be <= 1e-4 (forward) and <= 1e-3 (gradients), as SPEC 5 states.  Prints one line per
+be <= 1e-4 (forward) and <= 1e-3 (gradients).  Prints one line per
 tensor and exits 1 on any failure.
 """
 import json
@@ -49,7 +50,7 @@ def pair_features(o, d, i):
 
 
 def yarn_theta(th, i, R, base, s, L):
-    """YaRN's theta'_i (SPEC 2.3: truncated correction range, beta_fast 32, beta_slow 1)."""
+    """YaRN's theta'_i (Peng et al. 2023: truncated correction range, beta_fast 32, beta_slow 1)."""
     def cdim(r):
         return R * math.log(L / (2 * math.pi * r)) / (2 * math.log(base))
     lo = max(math.floor(cdim(32.0)), 0)
@@ -108,7 +109,7 @@ def t5_bucket(r, bidirectional, nb_total, max_distance):
     max_exact = nb // 2
     if a < max_exact:
         return ret + a
-    # float32 arithmetic as the T5 reference (SPEC 3)
+    # float32 arithmetic, as in the T5 reference implementation
     f32 = np.float32
     val = f32(np.log(f32(a) / f32(max_exact))) / f32(math.log(max_distance / max_exact)) * f32(nb - max_exact)
     return ret + min(nb - 1, max_exact + int(val))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_train.py -- an independent PyTorch (float32) implementation of the SPEC 4 model and
+"""torch_train.py -- an independent PyTorch (float32) implementation of ropelab's transformer and
 optimizer, trained from a ropelab run's step-0 checkpoint on the same `tokens` batches;
 compares its per-update loss with the run's metrics.jsonl.
 
@@ -67,7 +67,7 @@ def rope_tables(N, R, base, scale, ntk):
 
 
 def rope(x, cos, sin, R, layout):
-    """x (B, H, N, d): rotate the first R features (SPEC 2.3)."""
+    """x (B, H, N, d): RoPE on the first R features (pairs or halves layout)."""
     xr, rest = x[..., :R], x[..., R:]
     if layout == "pairs":
         a, b = xr[..., 0::2], xr[..., 1::2]
@@ -200,7 +200,7 @@ def check_final(run, model, opt, K, tol=1e-4):
 
 
 def lr_at(s, lr, W, r, T):
-    """SPEC 4: warm-up then cosine to r*lr at the last update T = steps - 1."""
+    """Linear warm-up then cosine to r*lr at the last update T = steps - 1."""
     if s < W:
         return lr * (s + 1) / W
     if T <= W:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer for `ropelab bench --train`: the SPEC 4 model (vocab 64, D 128, 4 heads,
+"""PyTorch peer for `ropelab bench --train`: ropelab's transformer (vocab 64, D 128, 4 heads,
 2 layers, pre-LN, GELU-tanh MLP, causal LM, RoPE pairs layout) trained with AdamW on 4096
 tokens per update, at N = 256 (batch 16) and N = 4096 (batch 1), with explicit softmax
 attention and chunked causal linear attention (elu1, RoFormer eq. 19, chunk 64).
