@@ -76,3 +76,4 @@ dist_check_SCRIPTS += tests/t_experiment.sh
 ## --- robustness: exact resume, refused inputs, parsers under damage ---
 check_PROGRAMS += tests/t_rng
 tests_t_rng_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_kill.sh

@@ -9,6 +9,7 @@ src_core_libcore_la_SOURCES = \
 	%D%/gemm.c %D%/gemm.h \
 	%D%/tilemm.c %D%/tilemm.h \
 	%D%/vexp.c %D%/vexp.h \
-	%D%/fft.c %D%/fft.h
+	%D%/fft.c %D%/fft.h \
+	%D%/crc32c.c %D%/crc32c.h
 ropelab_coredir = $(pkgincludedir)/core
 ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/npy.h

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,6 +80,40 @@ rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_l
         RL_FAIL(RL_EIO, "%s: rename failed: %s", path, strerror(e));
     }
     return RL_OK;
+}
+
+/* NAME.tmp (results files) or NAME.tmp.<digits> (rl_write_file_atomic) */
+static int is_stale_tmp(const char *name)
+{
+    const char *t = strstr(name, ".tmp");
+    if (!t || t == name) return 0;
+    while (strstr(t + 1, ".tmp"))
+        t = strstr(t + 1, ".tmp");
+    if (t[4] == 0) return 1;
+    if (t[4] != '.' || !t[5]) return 0;
+    for (const char *p = t + 5; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+rl_status rl_remove_stale_tmp(const char *dir, int *removed)
+{
+    *removed = 0;
+    DIR *d   = opendir(dir);
+    if (!d) return RL_OK; /* nothing there yet */
+    rl_status st = RL_OK;
+    for (struct dirent *e; st == RL_OK && (e = readdir(d));) {
+        char path[2400];
+        if (!is_stale_tmp(e->d_name)) continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
+        if (remove(path) == 0)
+            ++*removed;
+        else
+            st = rl_error_report(RL_EIO, __FILE__, __LINE__, "%s: cannot remove: %s", path,
+                                 strerror(errno));
+    }
+    closedir(d);
+    return st;
 }
 
 rl_status rl_mkdir_p(const char *path)

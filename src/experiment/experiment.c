@@ -128,7 +128,8 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     if (pr->tty) {
         int fill = (int)((double)PROGRESS_BAR * (double)step / (double)steps);
         bar[0]   = '|';
-        for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
+        for (int i = 0; i < PROGRESS_BAR; i++)
+            bar[1 + i] = i < fill ? '#' : '.';
         bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
     }
     fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s (all %s)%s",
@@ -206,7 +207,8 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     pr->tokens_after      = 0;
     for (long q = p + 1; q < e->sw.n_points; q++)
         pr->tokens_after += rs->finished[q] ? 0 : e->tokens[q];
-    struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0};
+    struct rl_train_opts to = {
+        .resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0, .warn = o->out};
     if (o->out && !o->quiet) to.on_update = on_update, to.ctx = pr;
     struct rl_train_result res;
     RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
@@ -254,7 +256,8 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
     struct rl_train_opts   to = {.resume      = o->resume,
                                  .max_updates = o->stop_after,
                                  .log         = o->quiet ? NULL : o->out,
-                                 .table       = o->out};
+                                 .table       = o->out,
+                                 .warn        = o->out};
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
     if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
@@ -279,6 +282,17 @@ rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o
     if (!pc || !rs.finished)
         return free(pc), free(rs.finished),
                rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (o->resume) { /* the report's files of an interrupted write */
+        char plots[sizeof e->dir + 8];
+        int  n1 = 0, n2 = 0;
+        snprintf(plots, sizeof plots, "%s/plots", e->dir);
+        rl_status st = rl_remove_stale_tmp(e->dir, &n1);
+        if (st == RL_OK) st = rl_remove_stale_tmp(plots, &n2);
+        if (st != RL_OK) return free(pc), free(rs.finished), st;
+        if (n1 + n2 && o->out)
+            fprintf(o->out, "warning: %s: removed %d temporary file%s of an interrupted write\n",
+                    e->dir, n1 + n2, n1 + n2 == 1 ? "" : "s");
+    }
     for (long p = 0; o->resume && p < e->sw.n_points; p++) {
         char name[RL_SWEEP_NAME], path[4096];
         rl_sweep_point_name(&e->sw, p, name, sizeof name);

@@ -18,7 +18,11 @@
  * Resume: the latest checkpoint's config must equal this one (but out/threads); weights,
  * moments, step and generator state are loaded, metrics.jsonl is cut back to the records
  * of updates <= that step, and training continues: the final weights are bit-identical
- * to an uninterrupted run with the same thread count (tests/t_train.c). */
+ * to an uninterrupted run with the same thread count (tests/t_train.c), and so is every
+ * file but its timing fields, wherever the run was killed (tests/t_kill.sh).  A damaged
+ * latest checkpoint (a checksum mismatch, a non-finite value, a truncated file) is passed
+ * over, with a warning, for the newest intact one; temporary files of interrupted writes
+ * (NAME.tmp, NAME.tmp.<pid>) are removed. */
 #ifndef RL_TRAIN_H
 #define RL_TRAIN_H
 
@@ -35,6 +39,8 @@ struct rl_train_opts {
     int64_t max_updates; /* > 0: stop after this many updates in this call (as stop_after) */
     FILE   *log;         /* progress lines; NULL = quiet */
     FILE   *table;       /* the evaluation table; NULL = none */
+    FILE   *warn;        /* resume's warnings (a damaged checkpoint passed over, stale
+                            temporary files removed); NULL = none */
     /* Called after every update when set (an experiment's progress line): updates done,
      * train.steps, and that update's loss. */
     void (*on_update)(void *ctx, int64_t step, int64_t steps, double loss);
@@ -46,18 +52,18 @@ struct rl_train_opts {
 
 struct rl_eval_row {
     int    length;
-    int    na;               /* 1: not applicable (learned PE beyond max_len); see note */
-    double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
-    double exact;            /* sequences whose every scored target is right (fraction) */
-    long   sequences;        /* the sequences counted (those with a scored target) */
+    int    na;             /* 1: not applicable (learned PE beyond max_len); see note */
+    double loss, acc, ppl; /* ppl = exp(loss) for LM tasks, NaN for classifiers */
+    double exact;          /* sequences whose every scored target is right (fraction) */
+    long   sequences;      /* the sequences counted (those with a scored target) */
     /* LM tasks (charlm, tokens): mean loss of positions [b w, (b+1) w), b < pos_bins */
     int    pos_width, pos_bins;
     double pos_loss[RL_EVAL_POS_BINS];
     long   pos_targets[RL_EVAL_POS_BINS];
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
-    long   bad_den;          /* linear attention: rows (x layers x heads) with denominator <= eps */
-    long   den_rows;         /* the rows counted: eval rows x N x layers x heads */
+    long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */
+    long   den_rows; /* the rows counted: eval rows x N x layers x heads */
     char   note[64];
 };
 

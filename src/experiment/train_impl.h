@@ -44,8 +44,12 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows);
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
 rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
-/* Latest checkpoints/step-<k>.safetensors; *k = -1 when there is none. */
-rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
+/* Latest checkpoints/step-<k>.safetensors with k < below; *k = -1 when there is none. */
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k, char *path,
+                                     size_t len);
+/* Remove the temporary files of interrupted writes (NAME.tmp and NAME.tmp.<pid>) in dir
+ * and dir/checkpoints; *removed counts them. */
+rl_status rl_train_remove_stale(const char *dir, int *removed);
 /* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
 rl_status rl_jsonl_truncate(const char *path, int64_t k);
 rl_status rl_jsonl_append(const char *path, const char *line);

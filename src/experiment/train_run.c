@@ -83,9 +83,9 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
                            "\"exact\": %.9g, \"sequences\": %ld, "
                            "\"ms_per_1k_tokens\": %.6g, \"rows_denominator_le_eps\": %ld, "
                            "\"denominator_rows\": %ld",
-                           i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc,
-                           rows[i].exact, rows[i].sequences, rows[i].ms_per_1k_tokens,
-                           rows[i].bad_den, rows[i].den_rows);
+                           i ? ", " : "", rows[i].length, rows[i].loss, rows[i].acc, rows[i].exact,
+                           rows[i].sequences, rows[i].ms_per_1k_tokens, rows[i].bad_den,
+                           rows[i].den_rows);
         if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
             rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
                                rows[i].pos_width);
@@ -113,6 +113,37 @@ static int file_exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
+/* Load the newest intact checkpoint (k, path: the latest on entry; *k = -1 when none is
+ * left).  A damaged one (checksum, non-finite values, truncated, unreadable) is passed
+ * over with a warning; a configuration mismatch stops the resume. */
+static rl_status resume_from(struct run *r, const char *dir, int64_t *k, char *ck, size_t len)
+{
+    FILE *warn    = r->o->warn;
+    int   removed = 0;
+    RL_TRY(rl_train_remove_stale(dir, &removed));
+    if (removed && warn)
+        fprintf(warn, "warning: %s: removed %d temporary file%s of an interrupted write\n", dir,
+                removed, removed == 1 ? "" : "s");
+    while (*k >= 0) {
+        rl_status st = rl_trainer_load(&r->tr, ck);
+        if (st == RL_OK) break;
+        if (st != RL_EFORMAT && st != RL_ESHAPE && st != RL_EIO) return st;
+        if (warn)
+            fprintf(warn, "warning: %s\nwarning: passing over this checkpoint\n", rl_last_error());
+        RL_TRY(rl_train_latest_checkpoint(dir, *k, k, ck, len));
+        if (warn && *k >= 0) fprintf(warn, "warning: trying %s instead\n", ck);
+    }
+    if (*k < 0) {
+        /* nothing usable: start again (the trainer's state is still its initial one) */
+        if (r->o->log || warn)
+            fprintf(r->o->log ? r->o->log : warn,
+                    "no usable checkpoint in %s/checkpoints: starting at update 0\n", dir);
+    } else if (r->o->log) {
+        fprintf(r->o->log, "resuming %s from update %lld\n", dir, (long long)r->tr.step);
+    }
+    return RL_OK;
+}
+
 /* Fresh run: refuse to overwrite one; resume: load the latest checkpoint and cut the
  * logs back to it.  Writes config.ini either way. */
 static rl_status open_run(struct run *r, const char *dir)
@@ -124,19 +155,13 @@ static rl_status open_run(struct run *r, const char *dir)
     RL_TRY(rl_mkdir_p(path));
     RL_TRY(rl_train_path(r->metrics, sizeof r->metrics, dir, "metrics.jsonl"));
     RL_TRY(rl_train_path(r->evals, sizeof r->evals, dir, "eval.jsonl"));
-    RL_TRY(rl_train_latest_checkpoint(dir, &k, ck, sizeof ck));
+    RL_TRY(rl_train_latest_checkpoint(dir, INT64_MAX, &k, ck, sizeof ck));
     if (!r->o->resume && (k >= 0 || file_exists(r->metrics)))
         RL_FAIL(RL_EINVAL,
                 "%s already holds a run; continue it with --resume, or choose "
                 "another --out or [experiment] name",
                 dir);
-    if (r->o->resume && k >= 0) {
-        RL_TRY(rl_trainer_load(&r->tr, ck));
-        if (r->o->log)
-            fprintf(r->o->log, "resuming %s from update %lld\n", dir, (long long)r->tr.step);
-    } else if (r->o->resume && r->o->log) {
-        fprintf(r->o->log, "no checkpoint in %s/checkpoints: starting at update 0\n", dir);
-    }
+    if (r->o->resume) RL_TRY(resume_from(r, dir, &k, ck, sizeof ck));
     RL_TRY(rl_jsonl_truncate(r->metrics, r->tr.step));
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step));
     char *text = malloc(1 << 16);
@@ -160,13 +185,15 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
         progress(r, s);
         memset(&r->iv, 0, sizeof r->iv);
     }
-    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
-        RL_TRY(rl_trainer_save(&r->tr));
+    /* the evaluation record before the checkpoint: a run killed between the two resumes
+     * from the previous checkpoint and writes the record again, never skips it */
     if (c->eval.every && k % c->eval.every == 0 && k < c->train.steps) {
         struct rl_eval_row rows[RL_CFG_MAX_LENGTHS];
         RL_TRY(rl_trainer_evaluate(&r->tr, rows));
         RL_TRY(write_eval_record(r, rows, c->eval.n_lengths));
     }
+    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
+        RL_TRY(rl_trainer_save(&r->tr));
     return RL_OK;
 }
 
