@@ -77,3 +77,5 @@ dist_check_SCRIPTS += tests/t_experiment.sh
 check_PROGRAMS += tests/t_rng
 tests_t_rng_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_kill.sh
+check_PROGRAMS += tests/t_ini
+tests_t_ini_LDADD = $(TEST_LIBS)
