@@ -156,3 +156,23 @@ long rl_peak_rss_kb(void)
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;
 }
+
+/* MemAvailable (what can be allocated without swapping out others) and MemTotal from
+ * /proc/meminfo; sysconf's free and physical pages elsewhere. */
+double rl_mem_available(double *total)
+{
+    double avail = -1, tot = -1;
+    FILE  *f     = fopen("/proc/meminfo", "r");
+    char   line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        double kb;
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = kb * 1024;
+        if (sscanf(line, "MemTotal: %lf kB", &kb) == 1) tot = kb * 1024;
+    }
+    if (f) fclose(f);
+    const double page = (double)sysconf(_SC_PAGESIZE);
+    if (tot < 0) tot = (double)sysconf(_SC_PHYS_PAGES) * page;
+    if (avail < 0) avail = (double)sysconf(_SC_AVPHYS_PAGES) * page;
+    if (total) *total = tot;
+    return avail;
+}

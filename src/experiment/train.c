@@ -3,9 +3,11 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../core/json.h"
+#include "../core/gemm.h"
 #include "../core/util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,10 +182,10 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r)
     }
     rl_batch_free(&b);
     RL_TRY(st);
-    r->loss             = r->targets ? loss / (double)r->targets : NAN;
-    r->acc              = r->targets ? (double)correct / (double)r->targets : NAN;
-    r->ppl              = causal ? exp(r->loss) : NAN;
-    r->exact            = r->sequences ? r->exact / (double)r->sequences : NAN;
+    r->loss  = r->targets ? loss / (double)r->targets : NAN;
+    r->acc   = r->targets ? (double)correct / (double)r->targets : NAN;
+    r->ppl   = causal ? exp(r->loss) : NAN;
+    r->exact = r->sequences ? r->exact / (double)r->sequences : NAN;
     for (int i = 0; i < r->pos_bins; i++)
         r->pos_loss[i] = r->pos_targets[i] ? r->pos_loss[i] / (double)r->pos_targets[i] : NAN;
     r->ms_per_1k_tokens = ms * 1000.0 / ((double)rows * n * c->eval.batches);
@@ -201,6 +203,45 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows)
     return RL_OK;
 }
 
+static double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* The memory a run will need, estimated from the resolved configuration before anything
+ * large is allocated: parameters, gradients, AdamW moments and a checkpoint image, the
+ * training batch and one micro-batch's activations, and every evaluation length's batch
+ * and activations (the arena grows to the largest).  Refused when above what the machine
+ * has available now. */
+static rl_status check_memory(const struct rl_cfg *c, rl_task *task)
+{
+    struct rl_model_config mc;
+    rl_cfg_model_config(c, rl_task_vocab(task), rl_task_causal(task), rl_task_n_classes(task), &mc);
+    const int    B = c->train.batch, N = c->task.length, threads = rl_threads_get();
+    const double tokens = (double)B * N, per_token = 4 + 4 + 1; /* inputs, targets, mask */
+    double       params, train_call, eval_call = 0, total;
+    int          eval_n = 0;
+    rl_model_memory(&mc, B / c->train.accumulate, N, threads, &params, &train_call);
+    for (int i = 0; i < c->eval.n_lengths; i++) {
+        int  n    = c->eval.lengths[i];
+        long rows = lround(tokens / n);
+        if (rows < 1) rows = 1;
+        double call;
+        rl_model_memory(&mc, (int)(rows < INT32_MAX ? rows : INT32_MAX), n, threads, NULL, &call);
+        call += (double)rows * n * per_token;
+        if (call > eval_call) eval_call = call, eval_n = n;
+    }
+    const double fixed = 2 * params + 0.75 * params + tokens * per_token; /* + moments, image */
+    const double need  = fixed + (train_call > eval_call ? train_call : eval_call);
+    const double avail = rl_mem_available(&total);
+    if (need <= avail) return RL_OK;
+    RL_FAIL(RL_EINVAL,
+            "%s: the run needs about %.3g GiB of memory (parameters, gradients, AdamW moments "
+            "and a checkpoint: %.3g GiB; training batch %d x %d tokens with its activations: "
+            "%.3g GiB; evaluation at length %d: %.3g GiB), but this machine has %.3g GiB "
+            "available (of %.3g GiB): lower train.batch (or raise train.accumulate), "
+            "task.length, eval.lengths or the model size",
+            c->file[0] ? c->file : "(config)", gib(need), gib(1.75 * params), B, N,
+            gib(tokens * per_token + train_call), eval_n, gib(eval_call), gib(avail), gib(total));
+}
+
 rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
 {
     struct rl_task_opts o;
@@ -215,6 +256,7 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
     }
     st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
                         rl_task_min_length(*task));
+    if (st == RL_OK) st = check_memory(c, *task);
     if (st != RL_OK) {
         rl_task_free(*task);
         *task = NULL;

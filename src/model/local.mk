@@ -4,5 +4,6 @@ src_model_libmodel_la_SOURCES = \
 	%D%/batch.c %D%/batch.h \
 	%D%/layers.c %D%/layers.h \
 	%D%/model.c %D%/model.h \
+	%D%/model_mem.c \
 	%D%/adamw.c %D%/adamw.h \
 	%D%/checkpoint.c %D%/checkpoint.h

@@ -20,36 +20,42 @@ enum rl_input_pe { RL_INPUT_PE_NONE = 0, RL_INPUT_PE_SINUSOIDAL, RL_INPUT_PE_LEA
 struct rl_model_config {
     int                 vocab;
     int                 d_model, heads, layers;
-    int                 n_classes;   /* 0: LM head over vocab (causal); > 0: classifier */
+    int                 n_classes; /* 0: LM head over vocab (causal); > 0: classifier */
     enum rl_input_pe    input_pe;
-    int                 max_len;     /* rows of pos.weight (learned PE) */
+    int                 max_len; /* rows of pos.weight (learned PE) */
     int                 t5_per_layer;
-    struct rl_attn_opts attn;        /* kind, fmap, attention-level pe, causal, eps, rope, t5 ... */
+    struct rl_attn_opts attn; /* kind, fmap, attention-level pe, causal, eps, rope, t5 ... */
 };
 
 struct rl_tensor_info {
-    const char *name;     /* SPEC 4 name, e.g. "blocks.0.attn.wq.weight" */
+    const char *name; /* SPEC 4 name, e.g. "blocks.0.attn.wq.weight" */
     int         ndim;
     int64_t     shape[2];
-    size_t      offset;   /* in floats, into params / grads */
+    size_t      offset; /* in floats, into params / grads */
     size_t      count;
-    int         decay;    /* AdamW weight decay applies (embedding and Linear weights) */
+    int         decay; /* AdamW weight decay applies (embedding and Linear weights) */
 };
 
 typedef struct rl_model rl_model;
 
 rl_status rl_model_create(rl_model **m, const struct rl_model_config *c);
 void      rl_model_free(rl_model *m);
+/* Memory the model of c would take, from the configuration alone (nothing is allocated;
+ * doubles, so absurd sizes do not overflow): *params_bytes for the parameters and their
+ * gradients, *call_bytes for the activations, buffers and attention plan of one forward
+ * and backward on B rows of N tokens with `threads` threads.  Either may be NULL. */
+void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
+                     double *params_bytes, double *call_bytes);
 const struct rl_model_config *rl_model_config_get(const rl_model *m);
 
 /* GPT-2 init from seed: N(0, 0.02) weights, wo and fc2 scaled by 1/sqrt(2 layers), biases
  * 0, LayerNorm weights 1, learned PE N(0, 0.02^2), T5 tables 0. */
 void rl_model_init_weights(rl_model *m, uint64_t seed);
 
-size_t rl_model_num_params(const rl_model *m);
-float *rl_model_params(rl_model *m);
-float *rl_model_grads(rl_model *m);
-int    rl_model_num_tensors(const rl_model *m);
+size_t                       rl_model_num_params(const rl_model *m);
+float                       *rl_model_params(rl_model *m);
+float                       *rl_model_grads(rl_model *m);
+int                          rl_model_num_tensors(const rl_model *m);
 const struct rl_tensor_info *rl_model_tensor(const rl_model *m, int i);
 const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const char *name);
 
@@ -57,8 +63,8 @@ const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const ch
  * cross-entropy over target positions (mask, or one label per row for classifiers),
  * the number of targets and of correct argmax predictions.  Fails (RL_EINVAL) e.g. when
  * N exceeds the learned PE's max_len. */
-rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum,
-                           long *n_targets, long *n_correct);
+rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum, long *n_targets,
+                           long *n_correct);
 /* Backward of the last forward with dloss/dlogit scaled by `scale` (1 / targets of the
  * whole update); accumulates into the gradient buffer. */
 rl_status rl_model_backward(rl_model *m, float scale);
