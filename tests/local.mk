@@ -79,3 +79,4 @@ tests_t_rng_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_kill.sh
 check_PROGRAMS += tests/t_ini
 tests_t_ini_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_refuse.sh

@@ -10,6 +10,7 @@
 #include "../core/npy.h"
 #include "../core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,31 @@ static int exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
+#define ATTN_MAX_ABS 1e18 /* beyond this, q k^T and the feature maps overflow float32 */
+
+/* Every element finite and |x| <= ATTN_MAX_ABS, else a usage error naming the array and
+ * the index of the first bad element. */
+static int check_finite(const char *name, const float *x, const int64_t *shape, int nd)
+{
+    size_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= (size_t)shape[i];
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(x[i]) && fabsf(x[i]) <= ATTN_MAX_ABS) continue;
+        char   at[96];
+        size_t r = i;
+        int    len = 0;
+        int64_t idx[3] = {0, 0, 0};
+        for (int k = nd - 1; k >= 0; k--)
+            idx[k] = (int64_t)(r % (size_t)shape[k]), r /= (size_t)shape[k];
+        for (int k = 0; k < nd; k++)
+            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "", (long long)idx[k]);
+        return rl_usage_error("attn", "%s[%s] = %g: inputs must be finite with |x| <= %g", name, at,
+                              (double)x[i], ATTN_MAX_ABS);
+    }
+    return -1;
+}
+
 /* Loads the inputs; returns an exit status or -1. */
 static int load_arrays(struct arrays *X, struct attn_args *A)
 {
@@ -165,7 +191,12 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     }
     if (N > (1 << 26) || d > (1 << 16) || X->sv[2] > (1 << 16))
         return rl_usage_error("attn", "arrays too large");
-    return -1;
+    int rc = check_finite("q.npy", X->q, X->sq, 3);
+    if (rc < 0) rc = check_finite("k.npy", X->k, X->sk, 3);
+    if (rc < 0) rc = check_finite("v.npy", X->v, X->sv, 3);
+    if (rc < 0 && X->t5) rc = check_finite("t5_bias.npy", X->t5, X->st5, 2);
+    if (rc < 0 && X->dout) rc = check_finite("dout.npy", X->dout, X->sd, 3);
+    return rc;
 }
 
 static int write_out(const char *dir, const char *name, const float *x, int nd, const int64_t *shape)
@@ -216,6 +247,14 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
     if (rl_attn_forward(plan, o, saved, X->q, X->k, X->v, X->t5, H, &fs) != RL_OK)
         goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
+    for (size_t i = 0; i < nv; i++)
+        if (!isfinite(o[i])) { /* finite inputs, yet an overflow inside the kernel */
+            rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                            "out[%zu] = %g: the output is not finite (inputs too large for "
+                            "float32?); nothing written",
+                            i, (double)o[i]);
+            goto done;
+        }
     if (write_out(A->out, "out.npy", o, 3, shv)) goto done;
     if (X->dout) {
         dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)), dvv = calloc(nv, sizeof(float));

@@ -139,6 +139,17 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     fflush(pr->f);
 }
 
+/* A diverged point (its results' note) gets a warning line: it does not stop a sweep. */
+static void warn_diverged(FILE *f, const struct rl_train_result *res, const char *name)
+{
+    if (!f || res->n_eval < 1 || !strstr(res->eval[0].note, "diverged")) return;
+    fprintf(f,
+            "warning: %s diverged (evaluation loss %.4g, more than twice that of a uniform "
+            "guess): lower train.lr, add train.warmup or keep train.clip > 0\n",
+            name, res->eval[0].loss);
+    fflush(f);
+}
+
 /* ---- the experiment directory ---- */
 
 static rl_status open_dir(const rl_experiment *e, int resume)
@@ -213,6 +224,7 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     struct rl_train_result res;
     RL_TRY(rl_train_run(pc, task, pdir, &to, &res));
     if (o->stop_after) rs->budget -= res.updates;
+    if (res.steps_done == pc->train.steps) warn_diverged(o->out, &res, name);
     if (res.steps_done < pc->train.steps) *rs->stopped = 1;
     if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
     if (o->out && !o->quiet && !*rs->stopped) {
@@ -261,6 +273,7 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
     if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
+    if (st == RL_OK && !*stopped) warn_diverged(o->out, &res, e->base.experiment.name);
     if (st == RL_OK && !*stopped) st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
     rl_task_free(task);
     free(pc);

@@ -238,8 +238,7 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
                 double                     s = 0, w = 0;
                 if (!p->done || p->group != g || p->pos_len != M) continue;
                 for (int j = 0; j < p->n_pos; j++)
-                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] &&
-                        !isnan(p->pos_loss[j]))
+                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] && !isnan(p->pos_loss[j]))
                         s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
                 if (w > 0) sum += s / w, npt++;
             }
@@ -317,12 +316,34 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
     return measured_table(r, t, 'd', "linear-attention denominators <= eps", den, b);
 }
 
+/* Points whose results say "diverged" (train_run.c: the loss at the training length is
+ * above twice a uniform guess's, or not finite). */
+static void summary_diverged(const struct rl_report *r, struct rl_json_buf *b)
+{
+    int any = 0;
+    for (long i = 0; i < r->n_points; i++) {
+        int bad = 0;
+        for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++)
+            bad |= strstr(r->pt[i].rows[j].note, "diverged") != NULL;
+        if (!bad) continue;
+        if (!any++)
+            rl_json_buf_puts(b, "\n## Diverged\n\nThese points' evaluation loss at the "
+                                "training length is more than twice that of a uniform guess "
+                                "(ln V), or not finite: their numbers above describe a broken "
+                                "model (lower train.lr, add train.warmup or keep train.clip > "
+                                "0).\n\n");
+        rl_json_buf_printf(b, "- `%s`\n",
+                           r->pt[i].name[0] ? r->pt[i].name : r->base.experiment.name);
+    }
+}
+
 rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
 {
     struct table tb;
     summary_head(r, b);
     for (int t = 0; t < r->n_tasks; t++)
         RL_TRY(summary_task(r, t, b));
+    summary_diverged(r, b);
     rl_json_buf_puts(b, "\n## Timing\n\nTraining: tokens per second and milliseconds per "
                         "update in the forward, backward and optimizer phases (means over "
                         "metrics.jsonl's records, weighted by the updates each covers; "
