@@ -83,6 +83,25 @@ sed -i 's/^lr = 10/lr = 3e-3/; s/^clip = 0//; s/^name = lr/name = fine/' lr.ini
 ! grep -q diverged out runs/fine/results.csv runs/fine/summary.md
 ok $? "a healthy run is not flagged"
 
+# gnuplot failing: a warning naming each plot, never a 0-byte SVG left as a plot
+cat >fullgp <<'END_GP'
+#!/bin/sh
+# as gnuplot on a full disk: every output file created empty, exit status 0
+for f in $(sed -n "s/^set output '\(.*\)'$/\1/p" "$1"); do : >"$f"; done
+exit 0
+END_GP
+printf '#!/bin/sh\necho broken >&2\nexit 1\n' >failgp
+chmod +x fullgp failgp
+ROPELAB_GNUPLOT="$tmp/fullgp" "$ROPELAB" report runs/fine >out 2>err
+grep -q "warning: plot runs/fine/plots/copy-acc.svg not made" out &&
+    grep -q "warning: plot runs/fine/plots/copy-loss.svg not made" out &&
+    [ -z "$(find runs/fine/plots -name '*.svg')" ]
+ok $? "a gnuplot that leaves empty SVGs (full disk): each plot named in a warning, no SVG left"
+ROPELAB_GNUPLOT="$tmp/failgp" "$ROPELAB" report runs/fine >out 2>err
+grep -q "warning: plot runs/fine/plots/throughput.svg not made (.*failed (status 1" out &&
+    [ -z "$(find runs/fine/plots -name '*.svg')" ]
+ok $? "a gnuplot that fails: each plot named in a warning with its exit status"
+
 # attn: non-finite inputs refused naming the array and the index
 PY=${PYTHON:-python3}
 if "$PY" -c 'import struct' 2>/dev/null; then
