@@ -10,6 +10,7 @@
 #include "../core/npy.h"
 #include "../core/util.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,17 +69,31 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
                              *const dens[] = {"plain", "rotated"};
     memset(A, 0, sizeof *A);
     rl_attn_opts_default(&A->o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
+    /* every option is matched by name below (val 0); --opt VALUE and --opt=VALUE both work */
+    static const struct option longs[] = {
+        {"in", required_argument, NULL, 0}, {"out", required_argument, NULL, 0},
+        {"attention", required_argument, NULL, 0}, {"feature-map", required_argument, NULL, 0},
+        {"pe", required_argument, NULL, 0}, {"rope-layout", required_argument, NULL, 0},
+        {"rope-place", required_argument, NULL, 0}, {"rope-denominator", required_argument, NULL, 0},
+        {"rope-base", required_argument, NULL, 0}, {"rope-scale", required_argument, NULL, 0},
+        {"rope-ntk", required_argument, NULL, 0}, {"rope-dims", required_argument, NULL, 0},
+        {"t5-buckets", required_argument, NULL, 0}, {"t5-max-distance", required_argument, NULL, 0},
+        {"threads", required_argument, NULL, 0}, {"eps", required_argument, NULL, 0},
+        {"causal", no_argument, NULL, 0}, {"alibi-scan", no_argument, NULL, 0},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c, li = 0; (c = getopt_long(argc, argv, ":h", longs, &li)) != -1;) {
+        const char *v = optarg;
         int         e = 0, iv = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        char        a[40];
+        if (c == 'h') {
             fputs(attn_usage, stdout);
             return RL_EXIT_OK;
         }
+        if (c != 0) return rl_getopt_error("attn", c, argv, optind);
+        snprintf(a, sizeof a, "--%s", longs[li].name);
         if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
         if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
-        if (strncmp(a, "--", 2)) return rl_usage_error("attn", "unexpected argument '%s'", a);
-        if (!(v = rl_opt_value("attn", argc, argv, &i))) return RL_EXIT_USAGE;
         if (!strcmp(a, "--in")) A->in = v;
         else if (!strcmp(a, "--out")) A->out = v;
         else if (!strcmp(a, "--attention")) e = parse_enum(a, v, kinds, 2, &iv), A->o.kind = iv;
@@ -102,6 +117,7 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
             return rl_usage_error("attn", "unknown option '%s'", a);
         if (e) return RL_EXIT_USAGE;
     }
+    if (optind < argc) return rl_usage_error("attn", "unexpected argument '%s'", argv[optind]);
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
     return -1;
 }

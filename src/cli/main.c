@@ -57,5 +57,8 @@ int main(int argc, char **argv)
     if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
+    static const char *const commands[] = {"run", "attn", "bench", "report", "help", NULL};
+    const char              *near       = rl_suggest(c, commands);
+    if (near) return rl_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", c, near);
     return rl_usage_error(NULL, "unknown command '%s'", c);
 }
