@@ -80,3 +80,4 @@ dist_check_SCRIPTS += tests/t_kill.sh
 check_PROGRAMS += tests/t_ini
 tests_t_ini_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_refuse.sh
+dist_noinst_SCRIPTS += tests/bench_load.sh

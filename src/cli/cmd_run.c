@@ -122,7 +122,12 @@ static int run(struct rl_cfg *c, const struct run_args *a)
     rl_experiment *e = NULL;
     rl_init(a->threads ? a->threads : c->experiment.threads);
     c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
-    rl_status st          = rl_experiment_prepare(&e, c);
+    if (rl_threads_get() > rl_cores_available())
+        fprintf(stderr,
+                "ropelab: warning: %d threads on the %d cores this process may use: threads "
+                "that share a core wait for each other (faster: --threads %d)\n",
+                rl_threads_get(), rl_cores_available(), rl_cores_available());
+    rl_status st = rl_experiment_prepare(&e, c);
     if (st != RL_OK) {
         fprintf(stderr, "ropelab: %s\n", rl_last_error());
         return st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;

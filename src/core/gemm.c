@@ -6,7 +6,10 @@
  *    first BLIS call selects the AVX-512 kernels.  rl_init() sets it when the CPU
  *    has AVX-512F and the user has not set BLIS_ARCH_TYPE (a user's setting wins).
  *  - BLIS ignores omp_set_num_threads: thread counts go through an rntm_t. */
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
+#include <sched.h>
+#include <unistd.h>
 #include "gemm.h"
 
 #include <blis.h>
@@ -16,16 +19,31 @@
 #include <omp.h>
 #endif
 
-static int         rl_nthreads = 1;
-static int         rl_inited   = 0;
+static int         rl_nthreads    = 1;
+static int         rl_inited      = 0;
 static const char *rl_arch_reason = "BLIS default";
 
+int rl_cores_available(void)
+{
+#ifdef _OPENMP
+    /* the runtime counts the process's affinity mask as it was at start: with
+     * OMP_PROC_BIND the initial thread is bound to one core before main runs */
+    return omp_get_num_procs();
+#endif
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* OMP_NUM_THREADS when set, else the cores this process may run on (its affinity mask,
+ * which taskset and container limits narrow): never more threads than cores by default. */
 static int default_threads(void)
 {
     const char *e = getenv("OMP_NUM_THREADS");
     if (e && atoi(e) > 0) return atoi(e);
 #ifdef _OPENMP
-    return omp_get_num_procs();
+    return rl_cores_available();
 #else
     return 1;
 #endif
@@ -95,8 +113,8 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
                  (float *)B, rsb, csb, &beta, C, rsc, csc, NULL, &rntm);
 }
 
-void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
-              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     /* op(A) is m x k: stored A is (m x k, ld lda) or (k x m, ld lda) for A^T. */
     ptrdiff_t rsa = ta == RL_TRANS_N ? lda : 1, csa = ta == RL_TRANS_N ? 1 : lda;
