@@ -103,6 +103,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"train", "clip",        RL_K_DBL, OFF(train.clip), RL_D_NONNEG, 0, NULL,
      "global gradient-norm clip (0 = off)"},
     {"train", "seed",        RL_K_U64, OFF(train.seed), 0, 0, NULL, "initialisation and data seed"},
+    {"train", "data_seed",   RL_K_U64, OFF(train.data_seed), 0, 0, NULL,
+     "seed of the task's data (0 = train.seed)"},
     {"train", "log_every",   RL_K_INT, OFF(train.log_every), 1, INT_MAX, NULL,
      "updates between metrics.jsonl records"},
     {"train", "checkpoint_every", RL_K_INT, OFF(train.checkpoint_every), 0, INT_MAX, NULL,
