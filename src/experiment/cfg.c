@@ -553,7 +553,8 @@ static char *reader(char *str, int num, void *stream)
         return strcpy(str, "\n");
     }
     if (*t == '[') {
-        *strchr(t, ']') = 0;
+        char *e = strchr(t, ']'); /* absent only on an indented continuation line */
+        if (e) *e = 0;
         ps->bad_section = !known_section(trim(t + 1));
         ps->sections += !ps->bad_section;
         if (ps->bad_section)
