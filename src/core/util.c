@@ -162,7 +162,7 @@ long rl_peak_rss_kb(void)
 double rl_mem_available(double *total)
 {
     double avail = -1, tot = -1;
-    FILE  *f     = fopen("/proc/meminfo", "r");
+    FILE  *f = fopen("/proc/meminfo", "r");
     char   line[256];
     while (f && fgets(line, sizeof line, f)) {
         double kb;
@@ -175,4 +175,11 @@ double rl_mem_available(double *total)
     if (avail < 0) avail = (double)sysconf(_SC_AVPHYS_PAGES) * page;
     if (total) *total = tot;
     return avail;
+}
+
+double rl_cpu_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }

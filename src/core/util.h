@@ -16,8 +16,9 @@ rl_status rl_remove_stale_tmp(const char *dir, int *removed);
 
 void  *rl_alloc(size_t bytes); /* 64-byte aligned, zeroed; NULL on failure */
 void   rl_free(void *p);
-double rl_now_ms(void);      /* monotonic clock */
-long   rl_peak_rss_kb(void); /* getrusage ru_maxrss */
+double rl_now_ms(void);
+double rl_cpu_ms(void); /* CPU time of the whole process (all threads) */ /* monotonic clock */
+long   rl_peak_rss_kb(void);                                              /* getrusage ru_maxrss */
 /* Bytes of memory available now (/proc/meminfo MemAvailable, else free pages); *total
  * (if not NULL) gets the machine's physical memory. */
 double rl_mem_available(double *total);

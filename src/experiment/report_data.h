@@ -16,8 +16,8 @@
 struct rl_rep_row {
     int    length, na;
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
-    double den;                /* linear attention: fraction of denominators <= eps, else NaN */
-    char   tail[320];          /* the line from its length field on, as the combined file has it */
+    double den;       /* linear attention: fraction of denominators <= eps, else NaN */
+    char   tail[320]; /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 
@@ -34,9 +34,10 @@ struct rl_rep_point {
     int64_t          *step;
     double           *loss;
     double            tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
-    char             *pos_text; /* positions.csv's data lines (LM tasks), NULL if none */
-    int               pos_len;  /* the longest length in them */
-    int               n_pos;    /* its bins: positions [pos0, pos1), loss, targets */
+    double            cpu_per_wall; /* CPU time / wall time of the updates (NaN: not logged) */
+    char             *pos_text;     /* positions.csv's data lines (LM tasks), NULL if none */
+    int               pos_len;      /* the longest length in them */
+    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets */
     int              *pos0, *pos1;
     double           *pos_loss, *pos_targets;
 };
@@ -75,8 +76,8 @@ struct rl_report {
 int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
 /* Mean and sample standard deviation over the finished points of group g of field f
  * ('a' acc, 'e' exact match, 'l' loss, 'p' ppl, 'm' ms per 1k tokens, 'd' fraction of
- * linear-attention denominators <= eps) at length L.  Returns the number of values (0: none; -1: every
- * point has n/a there). */
+ * linear-attention denominators <= eps) at length L.  Returns the number of values (0: none; -1:
+ * every point has n/a there). */
 int rl_rep_stat(const struct rl_report *r, int g, char f, int L, double *mean, double *sd);
 /* The longest length in the positions.csv of task t's finished points (0: none). */
 int rl_rep_position_length(const struct rl_report *r, int t);

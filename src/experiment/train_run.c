@@ -14,6 +14,7 @@
 struct interval {
     int    n;
     double ms_forward, ms_backward, ms_optimizer, ms_total, tokens;
+    double ms_cpu; /* CPU time of the process (all threads) during the updates */
 };
 
 struct run {
@@ -41,10 +42,12 @@ static rl_status write_record(struct run *r, const struct rl_update_stats *s)
     rl_json_buf_printf(&b,
                        "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
                        "\"grad_norm\": %.9g, \"tokens_per_s\": %.6g, \"ms_forward\": %.6g, "
-                       "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g}\n",
+                       "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g, \"ms_update\": %.6g, "
+                       "\"ms_cpu\": %.6g}\n",
                        (long long)r->tr.step, s->loss, s->acc, s->lr, s->grad_norm,
                        iv->tokens / (iv->ms_total / 1000.0), iv->ms_forward / iv->n,
-                       iv->ms_backward / iv->n, iv->ms_optimizer / iv->n);
+                       iv->ms_backward / iv->n, iv->ms_optimizer / iv->n, iv->ms_total / iv->n,
+                       iv->ms_cpu / iv->n);
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
                             : rl_jsonl_append(r->metrics, b.p);
     rl_json_buf_free(&b);
@@ -207,9 +210,12 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     while (r->tr.step < c->train.steps) {
         if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
         if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
+        double cpu0 = rl_cpu_ms();
         RL_TRY(rl_trainer_update(&r->tr, &s));
+        double cpu = rl_cpu_ms() - cpu0;
         interval_add(&r->iv, &s, tokens);
         interval_add(&r->all, &s, tokens);
+        r->iv.ms_cpu += cpu, r->all.ms_cpu += cpu;
         res->last_loss = s.loss, res->last_acc = s.acc;
         RL_TRY(after_update(r, &s));
         if (r->o->on_update) r->o->on_update(r->o->ctx, r->tr.step, c->train.steps, s.loss);
