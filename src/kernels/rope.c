@@ -25,14 +25,16 @@ double rl_rope_theta(const struct rl_rope_opts *o, int dims, int i)
 rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope_opts *o)
 {
     r->cos = r->sin = NULL;
-    int R = o->dims > 0 ? o->dims : d;
-    if (d <= 0 || n_pos <= 0) RL_FAIL(RL_EINVAL, "rope: d=%d and n_pos=%d must be positive", d, n_pos);
+    int R           = o->dims > 0 ? o->dims : d;
+    if (d <= 0 || n_pos <= 0)
+        RL_FAIL(RL_EINVAL, "rope: d=%d and n_pos=%d must be positive", d, n_pos);
     if (o->dims == 0 && d % 2) RL_FAIL(RL_EINVAL, "rope: head dimension d=%d must be even", d);
     if (R % 2 || R > d) RL_FAIL(RL_EINVAL, "rope: rope_dims=%d must be even and <= d=%d", R, d);
     if (!(o->base > 0)) RL_FAIL(RL_EINVAL, "rope: rope_base=%g must be > 0", o->base);
     if (!(o->scale > 0)) RL_FAIL(RL_EINVAL, "rope: rope_scale=%g must be > 0", o->scale);
     if (!(o->ntk > 0)) RL_FAIL(RL_EINVAL, "rope: rope_ntk=%g must be > 0", o->ntk);
-    if (o->ntk != 1.0 && R <= 2) RL_FAIL(RL_EINVAL, "rope: rope_ntk needs rope_dims > 2 (got %d)", R);
+    if (o->ntk != 1.0 && R <= 2)
+        RL_FAIL(RL_EINVAL, "rope: rope_ntk needs rope_dims > 2 (got %d)", R);
     int    h  = R / 2;
     size_t nt = (size_t)n_pos * h;
     r->cos    = malloc((nt ? nt : 1) * sizeof(float));
@@ -45,9 +47,10 @@ rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope
     for (int i = 0; i < h; i++) {
         double th = rl_rope_theta(o, R, i);
         for (int m = 0; m < n_pos; m++) {
-            double a                    = ((double)m / o->scale) * th; /* SPEC 5: angles in double */
-            r->cos[(size_t)m * h + i]   = (float)cos(a);
-            r->sin[(size_t)m * h + i]   = (float)sin(a);
+            double a = ((double)m / o->scale) *
+                       th; /* angles in double: float m * theta loses digits at large m */
+            r->cos[(size_t)m * h + i] = (float)cos(a);
+            r->sin[(size_t)m * h + i] = (float)sin(a);
         }
     }
     return RL_OK;
@@ -103,6 +106,7 @@ void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x
             }
         }
         if (o != xr)
-            for (int j = r->dims; j < d; j++) o[j] = xr[j];
+            for (int j = r->dims; j < d; j++)
+                o[j] = xr[j];
     }
 }
