@@ -499,6 +499,16 @@ static void test_integrity(void)
     write_bytes(path, cp, len);
     CHECK(rl_checkpoint_load(path, m, NULL, NULL, NULL, NULL, NULL) == RL_OK,
           "a file without checksums (older writer) loads: %s", rl_last_error());
+    /* a changed byte of the metadata (the config text "c" -> "d") is damage too */
+    memcpy(cp, buf, len);
+    c     = strstr((char *)cp + 8, "\"config\":\"c\"");
+    c[10] = 'd';
+    write_bytes(path, cp, len);
+    int64_t st_step;
+    CHECK(refused(m, path, RL_EFORMAT, "__metadata__ checksum mismatch") &&
+              rl_checkpoint_read_meta(path, &st_step, NULL, NULL) == RL_EFORMAT,
+          "a damaged config text in the metadata is refused by load and read_meta: %s",
+          rl_last_error());
     /* an unknown checksum kind and a malformed checksum are refused */
     memcpy(cp, buf, len);
     c = strstr((char *)cp + 8, "\"checksum\":\"crc32c\"");

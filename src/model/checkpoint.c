@@ -75,6 +75,16 @@ static void put_entry(struct rl_json_buf *b, const char *prefix, const struct rl
     *off += bytes;
 }
 
+/* CRC-32C of the metadata texts: step, config and rng, each followed by a NUL. */
+static uint32_t meta_crc(const char *step, const char *config, const char *rng)
+{
+    const char *t[3] = {step, config ? config : "", rng ? rng : ""};
+    uint32_t    c    = 0;
+    for (int i = 0; i < 3; i++)
+        c = rl_crc32c(c, t[i], strlen(t[i]) + 1);
+    return c;
+}
+
 /* The metadata: step, config, rng, then "checksum": "crc32c" and one "crc32c.<tensor>"
  * per tensor (8 hex digits of the CRC-32C of its little-endian bytes). */
 static void put_meta(struct rl_json_buf *b, int64_t step, const char *config, const char *rng,
@@ -89,6 +99,7 @@ static void put_meta(struct rl_json_buf *b, int64_t step, const char *config, co
     rl_json_buf_puts(b, ",\"rng\":");
     rl_json_buf_string(b, rng ? rng : "", rng ? strlen(rng) : 0);
     rl_json_buf_puts(b, ",\"checksum\":\"crc32c\"");
+    rl_json_buf_printf(b, ",\"crc32c.__metadata__\":\"%08x\"", (unsigned)meta_crc(s, config, rng));
     const int    nt  = rl_model_num_tensors(m);
     const size_t off = rl_model_num_params(m) * 4;
     for (int k = 0; k < 3; k++)
@@ -352,6 +363,26 @@ static rl_status check_crc(const struct st_file *f, const struct st_entry *e,
     return RL_OK;
 }
 
+/* "crc32c.__metadata__", when present, covers step, config and rng: damaged metadata is
+ * reported as damage, not as a changed configuration. */
+static rl_status verify_meta(const struct st_file *f)
+{
+    const struct rl_json *want = rl_json_get(f->meta, "crc32c.__metadata__");
+    if (!want) return RL_OK;
+    const struct rl_json *s = rl_json_get(f->meta, "step"), *c = rl_json_get(f->meta, "config");
+    const struct rl_json *r   = rl_json_get(f->meta, "rng");
+    char                 *end = NULL;
+    unsigned long         w   = strtoul(want->string, &end, 16);
+    uint32_t got = meta_crc(s ? s->string : "", c ? c->string : "", r ? r->string : "");
+    if (want->len != 8 || *end || (uint32_t)w != got || (s && strlen(s->string) != s->len) ||
+        (c && strlen(c->string) != c->len) || (r && strlen(r->string) != r->len))
+        RL_FAIL(RL_EFORMAT,
+                "%s: __metadata__ checksum mismatch (stored %.8s, metadata %08x): the file is "
+                "damaged",
+                f->path, want->string, (unsigned)got);
+    return RL_OK;
+}
+
 /* Files written with "checksum": "crc32c" in __metadata__ carry the CRC-32C of every
  * tensor's bytes; each is verified.  Older files without it load unchecked. */
 static rl_status verify_checksums(const struct st_file *f)
@@ -480,6 +511,7 @@ static rl_status load_checked(const struct st_file *f, rl_model *m, float *am, f
     for (int k = 0; k < 3 && st == RL_OK; k++)
         for (int i = 0; i < nt && st == RL_OK && dst[k]; i++)
             st = match(f, prefix[k], rl_model_tensor(m, i), &e[k * nt + i]);
+    if (st == RL_OK) st = verify_meta(f);
     if (st == RL_OK) st = get_meta(f, step, config, rng);
     if (st == RL_OK) st = verify_checksums(f);
     for (int k = 0; k < 3 && st == RL_OK; k++)
@@ -515,7 +547,8 @@ rl_status rl_checkpoint_read_meta(const char *path, int64_t *step, char **config
     if (rng_text) *rng_text = NULL;
     struct st_file f;
     RL_TRY(st_open(&f, path));
-    rl_status st = get_meta(&f, step, config_text, rng_text);
+    rl_status st = verify_meta(&f);
+    if (st == RL_OK) st = get_meta(&f, step, config_text, rng_text);
     st_close(&f);
     return st;
 }
