@@ -88,3 +88,23 @@ dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
 ## --- scale-out under mpirun (skipped when built without MPI) ---
 dist_check_SCRIPTS += tests/t_mpi_sweep.sh tests/t_mpi_dp.sh
 dist_check_SCRIPTS += tests/t_generate.sh
+
+## --- robustness: exact resume, refused inputs, parsers under damage ---
+check_PROGRAMS += tests/t_rng
+tests_t_rng_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_kill.sh
+check_PROGRAMS += tests/t_ini
+tests_t_ini_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_refuse.sh
+dist_noinst_SCRIPTS += tests/bench_load.sh
+
+## fuzz targets (libFuzzer through clang; not part of make check): `make fuzz` builds them
+## and runs each for FUZZ_SECONDS (tests/fuzz/run.sh; README.md "Fuzzing")
+FUZZ_SECONDS = 10
+EXTRA_DIST += tests/fuzz/README.md tests/fuzz/build.sh tests/fuzz/run.sh \
+	tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_json.c tests/fuzz/fuzz_checkpoint.c tests/fuzz/fuzz_ini.c \
+	tests/fuzz/corpus
+fuzz: all
+	$(SHELL) $(srcdir)/tests/fuzz/build.sh $(abs_top_builddir)
+	$(SHELL) $(srcdir)/tests/fuzz/run.sh $(FUZZ_SECONDS) $(abs_top_builddir)
+.PHONY: fuzz

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* evaluates expr before the message arguments (rl_last_error() must see its effect) */
 #define CHECK(expr, ...)                                                                           \
@@ -447,6 +448,138 @@ static void cleanup(void)
     rmdir(dir);
 }
 
+/* --- integrity: checksums, non-finite values, a huge header ----------------------------- */
+
+static size_t header_len(const unsigned char *buf)
+{
+    size_t hl = 0;
+    for (int i = 7; i >= 0; i--)
+        hl = hl << 8 | buf[i];
+    return hl;
+}
+
+static void test_integrity(void)
+{
+    rl_model *m = make_model(8, 1, 0);
+    rl_model_init_weights(m, 2);
+    char good[300], path[300];
+    snprintf(good, sizeof good, "%s/crc.safetensors", dir);
+    snprintf(path, sizeof path, "%s/crc_bad.safetensors", dir);
+    size_t n  = rl_model_num_params(m);
+    float *am = calloc(n, 4), *av = calloc(n, 4);
+    tap_fill_normal(am, n, 1e-2);
+    rl_checkpoint_save(good, m, am, av, 4, "c", "r");
+    unsigned char *buf;
+    size_t         len;
+    if (rl_read_file(&buf, &len, good) != RL_OK) tap_bail("reread %s", good);
+    size_t hl = header_len(buf);
+    tap_ok(strstr((char *)buf + 8, "\"checksum\":\"crc32c\"") &&
+               strstr((char *)buf + 8, "\"crc32c.embed.weight\":\""),
+           "__metadata__ holds \"checksum\": \"crc32c\" and one crc32c.<tensor> per tensor");
+    /* one flipped mantissa bit in every tensor of the data, one at a time */
+    unsigned char *cp = malloc(len);
+    int            ok = 1, first = 1;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < rl_model_num_tensors(m); i++) {
+            const struct rl_tensor_info *t = rl_model_tensor(m, i);
+            memcpy(cp, buf, len);
+            size_t at = 8 + hl + (k * n + t->offset + t->count / 2) * 4;
+            cp[at] ^= 0x01; /* lowest mantissa bit of a little-endian float */
+            write_bytes(path, cp, len);
+            ok &= refused(m, path, RL_EFORMAT, "checksum mismatch") &&
+                  strstr(rl_last_error(), t->name) != NULL;
+            if (first) tap_diag("%s", rl_last_error()), first = 0;
+        }
+    tap_ok(ok, "a flipped mantissa bit in any tensor (params and moments) is refused, naming it");
+    /* a file without "checksum" (written before checksums) loads unchecked */
+    memcpy(cp, buf, len);
+    char *c = strstr((char *)cp + 8, "\"checksum\":");
+    memcpy(c, "\"checksuX\":", 11);
+    cp[8 + hl + 5] ^= 0x01;
+    write_bytes(path, cp, len);
+    CHECK(rl_checkpoint_load(path, m, NULL, NULL, NULL, NULL, NULL) == RL_OK,
+          "a file without checksums (older writer) loads: %s", rl_last_error());
+    /* a changed byte of the metadata (the config text "c" -> "d") is damage too */
+    memcpy(cp, buf, len);
+    c     = strstr((char *)cp + 8, "\"config\":\"c\"");
+    c[10] = 'd';
+    write_bytes(path, cp, len);
+    int64_t st_step;
+    CHECK(refused(m, path, RL_EFORMAT, "__metadata__ checksum mismatch") &&
+              rl_checkpoint_read_meta(path, &st_step, NULL, NULL) == RL_EFORMAT,
+          "a damaged config text in the metadata is refused by load and read_meta: %s",
+          rl_last_error());
+    /* an unknown checksum kind and a malformed checksum are refused */
+    memcpy(cp, buf, len);
+    c = strstr((char *)cp + 8, "\"checksum\":\"crc32c\"");
+    memcpy(c, "\"checksum\":\"crc32x\"", 19);
+    write_bytes(path, cp, len);
+    CHECK(refused(m, path, RL_EFORMAT, "only crc32c"), "unknown checksum kind refused: %s",
+          rl_last_error());
+    memcpy(cp, buf, len);
+    c                                       = strstr((char *)cp + 8, "\"crc32c.embed.weight\":\"");
+    c[strlen("\"crc32c.embed.weight\":\"")] = 'g';
+    write_bytes(path, cp, len);
+    CHECK(refused(m, path, RL_EFORMAT, "not 8 hex digits"), "malformed checksum refused: %s",
+          rl_last_error());
+    /* non-finite values: written by a diverged run, or in an older file without checksums */
+    const struct rl_tensor_info *t    = rl_model_tensor(m, 1);
+    rl_model                    *m2   = make_model(8, 1, 0);
+    float                        keep = rl_model_params(m)[t->offset + 3];
+    rl_model_params(m)[t->offset + 3] = NAN;
+    rl_checkpoint_save(path, m, NULL, NULL, 1, NULL, NULL);
+    rl_model_params(m)[t->offset + 3] = keep;
+    char want[200];
+    snprintf(want, sizeof want,
+             "tensor '%s' holds a non-finite value (NaN or infinity) at "
+             "element 3",
+             t->name);
+    CHECK(refused(m2, path, RL_EFORMAT, want), "a NaN weight is refused naming the tensor: %s",
+          rl_last_error());
+    am[5] = INFINITY;
+    rl_checkpoint_save(path, m, am, av, 1, NULL, NULL);
+    CHECK(rl_checkpoint_load(path, m2, am, av, NULL, NULL, NULL) == RL_EFORMAT &&
+              strstr(rl_last_error(), "optim.m."),
+          "an infinite moment is refused naming it: %s", rl_last_error());
+    free(cp), free(buf), free(am), free(av);
+    rl_model_free(m), rl_model_free(m2);
+}
+
+/* 100 000 keys with one duplicate at the end: refused in well under a second (the
+ * duplicate check sorts the keys) */
+static void test_huge_header(void)
+{
+    rl_model *m = make_model(8, 1, 0);
+    char      path[300];
+    snprintf(path, sizeof path, "%s/huge.safetensors", dir);
+    const int nk  = 100000;
+    size_t    cap = (size_t)nk * 80 + 256, at = 0;
+    char     *j = malloc(cap);
+    at += (size_t)snprintf(j + at, cap - at, "{");
+    for (int i = 0; i < nk; i++)
+        at +=
+            (size_t)snprintf(j + at, cap - at,
+                             "%s\"t%07d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                             i ? "," : "", i);
+    at +=
+        (size_t)snprintf(j + at, cap - at,
+                         ",\"t0050000\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}");
+    write_st(path, j, 0);
+    /* processor time, not wall time: other jobs on the machine do not count */
+    clock_t t0 = clock();
+    int     ok = refused(m, path, RL_EFORMAT, "'t0050000' appears twice");
+    double  ms = 1000.0 * (double)(clock() - t0) / CLOCKS_PER_SEC;
+#if defined(__SANITIZE_ADDRESS__)
+    const double budget = 5000; /* ASan's allocator is several times slower */
+#else
+    const double budget = 1000;
+#endif
+    CHECK(ok && ms < budget, "a %d-key header with a duplicate refused in %.0f ms of CPU: %s",
+          nk + 1, ms, rl_last_error());
+    free(j);
+    rl_model_free(m);
+}
+
 int main(void)
 {
     rl_init(1);
@@ -458,6 +591,8 @@ int main(void)
     test_refusals();
     test_format_rules();
     test_json();
+    test_integrity();
+    test_huge_header();
     cleanup();
     return tap_done();
 }

@@ -23,5 +23,31 @@ done
 "$ROPELAB" --version | grep -q 'BLIS kernels'; ok $? "--version reports the BLIS kernel set"
 err=$("$ROPELAB" nosuchcmd 2>&1 >/dev/null)
 [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; ok $? "unknown command: one-line error ($err)"
+# getopt_long everywhere: --opt=value and --opt value, a suggestion for a misspelt command
+err=$("$ROPELAB" rnu 2>&1 >/dev/null)
+case "$err" in *"did you mean 'run'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt command: $err"
+err=$("$ROPELAB" reprot 2>&1 >/dev/null)
+case "$err" in *"did you mean 'report'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt command: $err"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_cli.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+# the same usage error through both spellings proves the value reached the option
+for c in "attn --in $tmp --out $tmp/o --pe=nope" "attn --in $tmp --out $tmp/o --pe nope"; do
+    err=$("$ROPELAB" $c 2>&1 >/dev/null)
+    case "$err" in *"--pe: unknown value 'nope'"*) r=0 ;; *) r=1 ;; esac; ok $r "ropelab $c: $err"
+done
+for c in "run x.ini --threads=0" "run x.ini --threads 0" "bench --train --steps=0" "bench --train --steps 0" \
+    "bench --reps=99" "bench --reps 99" "report --rope-decay --dims=3 --out $tmp" "report --rope-decay --dims 3 --out=$tmp"; do
+    err=$("$ROPELAB" $c 2>&1 >/dev/null); st=$?
+    case "$err" in *"expected an"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ]; ok $((r | $?)) "ropelab $c: exit 2, $err"
+done
+err=$("$ROPELAB" run x.ini --out 2>&1 >/dev/null)
+case "$err" in *"option '--out' needs an argument"*) r=0 ;; *) r=1 ;; esac; ok $r "missing value: $err"
+err=$("$ROPELAB" attn --frob=1 2>&1 >/dev/null)
+case "$err" in *"unknown option '--frob=1'"*) r=0 ;; *) r=1 ;; esac; ok $r "unknown option: $err"
+printf '[experiment]\nname = c\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n[task]\nname = copy\nlength = 8\n[train]\nsteps = 2\nbatch = 2\n[eval]\nlengths = 8\nbatches = 1\n' >"$tmp/c.ini"
+ROPELAB_GNUPLOT=none "$ROPELAB" run -q --out="$tmp/runs" --set=train.steps=3 --threads=1 "$tmp/c.ini" >/dev/null 2>&1 &&
+    grep -q '^steps = 3$' "$tmp/runs/c/config.ini" && grep -q '^threads = 1$' "$tmp/runs/c/config.ini"
+ok $? "run with --out=DIR --set=KEY=V --threads=N before the file"
 echo "1..$n"
 exit $failed

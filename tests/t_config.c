@@ -356,10 +356,14 @@ static void test_model_mapping(void)
     rl_cfg_set(&c, "task.name=tokens");
     rl_cfg_set(&c, "task.path=x.npy");
     rl_cfg_set(&c, "train.seed=9");
+    rl_cfg_set(&c, "train.data_seed=0"); /* automatic again (c was resolved above) */
     rl_cfg_task_opts(&c, &o);
     tap_ok(o.kind == RL_TASK_TOKENS && !strcmp(o.path, "x.npy") && o.valid_path == NULL &&
                o.seed == 9,
            "task options: kind, path, seed from train.seed");
+    rl_cfg_set(&c, "train.data_seed=5");
+    rl_cfg_task_opts(&c, &o);
+    tap_ok(o.seed == 5 && c.train.seed == 9, "train.data_seed = 5: the data's seed, not train.seed");
 }
 
 /* docs/config.md documents every key under its section heading. */

@@ -10,6 +10,8 @@
 #include "../core/npy.h"
 #include "../core/util.h"
 
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,21 +75,34 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
                              *const dens[] = {"plain", "rotated"};
     memset(A, 0, sizeof *A);
     rl_attn_opts_default(&A->o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
+    /* every option is matched by name below (val 0); --opt VALUE and --opt=VALUE both work */
+    static const struct option longs[] = {
+        {"in", required_argument, NULL, 0}, {"out", required_argument, NULL, 0},
+        {"attention", required_argument, NULL, 0}, {"feature-map", required_argument, NULL, 0},
+        {"pe", required_argument, NULL, 0}, {"rope-layout", required_argument, NULL, 0},
+        {"rope-place", required_argument, NULL, 0}, {"rope-denominator", required_argument, NULL, 0},
+        {"rope-base", required_argument, NULL, 0}, {"rope-scale", required_argument, NULL, 0},
+        {"rope-ntk", required_argument, NULL, 0}, {"rope-dims", required_argument, NULL, 0},
+        {"t5-buckets", required_argument, NULL, 0}, {"t5-max-distance", required_argument, NULL, 0},
+        {"threads", required_argument, NULL, 0}, {"eps", required_argument, NULL, 0},
+        {"causal", no_argument, NULL, 0}, {"alibi-scan", no_argument, NULL, 0},
+        {"rope-yarn", required_argument, NULL, 0}, {"rope-yarn-orig", required_argument, NULL, 0},
+        {"xpos", no_argument, NULL, 0}, {"xpos-scale-base", required_argument, NULL, 0},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c, li = 0; (c = getopt_long(argc, argv, ":h", longs, &li)) != -1;) {
+        const char *v = optarg;
         int         e = 0, iv = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        char        a[40];
+        if (c == 'h') {
             fputs(attn_usage, stdout);
             return RL_EXIT_OK;
         }
+        if (c != 0) return rl_getopt_error("attn", c, argv, optind);
+        snprintf(a, sizeof a, "--%s", longs[li].name);
         if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
         if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
-        if (!strcmp(a, "--xpos")) {
-            A->o.xpos = 1;
-            continue;
-        }
-        if (strncmp(a, "--", 2)) return rl_usage_error("attn", "unexpected argument '%s'", a);
-        if (!(v = rl_opt_value("attn", argc, argv, &i))) return RL_EXIT_USAGE;
+        if (!strcmp(a, "--xpos")) { A->o.xpos = 1; continue; }
         if (!strcmp(a, "--in")) A->in = v;
         else if (!strcmp(a, "--out")) A->out = v;
         else if (!strcmp(a, "--attention")) e = parse_enum(a, v, kinds, 2, &iv), A->o.kind = iv;
@@ -117,6 +132,7 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
             return rl_usage_error("attn", "unknown option '%s'", a);
         if (e) return RL_EXIT_USAGE;
     }
+    if (optind < argc) return rl_usage_error("attn", "unexpected argument '%s'", argv[optind]);
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
     return -1;
 }
@@ -135,6 +151,31 @@ static int exists(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0;
+}
+
+#define ATTN_MAX_ABS 1e18 /* beyond this, q k^T and the feature maps overflow float32 */
+
+/* Every element finite and |x| <= ATTN_MAX_ABS, else a usage error naming the array and
+ * the index of the first bad element. */
+static int check_finite(const char *name, const float *x, const int64_t *shape, int nd)
+{
+    size_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= (size_t)shape[i];
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(x[i]) && fabsf(x[i]) <= ATTN_MAX_ABS) continue;
+        char   at[96];
+        size_t r = i;
+        int    len = 0;
+        int64_t idx[3] = {0, 0, 0};
+        for (int k = nd - 1; k >= 0; k--)
+            idx[k] = (int64_t)(r % (size_t)shape[k]), r /= (size_t)shape[k];
+        for (int k = 0; k < nd; k++)
+            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "", (long long)idx[k]);
+        return rl_usage_error("attn", "%s[%s] = %g: inputs must be finite with |x| <= %g", name, at,
+                              (double)x[i], ATTN_MAX_ABS);
+    }
+    return -1;
 }
 
 /* Loads the inputs; returns an exit status or -1. */
@@ -181,7 +222,12 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     }
     if (N > (1 << 26) || d > (1 << 16) || X->sv[2] > (1 << 16))
         return rl_usage_error("attn", "arrays too large");
-    return -1;
+    int rc = check_finite("q.npy", X->q, X->sq, 3);
+    if (rc < 0) rc = check_finite("k.npy", X->k, X->sk, 3);
+    if (rc < 0) rc = check_finite("v.npy", X->v, X->sv, 3);
+    if (rc < 0 && X->t5) rc = check_finite("t5_bias.npy", X->t5, X->st5, 2);
+    if (rc < 0 && X->dout) rc = check_finite("dout.npy", X->dout, X->sd, 3);
+    return rc;
 }
 
 static int write_out(const char *dir, const char *name, const float *x, int nd, const int64_t *shape)
@@ -232,6 +278,14 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
     if (rl_attn_forward(plan, o, saved, X->q, X->k, X->v, X->t5, H, &fs) != RL_OK)
         goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
+    for (size_t i = 0; i < nv; i++)
+        if (!isfinite(o[i])) { /* finite inputs, yet an overflow inside the kernel */
+            rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                            "out[%zu] = %g: the output is not finite (inputs too large for "
+                            "float32?); nothing written",
+                            i, (double)o[i]);
+            goto done;
+        }
     if (write_out(A->out, "out.npy", o, 3, shv)) goto done;
     if (X->dout) {
         dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)), dvv = calloc(nv, sizeof(float));

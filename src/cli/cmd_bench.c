@@ -10,6 +10,7 @@
 #include "../core/util.h"
 
 #include <math.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,18 +213,25 @@ static int bench_train(int argc, char **argv)
 {
     int         threads = 0, steps = 10, warmup = 2;
     const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+    static const struct option longs[] = {
+        {"train", no_argument, NULL, 0},         {"threads", required_argument, NULL, 0},
+        {"steps", required_argument, NULL, 0},   {"warmup", required_argument, NULL, 0},
+        {"out", required_argument, NULL, 0},     {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
+        const char *v = optarg;
         int         e = 0;
+        char        a[40];
+        if (c != 0) return rl_getopt_error("bench", c, argv, optind);
+        snprintf(a, sizeof a, "--%s", longs[li].name);
         if (!strcmp(a, "--train")) continue;
-        if (!(v = rl_opt_value("bench", argc, argv, &i))) return RL_EXIT_USAGE;
         if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
         else if (!strcmp(a, "--steps")) e = rl_parse_int("bench", a, v, 1, 100000, &steps);
         else if (!strcmp(a, "--warmup")) e = rl_parse_int("bench", a, v, 0, 100000, &warmup);
         else if (!strcmp(a, "--out")) out = v;
-        else return rl_usage_error("bench", "unknown option '%s' with --train", a);
         if (e) return RL_EXIT_USAGE;
     }
+    if (optind < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[optind]);
     rl_init(threads);
     char csv[4096];
     if (out) {
@@ -297,12 +305,23 @@ static int bench_kernels(int argc, char **argv)
     int         causal_sel = -1, H = 4, d = 32, dv = 32, reps = 3, threads = 0;
     int         ns[32] = {1024, 2048, 4096, 16384, 65536}, nn = 5;
     double      budget = 20, mem_gb = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+    static const struct option longs[] = {
+        {"causal", no_argument, NULL, 0},         {"non-causal", no_argument, NULL, 0},
+        {"attention", required_argument, NULL, 0}, {"pe", required_argument, NULL, 0},
+        {"out", required_argument, NULL, 0},       {"n", required_argument, NULL, 0},
+        {"heads", required_argument, NULL, 0},     {"d", required_argument, NULL, 0},
+        {"dv", required_argument, NULL, 0},        {"reps", required_argument, NULL, 0},
+        {"threads", required_argument, NULL, 0},   {"budget-s", required_argument, NULL, 0},
+        {"mem-gb", required_argument, NULL, 0},    {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
+        const char *v = optarg;
         int         e = 0;
+        char        a[40];
+        if (c != 0) return rl_getopt_error("bench", c, argv, optind);
+        snprintf(a, sizeof a, "--%s", longs[li].name);
         if (!strcmp(a, "--causal")) { causal_sel = 1; continue; }
         if (!strcmp(a, "--non-causal")) { causal_sel = 0; continue; }
-        if (!(v = rl_opt_value("bench", argc, argv, &i))) return RL_EXIT_USAGE;
         if (!strcmp(a, "--attention")) attn = v;
         else if (!strcmp(a, "--pe")) pe = v;
         else if (!strcmp(a, "--out")) out = v;
@@ -314,9 +333,9 @@ static int bench_kernels(int argc, char **argv)
         else if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
         else if (!strcmp(a, "--budget-s")) e = rl_parse_double("bench", a, v, &budget);
         else if (!strcmp(a, "--mem-gb")) e = rl_parse_double("bench", a, v, &mem_gb);
-        else return rl_usage_error("bench", "unknown option '%s'", a);
         if (e) return RL_EXIT_USAGE;
     }
+    if (optind < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[optind]);
     if (strcmp(attn, "all") && strcmp(attn, "softmax") && strcmp(attn, "linear"))
         return rl_usage_error("bench", "--attention: unknown value '%s'", attn);
     if (strcmp(pe, "all") && strcmp(pe, "none") && strcmp(pe, "rope") && strcmp(pe, "t5") && strcmp(pe, "alibi"))

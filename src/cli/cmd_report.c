@@ -8,6 +8,7 @@
 #include "../experiment/report_plot.h"
 #include "../core/status.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +60,17 @@ static int rope_decay(int argc, char **argv)
     int         d = 128, max = 1024, nb = 1, rc;
     double      bases[MAX_BASES] = {10000};
     const char *out              = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
+    static const struct option longs[] = {
+        {"rope-decay", no_argument, NULL, 0},       {"dims", required_argument, NULL, 0},
+        {"base", required_argument, NULL, 0},       {"max-distance", required_argument, NULL, 0},
+        {"out", required_argument, NULL, 0},        {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
+        char o[40];
+        if (c != 0) return rl_getopt_error("report", c, argv, optind);
+        snprintf(o, sizeof o, "--%s", longs[li].name);
+        v = optarg;
         if (!strcmp(o, "--rope-decay")) continue;
-        if (strcmp(o, "--dims") && strcmp(o, "--base") && strcmp(o, "--max-distance") &&
-            strcmp(o, "--out"))
-            return rl_usage_error("report", "unknown option '%s' for --rope-decay", o);
-        if (!(v = rl_opt_value("report", argc, argv, &i))) return RL_EXIT_USAGE;
         if (!strcmp(o, "--dims") && rl_parse_int("report", o, v, 2, 65536, &d))
             return RL_EXIT_USAGE;
         if (!strcmp(o, "--max-distance") && rl_parse_int("report", o, v, 1, 1 << 20, &max))
@@ -73,6 +78,7 @@ static int rope_decay(int argc, char **argv)
         if (!strcmp(o, "--base") && (rc = parse_bases(v, bases, &nb))) return rc;
         if (!strcmp(o, "--out")) out = v;
     }
+    if (optind < argc) return rl_usage_error("report", "unexpected argument '%s'", argv[optind]);
     if (d % 2) return rl_usage_error("report", "--dims: expected an even number, got %d", d);
     if (!out) return rl_usage_error("report", "--rope-decay needs --out DIR");
     if (rl_rope_decay_write(out, d, bases, nb, max, stdout) != RL_OK) {
@@ -92,9 +98,12 @@ int rl_cmd_report(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--rope-decay")) return rope_decay(argc, argv);
     }
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-' && argv[i][1])
-            return rl_usage_error("report", "unknown option '%s'", argv[i]);
+    static const struct option longs[] = {{"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0;
+    for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;)
+        return rl_getopt_error("report", c, argv, optind);
+    for (int i = optind; i < argc; i++) {
         if (dir)
             return rl_usage_error("report", "one RUN_DIR expected, got '%s' and '%s'", dir,
                                   argv[i]);

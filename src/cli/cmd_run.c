@@ -16,6 +16,7 @@
 #include "../core/mpi.h"
 #include "../core/util.h"
 
+#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 static const char usage[] =
     "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
     "[--resume]\n"
+    "(every option with a value takes it as --opt VALUE or --opt=VALUE)\n"
     "\n"
     "Train and evaluate the models the experiment describes; the run lives in OUT/<name>/\n"
     "(name: [experiment] name, default the INI file's stem).  With a [sweep] section every\n"
@@ -66,37 +68,50 @@ struct run_args {
 
 static int parse_args(struct run_args *a, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
-        if (!strcmp(o, "--out")) {
-            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
-            a->out = v;
-        } else if (!strcmp(o, "--threads")) {
-            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
-            if (rl_parse_int("run", "--threads", v, 1, 4096, &a->threads)) return RL_EXIT_USAGE;
-        } else if (!strcmp(o, "--set")) {
-            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
-            a->set[a->n_set++] = v;
-        } else if (!strncmp(o, "--set=", 6)) {
-            a->set[a->n_set++] = o + 6;
-        } else if (!strcmp(o, "--stop-after")) {
-            int n;
-            if (!(v = rl_opt_value("run", argc, argv, &i))) return RL_EXIT_USAGE;
-            if (rl_parse_int("run", "--stop-after", v, 1, 2147483647, &n)) return RL_EXIT_USAGE;
+    enum { OPT_OUT = 256, OPT_THREADS, OPT_SET, OPT_STOP_AFTER, OPT_RESUME };
+    static const struct option longs[] = {{"out", required_argument, NULL, OPT_OUT},
+                                          {"threads", required_argument, NULL, OPT_THREADS},
+                                          {"set", required_argument, NULL, OPT_SET},
+                                          {"stop-after", required_argument, NULL, OPT_STOP_AFTER},
+                                          {"resume", no_argument, NULL, OPT_RESUME},
+                                          {"quiet", no_argument, NULL, 'q'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    optind = 0, opterr = 0; /* 0: glibc starts afresh; messages are ours */
+    for (int c, n; (c = getopt_long(argc, argv, ":qh", longs, NULL)) != -1;) {
+        switch (c) {
+        case OPT_OUT:
+            a->out = optarg;
+            break;
+        case OPT_THREADS:
+            if (rl_parse_int("run", "--threads", optarg, 1, 4096, &a->threads))
+                return RL_EXIT_USAGE;
+            break;
+        case OPT_SET:
+            a->set[a->n_set++] = optarg;
+            break;
+        case OPT_STOP_AFTER:
+            if (rl_parse_int("run", "--stop-after", optarg, 1, 2147483647, &n))
+                return RL_EXIT_USAGE;
             a->stop_after = n;
-        } else if (!strcmp(o, "--resume")) {
+            break;
+        case OPT_RESUME:
             a->resume = 1;
-        } else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
+            break;
+        case 'q':
             a->quiet = 1;
-        } else if (o[0] == '-' && o[1]) {
-            return rl_usage_error("run", "unknown option '%s'", o);
-        } else if (a->ini) {
-            return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
-                                  o);
-        } else {
-            a->ini = o;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        default:
+            return rl_getopt_error("run", c, argv, optind);
         }
     }
+    if (optind < argc) a->ini = argv[optind++];
+    if (optind < argc)
+        return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
+                              argv[optind]);
     if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
     return RL_EXIT_OK;
 }
@@ -197,6 +212,11 @@ static int run(struct rl_cfg *c, const struct run_args *a)
         int n = a->threads ? a->threads : c->experiment.threads;
         rl_init(n ? n : default_threads());
         c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
+        if (rl_mpi_size() == 1 && rl_threads_get() > rl_cores_available())
+            fprintf(stderr,
+                    "ropelab: warning: %d threads on the %d cores this process may use: threads "
+                    "that share a core wait for each other (faster: --threads %d)\n",
+                    rl_threads_get(), rl_cores_available(), rl_cores_available());
         st                    = rl_experiment_prepare(&e, c);
         rc = st == RL_OK ? RL_EXIT_OK : st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
     }
@@ -226,10 +246,6 @@ static int run(struct rl_cfg *c, const struct run_args *a)
 
 int rl_cmd_run(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        fputs(usage, stdout);
-        return RL_EXIT_OK;
-    }
     struct run_args a = {0};
     a.set             = calloc((size_t)argc + 1, sizeof *a.set);
     struct rl_cfg *c  = malloc(sizeof *c);
@@ -241,6 +257,7 @@ int rl_cmd_run(int argc, char **argv)
     if (rc == RL_EXIT_OK) rc = check_launch();
     if (rc == RL_EXIT_OK) rc = run(c, &a);
     rl_mpi_finalize();
+    if (rc < 0) rc = RL_EXIT_OK; /* --help */
     free(c);
     free(a.set);
     return rc;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: ropelab COMMAND [OPTIONS]\n"
@@ -48,8 +49,31 @@ static int version(void)
     return RL_EXIT_OK;
 }
 
+/* Threads that hold up when the machine is busy.  The OpenMP runtime (libgomp, which BLIS
+ * uses too) reads its settings when it is loaded, before main: unless the user chose,
+ * ropelab sets OMP_PROC_BIND=true (one thread per core, not two on one core while the
+ * other idles) and GOMP_SPINCOUNT=10000 (a thread waiting at a barrier spins for some
+ * microseconds, then sleeps, instead of spinning for a long time on a core another thread
+ * or process needs), and runs itself again so that they take effect.  ROPELAB_THREAD_ENV
+ * marks the second start; set it yourself to keep the runtime's defaults. */
+static void thread_env(char **argv)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    if (getenv("ROPELAB_THREAD_ENV") || (pre && strstr(pre, "vgpreload"))) return; /* valgrind */
+    int changed = 0;
+    if (!getenv("OMP_PROC_BIND") && !getenv("OMP_PLACES"))
+        changed |= setenv("OMP_PROC_BIND", "true", 1) == 0;
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
+        changed |= setenv("GOMP_SPINCOUNT", "10000", 1) == 0;
+    if (!changed) return;
+    setenv("ROPELAB_THREAD_ENV", "1", 1);
+    fflush(NULL);
+    execv("/proc/self/exe", argv); /* on failure: go on with the runtime's defaults */
+}
+
 int main(int argc, char **argv)
 {
+    thread_env(argv);
     if (argc < 2) {
         fputs(usage, stderr);
         return RL_EXIT_USAGE;
@@ -67,5 +91,8 @@ int main(int argc, char **argv)
     if (!strcmp(c, "eval")) return rl_cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
+    static const char *const commands[] = {"run", "attn", "bench", "report", "eval", "generate", "help", NULL};
+    const char              *near       = rl_suggest(c, commands);
+    if (near) return rl_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", c, near);
     return rl_usage_error(NULL, "unknown command '%s'", c);
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int rl_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -21,9 +22,9 @@ int rl_usage_error(const char *cmd, const char *fmt, ...)
 
 int rl_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out)
 {
-    char *e  = NULL;
-    errno    = 0;
-    long v   = strtol(s, &e, 10);
+    char *e = NULL;
+    errno   = 0;
+    long v  = strtol(s, &e, 10);
     if (errno || e == s || *e || v < lo || v > hi) {
         rl_usage_error(cmd, "%s: expected an integer in [%d, %d], got '%s'", opt, lo, hi, s);
         return 1;
@@ -52,4 +53,42 @@ const char *rl_opt_value(const char *cmd, int argc, char **argv, int *i)
         return NULL;
     }
     return argv[++*i];
+}
+
+int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now)
+{
+    const char *arg = optind_now > 0 ? argv[optind_now - 1] : "?";
+    if (c == ':') return rl_usage_error(cmd, "option '%s' needs an argument", arg);
+    return rl_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+/* Levenshtein distance of two short words (names of commands). */
+static int distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+    if (la > 62 || lb > 62) return 99;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0]   = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up, row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+const char *rl_suggest(const char *word, const char *const *names)
+{
+    const char *best = NULL;
+    int         bd   = 3; /* at most two edits (a swap of two letters is two) */
+    for (int i = 0; names[i]; i++) {
+        int d = distance(word, names[i]);
+        if (d < bd) bd = d, best = names[i];
+    }
+    return best;
 }

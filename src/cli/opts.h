@@ -4,8 +4,8 @@
 #ifndef RL_OPTS_H
 #define RL_OPTS_H
 
-#define RL_EXIT_OK    0
-#define RL_EXIT_FAIL  1
+#define RL_EXIT_OK 0
+#define RL_EXIT_FAIL 1
 #define RL_EXIT_USAGE 2
 
 /* Print "ropelab CMD: msg" to stderr and return RL_EXIT_USAGE. */
@@ -13,6 +13,11 @@ int rl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(
 /* Parse helpers: return 0 on success, nonzero (after printing a usage error) otherwise. */
 int rl_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
 int rl_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+/* getopt_long's error return (optstring starting with ':'): c is ':' for a missing
+ * argument, '?' for an unknown option; prints the usage error, returns RL_EXIT_USAGE. */
+int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now);
+/* The name in the NULL-terminated list nearest to word (at most two edits), or NULL. */
+const char *rl_suggest(const char *word, const char *const *names);
 /* The value of option argv[*i] (advancing *i), or NULL after printing "missing argument". */
 const char *rl_opt_value(const char *cmd, int argc, char **argv, int *i);
 

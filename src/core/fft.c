@@ -3,7 +3,7 @@
  * Why double (fftw3, not fftw3f): the attention outputs that use these products divide
  * two sums of positive terms; an FFT's rounding error is relative to the largest term of
  * the whole sequence, which in single precision costs ~1e-2 relative accuracy on causal
- * rows at N = 2048 (SPEC 2.4).  Double keeps it near 1e-12. */
+ * rows at N = 2048 (relative-bias linear attention).  Double keeps it near 1e-12. */
 #include "config.h"
 #include "fft.h"
 

@@ -9,7 +9,10 @@
  *    and overrides it with BLIS_ARCH_TYPE=0 (skx) only when BLIS fell back to haswell
  *    or generic on a CPU with AVX-512F and DQ.  A BLIS_ARCH_TYPE set by the user wins.
  *  - BLIS ignores omp_set_num_threads: thread counts go through an rntm_t. */
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
+#include <sched.h>
+#include <unistd.h>
 #include "gemm.h"
 
 #include <blis.h>
@@ -27,12 +30,27 @@ static int         rl_nthreads    = 1;
 static int         rl_inited      = 0;
 static const char *rl_arch_reason = "BLIS's own choice";
 
+int rl_cores_available(void)
+{
+#ifdef _OPENMP
+    /* the runtime counts the process's affinity mask as it was at start: with
+     * OMP_PROC_BIND the initial thread is bound to one core before main runs */
+    return omp_get_num_procs();
+#endif
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* OMP_NUM_THREADS when set, else the cores this process may run on (its affinity mask,
+ * which taskset and container limits narrow): never more threads than cores by default. */
 static int default_threads(void)
 {
     const char *e = getenv("OMP_NUM_THREADS");
     if (e && atoi(e) > 0) return atoi(e);
 #ifdef _OPENMP
-    return omp_get_num_procs();
+    return rl_cores_available();
 #else
     return 1;
 #endif

@@ -40,6 +40,8 @@ void rl_init(int nthreads);
 /* Threads used by GEMMs outside parallel regions and by OpenMP outer loops. */
 void rl_threads_set(int n);
 int  rl_threads_get(void);
+/* Cores this process may run on (sched_getaffinity), >= 1. */
+int rl_cores_available(void);
 /* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
 const char *rl_blis_arch(void);
 const char *rl_blis_arch_reason(void);

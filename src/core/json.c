@@ -198,8 +198,9 @@ static rl_status parse_number(struct parser *p, struct rl_json *v)
         if (peek(p) == '+' || peek(p) == '-') p->pos++;
         if (digits(p) == 0) PFAIL(p, "no digits in exponent");
     }
-    size_t n   = p->pos - start;
-    char  *tmp = malloc(n + 1);
+    size_t n = p->pos - start;
+    char   small[64]; /* most numbers: no allocation */
+    char  *tmp = n < sizeof small ? small : malloc(n + 1);
     if (!tmp) RL_FAIL(RL_ENOMEM, "JSON: out of memory");
     memcpy(tmp, p->s + start, n);
     tmp[n]    = 0;
@@ -211,7 +212,7 @@ static rl_status parse_number(struct parser *p, struct rl_json *v)
         v->is_int   = errno == 0;
         v->integer  = v->is_int ? (int64_t)i : 0;
     }
-    free(tmp);
+    if (tmp != small) free(tmp);
     return RL_OK;
 }
 
@@ -341,13 +342,39 @@ const struct rl_json *rl_json_get(const struct rl_json *j, const char *key)
     return NULL;
 }
 
+/* Sorting (key, index) pairs puts equal keys next to each other: O(n log n) (a pairwise
+ * comparison took hours at the safetensors header limit of 100 MB). */
+struct key_at {
+    const char *key;
+    int         at;
+};
+
+static int by_key_then_index(const void *a, const void *b)
+{
+    const struct key_at *x = a, *y = b;
+    int                  c = strcmp(x->key, y->key);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
 int rl_json_has_duplicate_keys(const struct rl_json *j)
 {
-    if (!j || j->type != RL_JSON_OBJECT) return -1;
+    if (!j || j->type != RL_JSON_OBJECT || j->n < 2) return -1;
+    struct key_at *s   = malloc((size_t)j->n * sizeof *s);
+    int            dup = -1;
+    if (!s) { /* no memory for the index: the slow way, without allocating */
+        for (int i = 1; i < j->n && dup < 0; i++)
+            for (int k = 0; k < i && dup < 0; k++)
+                if (strcmp(j->keys[i], j->keys[k]) == 0) dup = i;
+        return dup;
+    }
+    for (int i = 0; i < j->n; i++)
+        s[i].key = j->keys[i], s[i].at = i;
+    qsort(s, (size_t)j->n, sizeof *s, by_key_then_index);
+    /* the first key (in object order) that repeats an earlier one */
     for (int i = 1; i < j->n; i++)
-        for (int k = 0; k < i; k++)
-            if (strcmp(j->keys[i], j->keys[k]) == 0) return i;
-    return -1;
+        if (strcmp(s[i].key, s[i - 1].key) == 0 && (dup < 0 || s[i].at < dup)) dup = s[i].at;
+    free(s);
+    return dup;
 }
 
 const char *rl_json_type_name(enum rl_json_type t)

@@ -62,6 +62,7 @@ uint64_t rl_rng_below(struct rl_rng *r, uint64_t n)
 
 char *rl_rng_to_string(const struct rl_rng *r, char *buf, size_t len)
 {
+    RL_ASSERT(len >= RL_RNG_STRING_LEN); /* a shorter buffer would drop digits silently */
     snprintf(buf, len, "xoshiro256** %016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              r->s[0], r->s[1], r->s[2], r->s[3]);
     return buf;

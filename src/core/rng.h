@@ -19,7 +19,9 @@ struct rl_rng {
     uint64_t s[4];
 };
 
-#define RL_RNG_STRING_LEN 80 /* buffer size that always holds rl_rng_to_string's text */
+/* buffer size that always holds rl_rng_to_string's text: the 12-byte tag, four times a space
+ * and 16 hex digits, and the terminating NUL (81 bytes), rounded up */
+#define RL_RNG_STRING_LEN 96
 
 void     rl_rng_seed(struct rl_rng *r, uint64_t seed); /* splitmix64 expansion of seed */
 uint64_t rl_rng_u64(struct rl_rng *r);
@@ -28,7 +30,7 @@ double   rl_rng_normal(struct rl_rng *r);  /* N(0, 1), Box-Muller */
 /* Uniform integer in [0, n) (n > 0), unbiased (rejection). */
 uint64_t rl_rng_below(struct rl_rng *r, uint64_t n);
 
-/* Writes the state as text into buf (len >= RL_RNG_STRING_LEN); returns buf. */
+/* Writes the state as text into buf (len >= RL_RNG_STRING_LEN, asserted); returns buf. */
 char *rl_rng_to_string(const struct rl_rng *r, char *buf, size_t len);
 /* Parses rl_rng_to_string's text; RL_EFORMAT with a message on anything else. */
 rl_status rl_rng_from_string(struct rl_rng *r, const char *s);

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static _Thread_local char rl_errbuf[1024];
+static _Thread_local char rl_errbuf[4096];
 
 const char *rl_strerror(rl_status s)
 {

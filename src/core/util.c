@@ -2,6 +2,7 @@
 #include "config.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,6 +82,40 @@ rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_l
     return RL_OK;
 }
 
+/* NAME.tmp (results files) or NAME.tmp.<digits> (rl_write_file_atomic) */
+static int is_stale_tmp(const char *name)
+{
+    const char *t = strstr(name, ".tmp");
+    if (!t || t == name) return 0;
+    while (strstr(t + 1, ".tmp"))
+        t = strstr(t + 1, ".tmp");
+    if (t[4] == 0) return 1;
+    if (t[4] != '.' || !t[5]) return 0;
+    for (const char *p = t + 5; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+rl_status rl_remove_stale_tmp(const char *dir, int *removed)
+{
+    *removed = 0;
+    DIR *d   = opendir(dir);
+    if (!d) return RL_OK; /* nothing there yet */
+    rl_status st = RL_OK;
+    for (struct dirent *e; st == RL_OK && (e = readdir(d));) {
+        char path[2400];
+        if (!is_stale_tmp(e->d_name)) continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
+        if (remove(path) == 0)
+            ++*removed;
+        else
+            st = rl_error_report(RL_EIO, __FILE__, __LINE__, "%s: cannot remove: %s", path,
+                                 strerror(errno));
+    }
+    closedir(d);
+    return st;
+}
+
 rl_status rl_mkdir_p(const char *path)
 {
     char buf[4096];
@@ -120,4 +155,31 @@ long rl_peak_rss_kb(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;
+}
+
+/* MemAvailable (what can be allocated without swapping out others) and MemTotal from
+ * /proc/meminfo; sysconf's free and physical pages elsewhere. */
+double rl_mem_available(double *total)
+{
+    double avail = -1, tot = -1;
+    FILE  *f = fopen("/proc/meminfo", "r");
+    char   line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        double kb;
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = kb * 1024;
+        if (sscanf(line, "MemTotal: %lf kB", &kb) == 1) tot = kb * 1024;
+    }
+    if (f) fclose(f);
+    const double page = (double)sysconf(_SC_PAGESIZE);
+    if (tot < 0) tot = (double)sysconf(_SC_PHYS_PAGES) * page;
+    if (avail < 0) avail = (double)sysconf(_SC_AVPHYS_PAGES) * page;
+    if (total) *total = tot;
+    return avail;
+}
+
+double rl_cpu_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }

@@ -10,10 +10,17 @@ rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path);
 rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_len,
                                const void *body, size_t body_len);
 rl_status rl_mkdir_p(const char *path);
+/* Remove the temporary files of interrupted writes in dir: NAME.tmp.<digits> (left by
+ * rl_write_file_atomic) and NAME.tmp; *removed counts them.  A missing dir is fine. */
+rl_status rl_remove_stale_tmp(const char *dir, int *removed);
 
 void  *rl_alloc(size_t bytes); /* 64-byte aligned, zeroed; NULL on failure */
 void   rl_free(void *p);
-double rl_now_ms(void);        /* monotonic clock */
-long   rl_peak_rss_kb(void);   /* getrusage ru_maxrss */
+double rl_now_ms(void);
+double rl_cpu_ms(void); /* CPU time of the whole process (all threads) */ /* monotonic clock */
+long   rl_peak_rss_kb(void);                                              /* getrusage ru_maxrss */
+/* Bytes of memory available now (/proc/meminfo MemAvailable, else free pages); *total
+ * (if not NULL) gets the machine's physical memory. */
+double rl_mem_available(double *total);
 
 #endif

@@ -17,6 +17,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "../core/util.h"
 
 static const char *const names_attention[] = {"softmax", "linear", NULL};
 static const char *const names_fmap[]      = {"elu1", "softmax", "exp", NULL};
@@ -115,6 +117,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"train", "clip",        RL_K_DBL, OFF(train.clip), RL_D_NONNEG, 0, NULL,
      "global gradient-norm clip (0 = off)"},
     {"train", "seed",        RL_K_U64, OFF(train.seed), 0, 0, NULL, "initialisation and data seed"},
+    {"train", "data_seed",   RL_K_U64, OFF(train.data_seed), 0, 0, NULL,
+     "seed of the task's data (0 = train.seed)"},
     {"train", "log_every",   RL_K_INT, OFF(train.log_every), 1, INT_MAX, NULL,
      "updates between metrics.jsonl records"},
     {"train", "checkpoint_every", RL_K_INT, OFF(train.checkpoint_every), 0, INT_MAX, NULL,
@@ -313,6 +317,21 @@ static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char
 }
 
 /* Parse `value` into key i of c; on failure write the reason into why. */
+/* A string value that rl_cfg_render writes as "key = value" and the INI reader gives back
+ * unchanged: no surrounding blanks (trimmed), no control characters, no comment start
+ * (';' or '#' first or after a blank). */
+static int reads_back(const char *v)
+{
+    size_t n = strlen(v);
+    if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7F) return 0;
+        if ((ch == ';' || ch == '#') && (i == 0 || isspace((unsigned char)v[i - 1]))) return 0;
+    }
+    return 1;
+}
+
 static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, size_t len)
 {
     const struct rl_cfg_key *k = &rl_cfg_keys[i];
@@ -358,6 +377,18 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
     case RL_K_STR:
         if (strlen(value) >= (size_t)k->hi) {
             snprintf(why, len, "value longer than %ld characters", k->hi - 1);
+            return 1;
+        }
+        if (!reads_back(value)) {
+            snprintf(why, len,
+                     "'%s' would not read back from an INI file (a leading or trailing space, "
+                     "a control character, or ';' or '#' at the start or after a space, "
+                     "which start a comment)",
+                     value);
+            return 1;
+        }
+        if (k->off == OFF(experiment.out) && !*value) {
+            snprintf(why, len, "expected a directory, got ''");
             return 1;
         }
         if (k->off == OFF(experiment.name) &&
@@ -518,69 +549,85 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
 
 /* ---- INI files ---- */
 
+#define MAX_REPORTED 8 /* errors listed in one message; the rest are counted */
+
 struct parse_state {
     struct rl_cfg *c;
     const char    *name; /* file name for messages */
-    const char    *text; /* rl_cfg_load_string: the remaining text */
-    FILE          *f;
+    const char    *text; /* the remaining text (files are read whole: one reader for both) */
     int            line; /* line the reader returned last */
     int            continuation;
+    int            bad_section;  /* keys of an unknown section are not reported one by one */
+    int            sections;     /* known section headers seen */
+    int            need_section; /* a file: at least one section (else it is no INI file) */
     int            seen[RL_CFG_MAX_KEYS];
+    int            n_err;
     rl_status      st; /* first error */
-    char           msg[1024];
+    char           msg[3000];
 };
 
+/* Every error is recorded (a file reports all its mistakes at once), one line each. */
 static void state_fail(struct parse_state *ps, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void state_fail(struct parse_state *ps, const char *fmt, ...)
 {
-    if (ps->st != RL_OK) return;
+    if (ps->n_err++ >= MAX_REPORTED) return;
+    size_t at = strlen(ps->msg);
+    if (at && at + 1 < sizeof ps->msg) ps->msg[at++] = '\n', ps->msg[at] = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ps->msg, sizeof ps->msg, fmt, ap);
+    vsnprintf(ps->msg + at, sizeof ps->msg - at, fmt, ap);
     va_end(ap);
-    ps->st = RL_EINVAL;
+    if (ps->st == RL_OK) ps->st = RL_EINVAL;
+}
+
+/* A raw line (trimmed) that inih would refuse: not blank, not a comment, not a section
+ * header, not a continuation, and without '=' or ':'. */
+static int malformed(const char *t, int continuation)
+{
+    if (!*t || *t == ';' || *t == '#' || continuation) return 0;
+    if (*t == '[') return strchr(t, ']') == NULL;
+    return !strchr(t, '=') && !strchr(t, ':');
 }
 
 /* The reader sees every raw line: it counts lines (inih's handler does not get them in
- * Debian's build), rejects unknown sections (inih would skip an empty one silently) and
- * lines longer than inih's buffer (which inih would split). */
+ * Debian's build), reports unknown sections (inih would skip an empty one silently),
+ * malformed lines, and lines longer than inih's buffer (which inih would split) -- each
+ * one, and hands inih an empty line in their place so that parsing goes on. */
 static char *reader(char *str, int num, void *stream)
 {
     struct parse_state *ps = stream;
-    if (ps->st != RL_OK) return NULL;
-    size_t n = 0;
-    if (ps->f) {
-        if (!fgets(str, num, ps->f)) return NULL;
-        n = strlen(str);
-    } else {
-        if (!*ps->text) return NULL;
-        const char *nl = strchr(ps->text, '\n');
-        n              = nl ? (size_t)(nl - ps->text) + 1 : strlen(ps->text);
-        if (n > (size_t)num - 1) n = (size_t)num - 1;
-        memcpy(str, ps->text, n);
-        str[n] = 0;
-        ps->text += n;
-    }
+    if (!*ps->text) return NULL;
+    const char *nl = strchr(ps->text, '\n');
+    size_t      n  = nl ? (size_t)(nl - ps->text) + 1 : strlen(ps->text);
     ps->line++;
-    if (n == (size_t)num - 1 && str[n - 1] != '\n' && (ps->f ? !feof(ps->f) : *ps->text != 0)) {
+    if ((nl ? n - 1 : n) > (size_t)num - 2) {
         state_fail(ps, "%s:%d: line longer than %d characters", ps->name, ps->line, num - 2);
-        return NULL;
+        ps->text += n;
+        return strcpy(str, "\n");
     }
+    memcpy(str, ps->text, n);
+    str[n] = 0;
+    ps->text += n;
     ps->continuation = (str[0] == ' ' || str[0] == '\t');
     char tmp[1024], *t;
     snprintf(tmp, sizeof tmp, "%s", str);
     t = trim(tmp);
+    if (malformed(t, ps->continuation)) {
+        state_fail(ps, "%s:%d: malformed line (expected key = value or [section])", ps->name,
+                   ps->line);
+        return strcpy(str, "\n");
+    }
     if (*t == '[') {
-        char *e = strchr(t, ']');
+        char *e = strchr(t, ']'); /* absent only on an indented continuation line */
         if (e) *e = 0;
-        if (!known_section(trim(t + 1))) {
+        ps->bad_section = !known_section(trim(t + 1));
+        ps->sections += !ps->bad_section;
+        if (ps->bad_section)
             state_fail(ps,
                        "%s:%d: unknown section [%s] (sections: experiment, model, task, "
                        "train, eval, sweep)",
                        ps->name, ps->line, trim(t + 1));
-            return NULL;
-        }
     }
     return str;
 }
@@ -599,43 +646,52 @@ static int handler(void *user, const char *section, const char *name, const char
 {
     struct parse_state *ps = user;
     char                where[RL_CFG_WHERE], v[2048];
-    if (ps->st != RL_OK) return 0;
+    if (ps->bad_section) return 1; /* reported once, at its header */
     snprintf(where, sizeof where, "%s:%d", ps->name, ps->line);
     snprintf(v, sizeof v, "%s", value);
     strip_hash_comment(v);
     char *val = trim(v);
-    if (!*section) return state_fail(ps, "%s: key '%s' outside a section", where, name), 0;
+    if (!*section) return state_fail(ps, "%s: key '%s' outside a section", where, name), 1;
     if (!strcmp(section, "sweep")) {
         if (ps->continuation)
-            return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 0;
-        ps->st = sweep_add(ps->c, name, val, where, ps->line);
-        if (ps->st != RL_OK) snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
-        return ps->st == RL_OK;
+            return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 1;
+        if (sweep_add(ps->c, name, val, where, ps->line) != RL_OK)
+            state_fail(ps, "%s", rl_last_error());
+        return 1;
     }
     int i = rl_cfg_find_key(section, name);
     if (i >= 0 && ps->seen[i]) {
         if (ps->continuation)
-            return state_fail(ps, "%s: [%s] %s: values cannot span lines", where, section, name), 0;
+            return state_fail(ps, "%s: [%s] %s: values cannot span lines", where, section, name), 1;
         return state_fail(ps, "%s: [%s] %s: given twice (first at line %d)", where, section, name,
                           ps->seen[i]),
-               0;
+               1;
     }
-    ps->st = rl_cfg_set_key(ps->c, section, name, val, where);
-    if (ps->st != RL_OK)
-        snprintf(ps->msg, sizeof ps->msg, "%s", rl_last_error());
+    if (rl_cfg_set_key(ps->c, section, name, val, where) != RL_OK)
+        state_fail(ps, "%s", rl_last_error());
     else
         ps->seen[i] = ps->line;
-    return ps->st == RL_OK;
+    return 1;
 }
 
 static rl_status parse(struct parse_state *ps)
 {
     int r = ini_parse_stream(reader, ps, handler, ps);
-    if (ps->st != RL_OK) RL_FAIL(ps->st, "%s", ps->msg);
-    if (r > 0)
-        RL_FAIL(RL_EFORMAT, "%s:%d: malformed line (expected key = value or [section])", ps->name,
-                r);
     if (r < 0) RL_FAIL(RL_ENOMEM, "%s: libinih failed (%d)", ps->name, r);
+    if (r > 0 && !ps->n_err)
+        state_fail(ps, "%s:%d: malformed line (expected key = value or [section])", ps->name, r);
+    if (!ps->n_err && ps->need_section && !ps->sections)
+        state_fail(ps,
+                   "%s: no [section] in the file: not an experiment INI file (sections: "
+                   "experiment, model, task, train, eval, sweep)",
+                   ps->name);
+    if (ps->n_err > MAX_REPORTED) {
+        size_t at = strlen(ps->msg);
+        snprintf(ps->msg + at, sizeof ps->msg - at, "\n%s: %d more errors%s", ps->name,
+                 ps->n_err - MAX_REPORTED,
+                 ps->sections ? "" : " (and no [section]: is it an experiment INI file?)");
+    }
+    if (ps->n_err) RL_FAIL(ps->st, "%s", ps->msg);
     snprintf(ps->c->file, sizeof ps->c->file, "%s", ps->name);
     if (!ps->c->experiment.name[0]) { /* default name: the file stem */
         const char *b = strrchr(ps->name, '/');
@@ -647,29 +703,42 @@ static rl_status parse(struct parse_state *ps)
     return RL_OK;
 }
 
-rl_status rl_cfg_load(struct rl_cfg *c, const char *path)
+static rl_status load_text(struct rl_cfg *c, const char *text, const char *name, int need_section)
 {
     struct parse_state *ps = calloc(1, sizeof *ps);
     if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
-    ps->c = c, ps->name = path;
-    ps->f = fopen(path, "r");
-    if (!ps->f) {
-        int e = errno;
-        free(ps);
-        RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(e));
-    }
+    ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     rl_status st = parse(ps);
-    fclose(ps->f);
     free(ps);
+    return st;
+}
+
+/* Files are read whole and parsed as text: one reader for files and strings.  What is
+ * not a regular text file is refused before parsing. */
+rl_status rl_cfg_load(struct rl_cfg *c, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        RL_FAIL(RL_EINVAL, "%s: is a directory, not an experiment INI file", path);
+    if (!S_ISREG(sb.st_mode))
+        RL_FAIL(RL_EINVAL, "%s: not a regular file (an experiment INI file is expected)", path);
+    unsigned char *buf;
+    size_t         len;
+    RL_TRY(rl_read_file(&buf, &len, path));
+    char *text = realloc(buf, len + 1);
+    if (!text) return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    text[len] = 0;
+    rl_status st =
+        memchr(text, 0, len)
+            ? rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                              "%s: holds NUL bytes: not an experiment INI file (a text file)", path)
+            : load_text(c, text, path, 1);
+    free(text);
     return st;
 }
 
 rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *name)
 {
-    struct parse_state *ps = calloc(1, sizeof *ps);
-    if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
-    ps->c = c, ps->name = name, ps->text = text;
-    rl_status st = parse(ps);
-    free(ps);
-    return st;
+    return load_text(c, text, name, 0);
 }

@@ -101,6 +101,7 @@ struct rl_cfg {
         int      warmup;
         double   min_lr_ratio, beta1, beta2, adam_eps, weight_decay, clip;
         uint64_t seed;
+        uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
         int      data_parallel; /* every rank trains each point (MPI) */

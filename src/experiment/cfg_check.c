@@ -154,6 +154,7 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
     if (c->task.vocab && task_vocab != c->task.vocab)
         CHECK_FAIL("task", "vocab", NULL, NULL, "the task's vocabulary is %d, not %d", task_vocab,
                    c->task.vocab);
+    if (!c->train.data_seed) c->train.data_seed = c->train.seed; /* explicit in config.ini */
     c->task.length = task_length;
     c->task.vocab  = task_vocab;
     if (!c->model.max_len) c->model.max_len = task_length;
@@ -367,7 +368,7 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
     o->digits = c->task.digits, o->filler = c->task.filler;
-    o->seed = c->train.seed;
+    o->seed       = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

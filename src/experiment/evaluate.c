@@ -188,7 +188,7 @@ static rl_status run_point(const char *dir, const struct rl_sweep *sw, long p, s
         RL_FAIL(RL_EIO, "%s: no config.ini: the point was not run (finish the run first)", pdir);
     rl_cfg_defaults(pc);
     RL_TRY(rl_cfg_load(pc, path));
-    RL_TRY(rl_train_latest_checkpoint(pdir, &k, ck, clen));
+    RL_TRY(rl_train_latest_checkpoint(pdir, INT64_MAX, &k, ck, clen));
     if (k < 0)
         RL_FAIL(RL_EIO,
                 "%s/checkpoints: no checkpoint step-<k>.safetensors: nothing to evaluate (an "

@@ -151,13 +151,25 @@ static void on_update(void *ctx, int64_t step, int64_t steps, double loss)
     if (pr->tty) {
         int fill = (int)((double)PROGRESS_BAR * (double)step / (double)steps);
         bar[0]   = '|';
-        for (int i = 0; i < PROGRESS_BAR; i++) bar[1 + i] = i < fill ? '#' : '.';
+        for (int i = 0; i < PROGRESS_BAR; i++)
+            bar[1 + i] = i < fill ? '#' : '.';
         bar[PROGRESS_BAR + 1] = '|', bar[PROGRESS_BAR + 2] = ' ', bar[PROGRESS_BAR + 3] = 0;
     }
     fprintf(pr->f, "%s[%*d/%d] %s  %sstep %lld/%lld  loss %.4f  eta %s%s%s%s", pr->tty ? "\r" : "",
             (int)snprintf(NULL, 0, "%d", pr->n_points), pr->point_no, pr->n_points, pr->name, bar,
             (long long)step, (long long)steps, loss, a, b, r, pr->tty ? "\033[K" : "\n");
     fflush(pr->f);
+}
+
+/* A diverged point (its results' note) gets a warning line: it does not stop a sweep. */
+static void warn_diverged(FILE *f, const struct rl_train_result *res, const char *name)
+{
+    if (!f || res->n_eval < 1 || !strstr(res->eval[0].note, "diverged")) return;
+    fprintf(f,
+            "warning: %s diverged (evaluation loss %.4g, more than twice that of a uniform "
+            "guess): lower train.lr, add train.warmup or keep train.clip > 0\n",
+            name, res->eval[0].loss);
+    fflush(f);
 }
 
 /* ---- the experiment directory ---- */
@@ -228,7 +240,8 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     pr->tokens_after      = 0;
     for (long q = p + 1; q < e->sw.n_points; q++)
         pr->tokens_after += rs->finished[q] ? 0 : e->tokens[q];
-    struct rl_train_opts to = {.resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0};
+    struct rl_train_opts to = {
+        .resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0, .warn = o->out};
     if (pr->show || pr->queue) to.on_update = on_update, to.ctx = pr;
     struct rl_train_result res;
     rl_status              st = rl_train_run(pc, task, pdir, &to, &res);
@@ -238,6 +251,7 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
         RL_FAIL(st, "%s (sweep point %s)", msg, name);
     }
     if (o->stop_after) rs->budget -= res.updates;
+    if (res.steps_done == pc->train.steps) warn_diverged(o->out, &res, name);
     if (res.steps_done < pc->train.steps) *rs->stopped = 1;
     if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
     if (pr->show && !*rs->stopped) {
@@ -282,10 +296,12 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
     struct rl_train_opts   to = {.resume      = o->resume,
                                  .max_updates = o->stop_after,
                                  .log         = o->quiet ? NULL : o->out,
-                                 .table       = o->out};
+                                 .table       = o->out,
+                                 .warn        = o->out};
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
     if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
+    if (st == RL_OK && !*stopped) warn_diverged(o->out, &res, e->base.experiment.name);
     if (st == RL_OK && !*stopped && rl_mpi_rank() == 0)
         st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
     rl_task_free(task);
@@ -324,12 +340,27 @@ static rl_status run_shared(const rl_experiment *e, struct run_state *rs, struct
 
 /* The sweep's points: in order on one process, and on every rank with data parallelism;
  * shared out over the ranks otherwise.  Rank 0 owns the experiment directory. */
+/* --resume: the temporary files of an interrupted write of the report's files */
+static rl_status remove_stale(const rl_experiment *e, const struct rl_experiment_opts *o)
+{
+    char plots[sizeof e->dir + 8];
+    int  n1 = 0, n2 = 0;
+    snprintf(plots, sizeof plots, "%s/plots", e->dir);
+    RL_TRY(rl_remove_stale_tmp(e->dir, &n1));
+    RL_TRY(rl_remove_stale_tmp(plots, &n2));
+    if (n1 + n2 && o->out)
+        fprintf(o->out, "warning: %s: removed %d temporary file%s of an interrupted write\n",
+                e->dir, n1 + n2, n1 + n2 == 1 ? "" : "s");
+    return RL_OK;
+}
+
 static rl_status run_points(const rl_experiment *e, struct run_state *rs, struct rl_cfg *pc)
 {
     const struct rl_experiment_opts *o      = rs->o;
     const int                        shared = rl_mpi_size() > 1 && !e->base.train.data_parallel;
     if (rl_mpi_rank() == 0) {
         RL_TRY(open_dir(e, o->resume));
+        if (o->resume) RL_TRY(remove_stale(e, o));
         for (long p = 0; o->resume && p < e->sw.n_points; p++) {
             char name[RL_SWEEP_NAME], path[4096];
             rl_sweep_point_name(&e->sw, p, name, sizeof name);

@@ -78,7 +78,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     if (!exists(path)) return RL_OK;
     RL_TRY(rl_read_file(&buf, &len, path));
     char  *text = (char *)buf, *save = NULL, *hdr = strtok_r(text, "\n", &save);
-    size_t n    = 0, lines = 1;
+    size_t n = 0, lines = 1;
     for (size_t i = 0; i < len; i++)
         lines += buf[i] == '\n';
     const char *data = hdr ? hdr + strlen(hdr) + 1 : NULL;
@@ -136,8 +136,7 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
 
 /* The row's line as the combined results.csv has it, from its length on; the numbers
  * keep the text they were written with. */
-static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line,
-                          const char *path)
+static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line, const char *path)
 {
     char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64];
     if (w->na)
@@ -170,10 +169,10 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
         RL_FAIL(RL_EFORMAT, "%s: a line without a length: '%.60s'", path, line);
     w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na);
     w->exact = csv_num(line, csv_col(hdr, "exact"), &na);
-    w->loss = csv_num(line, csv_col(hdr, "loss"), &w->na);
-    w->ppl  = csv_num(line, csv_col(hdr, "ppl"), &w->na);
-    w->ms   = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
-    w->den  = csv_num(line, csv_col(hdr, "den_le_eps"), &na);
+    w->loss  = csv_num(line, csv_col(hdr, "loss"), &w->na);
+    w->ppl   = csv_num(line, csv_col(hdr, "ppl"), &w->na);
+    w->ms    = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
+    w->den   = csv_num(line, csv_col(hdr, "den_le_eps"), &na);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
     int cm = csv_col(hdr, "rope_extend");
     if (cm < 0 || !csv_field(line, cm, f, sizeof f) || !f[0]) snprintf(f, sizeof f, "none");
@@ -204,8 +203,7 @@ static void den_from_evals(struct rl_rep_point *p, const char *pdir)
             double b = num_field(&ev->items[i], "rows_denominator_le_eps");
             double n = num_field(&ev->items[i], "denominator_rows");
             for (int k = 0; k < p->n_rows; k++)
-                if (p->rows[k].length == L && !p->rows[k].na && n > 0)
-                    p->rows[k].den = b / n;
+                if (p->rows[k].length == L && !p->rows[k].na && n > 0) p->rows[k].den = b / n;
         }
     }
     rl_json_free(j);
@@ -254,7 +252,7 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
     char           path[4096];
     unsigned char *buf;
     size_t         len;
-    p->tok_s = p->ms_fwd = p->ms_bwd = p->ms_opt = NAN;
+    p->tok_s = p->ms_fwd = p->ms_bwd = p->ms_opt = p->cpu_per_wall = NAN;
     snprintf(path, sizeof path, "%s/metrics.jsonl", pdir);
     if (!exists(path)) return RL_OK;
     RL_TRY(rl_read_file(&buf, &len, path));
@@ -265,7 +263,7 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
     p->loss = malloc(lines * sizeof *p->loss);
     if (!p->step || !p->loss)
         return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    double  w = 0, inv = 0, f = 0, b = 0, o = 0;
+    double  w = 0, inv = 0, f = 0, b = 0, o = 0, cpu = 0, wall = 0;
     int64_t prev = 0;
     for (size_t i = 0; i < len;) {
         const char     *s = (const char *)buf + i, *nl = memchr(s, '\n', len - i);
@@ -281,12 +279,15 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
             w += dw, inv += dw / tps;
             f += dw * num_field(j, "ms_forward"), b += dw * num_field(j, "ms_backward");
             o += dw * num_field(j, "ms_optimizer");
+            double cw = num_field(j, "ms_cpu"), ww = num_field(j, "ms_update");
+            if (!isnan(cw) && !isnan(ww)) cpu += dw * cw, wall += dw * ww;
             prev = st->integer;
         }
         rl_json_free(j);
     }
     free(buf);
     if (w > 0) p->tok_s = w / inv, p->ms_fwd = f / w, p->ms_bwd = b / w, p->ms_opt = o / w;
+    if (wall > 0) p->cpu_per_wall = cpu / wall;
     return RL_OK;
 }
 
@@ -521,4 +522,3 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
     return n;
 }
-

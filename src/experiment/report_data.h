@@ -20,8 +20,8 @@ struct rl_rep_row {
     int    length, na;
     char   method[8];                 /* rope_extend ("none" in runs written before the column) */
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
-    double den;                /* linear attention: fraction of denominators <= eps, else NaN */
-    char   tail[320];          /* the line from its length field on, as the combined file has it */
+    double den;       /* linear attention: fraction of denominators <= eps, else NaN */
+    char   tail[320]; /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 
@@ -38,10 +38,11 @@ struct rl_rep_point {
     int64_t          *step;
     double           *loss;
     double            tok_s, ms_fwd, ms_bwd, ms_opt; /* NaN without records */
-    char             *pos_text; /* positions.csv's data lines (LM tasks), NULL if none */
-    int               pos_len;  /* the longest length in them */
-    int               pos_method; /* they have the rope_extend column */
-    int               n_pos;    /* its bins: positions [pos0, pos1), loss, targets */
+    double            cpu_per_wall; /* CPU time / wall time of the updates (NaN: not logged) */
+    char             *pos_text;     /* positions.csv's data lines (LM tasks), NULL if none */
+    int               pos_len;      /* the longest length in them */
+    int               pos_method;   /* they have the rope_extend column */
+    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets */
     int              *pos0, *pos1;
     double           *pos_loss, *pos_targets;
 };

@@ -49,6 +49,34 @@ int rl_gnuplot_run(const char *dir, const char *script, char *why, size_t len)
     return 1;
 }
 
+/* Every SVG the script names ("set output 'x.svg'") must exist and be complete (end with
+ * "</svg>"): gnuplot exits 0 on a full disk, leaving empty files.  A missing or broken one
+ * is removed (never a 0-byte file presented as a plot) and named in a warning; returns
+ * the number of those. */
+static int check_svgs(const char *dir, const char *script, int gp_failed, const char *why,
+                      FILE *log)
+{
+    char  path[4096], line[512];
+    int   bad = 0;
+    FILE *f   = (snprintf(path, sizeof path, "%s/%s", dir, script), fopen(path, "r"));
+    while (f && fgets(line, sizeof line, f)) {
+        char name[256], tail[16] = "";
+        if (sscanf(line, "set output '%255[^']'", name) != 1) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        FILE *svg = fopen(path, "rb");
+        if (svg && fseek(svg, -8, SEEK_END) == 0) tail[fread(tail, 1, 8, svg)] = 0;
+        if (svg) fclose(svg);
+        if (strstr(tail, "</svg>")) continue;
+        remove(path);
+        bad++;
+        if (log)
+            fprintf(log, "warning: plot %s not made (%s; see %s/gnuplot.log)\n", path,
+                    gp_failed ? why : "an empty or incomplete SVG: a full disk?", dir);
+    }
+    if (f) fclose(f);
+    return bad;
+}
+
 /* ---- data and script ---- */
 
 struct plot_files {
@@ -117,8 +145,8 @@ struct line_plot {
     int         np;
 };
 
-static int begin_plot(struct line_plot *lp, const struct rl_report *r, int t,
-                      struct plot_files *pf, const char *name, const char *title)
+static int begin_plot(struct line_plot *lp, const struct rl_report *r, int t, struct plot_files *pf,
+                      const char *name, const char *title)
 {
     char svg[96];
     lp->np = panels(r, t, lp->att, 8);
@@ -180,8 +208,9 @@ static int metric_data(const struct rl_report *r, int g, int v, FILE *f, const v
 
 static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
 {
-    const char      *what = r->task_lm[t] ? "perplexity" : "accuracy", *m = r->task_lm[t] ? "ppl" : "acc";
-    int              L[RL_CFG_MAX_LENGTHS];
+    const char *what = r->task_lm[t] ? "perplexity" : "accuracy",
+               *m    = r->task_lm[t] ? "ppl" : "acc";
+    int               L[RL_CFG_MAX_LENGTHS];
     struct metric_ctx c = {m[0], L, rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS)};
     struct line_plot  lp;
     char              title[64];
@@ -324,10 +353,14 @@ void rl_rep_plots(const struct rl_report *r, FILE *log)
     }
     plot_throughput(r, &pf);
     fclose(pf.gp);
-    if (rl_gnuplot_run(pf.dir, "plots.gp", why, sizeof why)) {
-        if (log) fprintf(log, "plots skipped: %s (data and script are in %s)\n", why, pf.dir);
-    } else if (log) {
-        fprintf(log, "plots written to %s/\n", pf.dir);
+    const char *gp = rl_gnuplot_path();
+    if (!gp || access(gp, X_OK)) {
+        if (log) fprintf(log, "plots skipped: no gnuplot (data and script are in %s)\n", pf.dir);
+    } else {
+        int failed = rl_gnuplot_run(pf.dir, "plots.gp", why, sizeof why);
+        int bad    = check_svgs(pf.dir, "plots.gp", failed, why, log);
+        if (failed && log && !bad) fprintf(log, "warning: plots: %s\n", why);
+        if (!failed && !bad && log) fprintf(log, "plots written to %s/\n", pf.dir);
     }
     if (log) fflush(log);
 }
@@ -379,14 +412,13 @@ rl_status rl_rope_decay_write(const char *dir, int d, const double *bases, int n
                 bases[b]);
     fputc('\n', f);
     if (fclose(f)) RL_FAIL(RL_EIO, "%s: write failed", path);
-    if (log) {
-        fprintf(log, "%s/rope_decay.csv written\n", dir);
-        if (rl_gnuplot_run(dir, "rope_decay.gp", why, sizeof why))
-            fprintf(log, "plot skipped: %s\n", why);
-        else
-            fprintf(log, "%s/rope_decay.svg written\n", dir);
-    } else {
-        rl_gnuplot_run(dir, "rope_decay.gp", why, sizeof why);
+    if (log) fprintf(log, "%s/rope_decay.csv written\n", dir);
+    if (!rl_gnuplot_path()) {
+        if (log) fprintf(log, "plot skipped: no gnuplot\n");
+        return RL_OK;
     }
+    int failed = rl_gnuplot_run(dir, "rope_decay.gp", why, sizeof why);
+    if (!check_svgs(dir, "rope_decay.gp", failed, why, log) && log)
+        fprintf(log, "%s/rope_decay.svg written\n", dir);
     return RL_OK;
 }

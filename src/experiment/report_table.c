@@ -143,7 +143,8 @@ static double group_mean(const struct rl_report *r, int g, int which)
         double                     x = which == 0   ? p->tok_s
                                        : which == 1 ? p->ms_fwd
                                        : which == 2 ? p->ms_bwd
-                                                    : p->ms_opt;
+                                       : which == 3 ? p->ms_opt
+                                                    : p->cpu_per_wall;
         if (p->done && p->group == g && !isnan(x)) s += x, n++;
     }
     return n ? s / n : NAN;
@@ -152,29 +153,30 @@ static double group_mean(const struct rl_report *r, int g, int which)
 static int timing_table(const struct rl_report *r, struct table *tb)
 {
     static const char *const head[] = {"train tok/s", "fwd ms/update", "bwd ms/update",
-                                       "opt ms/update"};
+                                       "opt ms/update", "CPU/wall"};
+    enum { K = 5 };
     int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, -1, L, RL_CFG_MAX_LENGTHS);
     int task_col = r->n_tasks > 1, c0 = r->n_cols + task_col;
-    if (!table_init(tb, 1 + r->n_groups, c0 + 4 + nl)) return 0;
+    if (!table_init(tb, 1 + r->n_groups, c0 + K + nl)) return 0;
     for (int c = 0; c < r->n_cols; c++)
         snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
     if (task_col) snprintf(cell(tb, 0, r->n_cols), CELL, "task");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < K; k++)
         snprintf(cell(tb, 0, c0 + k), CELL, "%s", head[k]);
     for (int j = 0; j < nl; j++)
-        snprintf(cell(tb, 0, c0 + 4 + j), CELL, "eval ms/1k tok @%d", L[j]);
+        snprintf(cell(tb, 0, c0 + K + j), CELL, "eval ms/1k tok @%d", L[j]);
     for (int g = 0; g < r->n_groups; g++) {
         for (int c = 0; c < r->n_cols; c++)
             snprintf(cell(tb, g + 1, c), CELL, "%s", r->grp[g].col[c]);
         if (task_col) snprintf(cell(tb, g + 1, r->n_cols), CELL, "%s", r->task[r->grp[g].task]);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < K; k++) {
             double x = group_mean(r, g, k);
             snprintf(cell(tb, g + 1, c0 + k), CELL, isnan(x) ? "-" : k ? "%.2f" : "%.0f", x);
         }
         for (int j = 0; j < nl; j++) {
             double m = 0, sd = 0;
             int    n = rl_rep_stat(r, g, NULL, 'm', L[j], &m, &sd);
-            fmt_cell(cell(tb, g + 1, c0 + 4 + j), n > 0 ? 1 : n, 'm', m, sd);
+            fmt_cell(cell(tb, g + 1, c0 + K + j), n > 0 ? 1 : n, 'm', m, sd);
         }
     }
     return 1;
@@ -242,8 +244,7 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
                 double                     s = 0, w = 0;
                 if (!p->done || p->group != g || p->pos_len != M) continue;
                 for (int j = 0; j < p->n_pos; j++)
-                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] &&
-                        !isnan(p->pos_loss[j]))
+                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] && !isnan(p->pos_loss[j]))
                         s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
                 if (w > 0) sum += s / w, npt++;
             }
@@ -348,6 +349,27 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
     return measured_table(r, t, 'd', "linear-attention denominators <= eps", den, b);
 }
 
+/* Points whose results say "diverged" (train_run.c: the loss at the training length is
+ * above twice a uniform guess's, or not finite). */
+static void summary_diverged(const struct rl_report *r, struct rl_json_buf *b)
+{
+    int any = 0;
+    for (long i = 0; i < r->n_points; i++) {
+        int bad = 0;
+        for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++)
+            bad |= strstr(r->pt[i].rows[j].note, "diverged") != NULL;
+        if (!bad) continue;
+        if (!any++)
+            rl_json_buf_puts(b, "\n## Diverged\n\nThese points' evaluation loss at the "
+                                "training length is more than twice that of a uniform guess "
+                                "(ln V), or not finite: their numbers above describe a broken "
+                                "model (lower train.lr, add train.warmup or keep train.clip > "
+                                "0).\n\n");
+        rl_json_buf_printf(b, "- `%s`\n",
+                           r->pt[i].name[0] ? r->pt[i].name : r->base.experiment.name);
+    }
+}
+
 rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
 {
     struct table tb;
@@ -355,11 +377,15 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
     method_text(r, b);
     for (int t = 0; t < r->n_tasks; t++)
         RL_TRY(summary_task(r, t, b));
+    summary_diverged(r, b);
     rl_json_buf_puts(b, "\n## Timing\n\nTraining: tokens per second and milliseconds per "
                         "update in the forward, backward and optimizer phases (means over "
                         "metrics.jsonl's records, weighted by the updates each covers; "
-                        "over seeds, their mean). Evaluation: forward milliseconds per 1000 "
-                        "tokens at each length.\n\n");
+                        "over seeds, their mean). CPU/wall: the process's CPU time over the "
+                        "wall time of the updates, close to the thread count when the point "
+                        "had its cores to itself and lower when other processes took them "
+                        "(compare such points' timings with care). Evaluation: forward "
+                        "milliseconds per 1000 tokens at each length.\n\n");
     if (!timing_table(r, &tb)) RL_FAIL(RL_ENOMEM, "out of memory");
     table_markdown(&tb, b);
     free(tb.cell);

@@ -5,9 +5,11 @@
 #include "train_impl.h"
 #include "../core/json.h"
 #include "../core/mpi.h"
+#include "../core/gemm.h"
 #include "../core/util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +181,7 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
     }
     st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
                         rl_task_min_length(*task));
+    if (st == RL_OK) st = check_memory(c, *task);
     if (st != RL_OK) {
         rl_task_free(*task);
         *task = NULL;

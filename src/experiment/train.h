@@ -18,7 +18,11 @@
  * Resume: the latest checkpoint's config must equal this one (but out/threads); weights,
  * moments, step and generator state are loaded, metrics.jsonl is cut back to the records
  * of updates <= that step, and training continues: the final weights are bit-identical
- * to an uninterrupted run with the same thread count (tests/t_train.c).
+ * to an uninterrupted run with the same thread count (tests/t_train.c), and so is every
+ * file but its timing fields, wherever the run was killed (tests/t_kill.sh).  A damaged
+ * latest checkpoint (a checksum mismatch, a non-finite value, a truncated file) is passed
+ * over, with a warning, for the newest intact one; temporary files of interrupted writes
+ * (NAME.tmp, NAME.tmp.<pid>) are removed.
  *
  * Data parallel (train.data_parallel under MPI, K ranks): every rank builds the whole
  * update's batch and computes rows [k B/K, (k+1) B/K) of it, in `accumulate` micro-batches,
@@ -43,6 +47,8 @@ struct rl_train_opts {
     int64_t max_updates; /* > 0: stop after this many updates in this call (as stop_after) */
     FILE   *log;         /* progress lines; NULL = quiet */
     FILE   *table;       /* the evaluation table; NULL = none */
+    FILE   *warn;        /* resume's warnings (a damaged checkpoint passed over, stale
+                            temporary files removed); NULL = none */
     /* Called after every update when set (an experiment's progress line): updates done,
      * train.steps, and that update's loss. */
     void (*on_update)(void *ctx, int64_t step, int64_t steps, double loss);
@@ -70,8 +76,8 @@ struct rl_eval_row {
     long   pos_targets[RL_EVAL_POS_BINS];
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
-    long   bad_den;          /* linear attention: rows (x layers x heads) with denominator <= eps */
-    long   den_rows;         /* the rows counted: eval rows x N x layers x heads */
+    long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */
+    long   den_rows; /* the rows counted: eval rows x N x layers x heads */
     char   note[64];
 };
 
@@ -102,9 +108,10 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *run_di
 rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, const char *path,
                                        struct rl_train_result *r, int64_t *step);
 
-/* A run directory's latest checkpoints/step-<k>.safetensors into path; *k = -1 when there
- * is none (train_io.c). */
-rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len);
+/* A run directory's latest checkpoints/step-<k>.safetensors with k < below into path;
+ * *k = -1 when there is none (train_io.c). */
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k, char *path,
+                                     size_t len);
 /* DIR/results.csv (and positions.csv for LM tasks) of the n rows of an evaluation. */
 rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
                                const struct rl_eval_row *rows, int n);

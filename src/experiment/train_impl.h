@@ -54,6 +54,9 @@ rl_status rl_trainer_share(struct rl_trainer *t);
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
 rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
+/* Remove the temporary files of interrupted writes (NAME.tmp and NAME.tmp.<pid>) in dir
+ * and dir/checkpoints; *removed counts them. */
+rl_status rl_train_remove_stale(const char *dir, int *removed);
 /* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
 rl_status rl_jsonl_truncate(const char *path, int64_t k);
 rl_status rl_jsonl_append(const char *path, const char *line);

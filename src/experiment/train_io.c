@@ -28,7 +28,8 @@ static rl_status checkpoint_path(char *buf, size_t len, const char *dir, int64_t
     return rl_train_path(buf, len, dir, name);
 }
 
-rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, size_t len)
+rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k, char *path,
+                                     size_t len)
 {
     char sub[2300];
     *k = -1;
@@ -43,11 +44,24 @@ rl_status rl_train_latest_checkpoint(const char *dir, int64_t *k, char *path, si
         char      tail[32];
         /* step-<k>.safetensors exactly (not the .tmp.<pid> of an interrupted write) */
         if (sscanf(e->d_name, "step-%lld%31s", &v, tail) == 2 && v >= 0 &&
-            !strcmp(tail, ".safetensors") && v > *k)
+            !strcmp(tail, ".safetensors") && v > *k && v < below)
             *k = v;
     }
     closedir(d);
     return *k >= 0 ? checkpoint_path(path, len, dir, *k) : RL_OK;
+}
+
+rl_status rl_train_remove_stale(const char *dir, int *removed)
+{
+    char sub[2300];
+    *removed = 0;
+    RL_TRY(rl_train_path(sub, sizeof sub, dir, "checkpoints"));
+    int n = 0;
+    RL_TRY(rl_remove_stale_tmp(dir, &n));
+    *removed += n;
+    RL_TRY(rl_remove_stale_tmp(sub, &n));
+    *removed += n;
+    return RL_OK;
 }
 
 rl_status rl_trainer_save(struct rl_trainer *t)
@@ -81,9 +95,10 @@ rl_status rl_trainer_load(struct rl_trainer *t, const char *path)
     if (st == RL_OK && (step < 0 || step > t->c->train.steps))
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: step %lld outside [0, %d]", path,
                              (long long)step, t->c->train.steps);
-    if (st == RL_OK) st = rl_rng_from_string(&t->rng, rng ? rng : "");
+    struct rl_rng gen; /* the trainer changes only when the whole checkpoint is accepted */
+    if (st == RL_OK) st = rl_rng_from_string(&gen, rng ? rng : "");
     if (st == RL_OK) st = rl_checkpoint_load(path, t->m, t->mom_m, t->mom_v, NULL, NULL, NULL);
-    if (st == RL_OK) t->step = step;
+    if (st == RL_OK) t->step = step, t->rng = gen;
     free(now), free(then), free(rng);
     return st;
 }
@@ -196,6 +211,8 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
 {
     char  path[2300], tmp[2400];
     FILE *f;
+    /* results.csv last: its presence marks a finished point (--resume skips it) */
+    RL_TRY(write_positions_csv(dir, c, rows, n));
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
     fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
                "rope_extend,rope_factor,stride\n");
@@ -212,8 +229,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         fprintf(f, ",%s,%s,%.6g,%d\n", r->note, rl_cfg_extend_name(r->method), r->factor,
                 r->stride);
     }
-    RL_TRY(commit_tmp(f, path, tmp));
-    return write_positions_csv(dir, c, rows, n);
+    return commit_tmp(f, path, tmp);
 }
 
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,

@@ -14,6 +14,7 @@
 struct interval {
     int    n;
     double ms_forward, ms_backward, ms_optimizer, ms_total, tokens;
+    double ms_cpu; /* CPU time of the process (all threads) during the updates */
 };
 
 struct run {
@@ -41,10 +42,12 @@ static rl_status write_record(struct run *r, const struct rl_update_stats *s)
     rl_json_buf_printf(&b,
                        "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
                        "\"grad_norm\": %.9g, \"tokens_per_s\": %.6g, \"ms_forward\": %.6g, "
-                       "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g}\n",
+                       "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g, \"ms_update\": %.6g, "
+                       "\"ms_cpu\": %.6g}\n",
                        (long long)r->tr.step, s->loss, s->acc, s->lr, s->grad_norm,
                        iv->tokens / (iv->ms_total / 1000.0), iv->ms_forward / iv->n,
-                       iv->ms_backward / iv->n, iv->ms_optimizer / iv->n);
+                       iv->ms_backward / iv->n, iv->ms_optimizer / iv->n, iv->ms_total / iv->n,
+                       iv->ms_cpu / iv->n);
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
                             : rl_jsonl_append(r->metrics, b.p);
     rl_json_buf_free(&b);
@@ -116,6 +119,37 @@ static int file_exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
+/* Load the newest intact checkpoint (k, path: the latest on entry; *k = -1 when none is
+ * left).  A damaged one (checksum, non-finite values, truncated, unreadable) is passed
+ * over with a warning; a configuration mismatch stops the resume. */
+static rl_status resume_from(struct run *r, const char *dir, int64_t *k, char *ck, size_t len)
+{
+    FILE *warn    = r->o->warn;
+    int   removed = 0;
+    RL_TRY(rl_train_remove_stale(dir, &removed));
+    if (removed && warn)
+        fprintf(warn, "warning: %s: removed %d temporary file%s of an interrupted write\n", dir,
+                removed, removed == 1 ? "" : "s");
+    while (*k >= 0) {
+        rl_status st = rl_trainer_load(&r->tr, ck);
+        if (st == RL_OK) break;
+        if (st != RL_EFORMAT && st != RL_ESHAPE && st != RL_EIO) return st;
+        if (warn)
+            fprintf(warn, "warning: %s\nwarning: passing over this checkpoint\n", rl_last_error());
+        RL_TRY(rl_train_latest_checkpoint(dir, *k, k, ck, len));
+        if (warn && *k >= 0) fprintf(warn, "warning: trying %s instead\n", ck);
+    }
+    if (*k < 0) {
+        /* nothing usable: start again (the trainer's state is still its initial one) */
+        if (r->o->log || warn)
+            fprintf(r->o->log ? r->o->log : warn,
+                    "no usable checkpoint in %s/checkpoints: starting at update 0\n", dir);
+    } else if (r->o->log) {
+        fprintf(r->o->log, "resuming %s from update %lld\n", dir, (long long)r->tr.step);
+    }
+    return RL_OK;
+}
+
 /* Fresh run: refuse to overwrite one; resume: load the latest checkpoint and cut the
  * logs back to it.  Writes config.ini either way. */
 static rl_status open_run(struct run *r, const char *dir)
@@ -128,19 +162,13 @@ static rl_status open_run(struct run *r, const char *dir)
     RL_TRY(rl_mkdir_p(path));
     RL_TRY(rl_train_path(r->metrics, sizeof r->metrics, dir, "metrics.jsonl"));
     RL_TRY(rl_train_path(r->evals, sizeof r->evals, dir, "eval.jsonl"));
-    RL_TRY(rl_train_latest_checkpoint(dir, &k, ck, sizeof ck));
+    RL_TRY(rl_train_latest_checkpoint(dir, INT64_MAX, &k, ck, sizeof ck));
     if (!r->o->resume && (k >= 0 || file_exists(r->metrics)))
         RL_FAIL(RL_EINVAL,
                 "%s already holds a run; continue it with --resume, or choose "
                 "another --out or [experiment] name",
                 dir);
-    if (r->o->resume && k >= 0) {
-        RL_TRY(rl_trainer_load(&r->tr, ck));
-        if (r->o->log)
-            fprintf(r->o->log, "resuming %s from update %lld\n", dir, (long long)r->tr.step);
-    } else if (r->o->resume && r->o->log) {
-        fprintf(r->o->log, "no checkpoint in %s/checkpoints: starting at update 0\n", dir);
-    }
+    if (r->o->resume) RL_TRY(resume_from(r, dir, &k, ck, sizeof ck));
     RL_TRY(rl_jsonl_truncate(r->metrics, r->tr.step));
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step));
     char *text = malloc(1 << 16);
@@ -166,8 +194,8 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
         progress(r, s);
         memset(&r->iv, 0, sizeof r->iv);
     }
-    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
-        RL_TRY(rl_trainer_save(&r->tr));
+    /* the evaluation record before the checkpoint: a run killed between the two resumes
+     * from the previous checkpoint and writes the record again, never skips it */
     if (c->eval.every && k % c->eval.every == 0 && k < c->train.steps) {
         struct rl_eval_row *rows = malloc(RL_EVAL_MAX_ROWS * sizeof *rows);
         int                 n    = 0;
@@ -177,6 +205,8 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
         free(rows);
         RL_TRY(st);
     }
+    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
+        RL_TRY(rl_trainer_save(&r->tr));
     return RL_OK;
 }
 
@@ -190,9 +220,12 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     while (r->tr.step < c->train.steps) {
         if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
         if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
+        double cpu0 = rl_cpu_ms();
         RL_TRY(rl_trainer_update(&r->tr, &s));
+        double cpu = rl_cpu_ms() - cpu0;
         interval_add(&r->iv, &s, tokens);
         interval_add(&r->all, &s, tokens);
+        r->iv.ms_cpu += cpu, r->all.ms_cpu += cpu;
         res->last_loss = s.loss, res->last_acc = s.acc;
         RL_TRY(after_update(r, &s));
         if (r->o->on_update) r->o->on_update(r->o->ctx, r->tr.step, c->train.steps, s.loss);
@@ -208,11 +241,35 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     return RL_OK;
 }
 
+/* A diverged model: its evaluation loss at the training length (or the shortest length
+ * evaluated) is more than twice a uniform guess's ln(V) -- the loss a freshly initialised
+ * model starts from -- or a loss or perplexity is not finite.  Every row's note says so
+ * (results.csv, summary.md). */
+static void mark_diverged(const struct rl_cfg *c, rl_task *task, struct rl_eval_row *rows, int n)
+{
+    const int classes = rl_task_n_classes(task) > 0 ? rl_task_n_classes(task) : rl_task_vocab(task);
+    const double limit = 2 * log(classes > 1 ? classes : 2);
+    int          ref = -1, bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].na) continue;
+        if (ref < 0 || rows[i].length == c->task.length ||
+            (rows[ref].length != c->task.length && rows[i].length < rows[ref].length))
+            ref = i;
+        bad |= !isfinite(rows[i].loss) || (rl_task_causal(task) && !isfinite(rows[i].ppl));
+    }
+    if (ref >= 0) bad |= rows[ref].loss > limit;
+    for (int i = 0; bad && i < n; i++) {
+        size_t at = strlen(rows[i].note);
+        snprintf(rows[i].note + at, sizeof rows[i].note - at, "%sdiverged", at ? "; " : "");
+    }
+}
+
 static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
 {
     const struct rl_cfg *c = r->tr.c;
     if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 evaluates */
     RL_TRY(rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval));
+    mark_diverged(c, r->tr.task, res->eval, res->n_eval);
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
     RL_TRY(write_eval_record(r, res->eval, res->n_eval));
     RL_TRY(rl_write_results_csv(dir, c, res->eval, res->n_eval));

@@ -1,4 +1,4 @@
-/* attn.h -- attention kernels for G independent heads (SPEC 2-3), one entry point.
+/* attn.h -- attention kernels for G independent heads, one entry point.
  *
  * Layout: q, k (G, N, d), v, o (G, N, dv), row-major, head g contiguous.  Head g uses
  * the position-encoding parameters of head h = g % H (T5 table row, ALiBi slope), so a

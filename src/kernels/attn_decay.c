@@ -1,4 +1,4 @@
-/* attn_decay.c -- causal ALiBi linear attention by the decayed scan (SPEC 2.4).
+/* attn_decay.c -- causal ALiBi linear attention by the decayed scan.
  *
  * With exp(rel[(n-m)+N-1]) = gamma^(m-n) for n <= m (gamma = exp(-slope)):
  *   S_m = gamma S_{m-1} + B_m v_m^T   (d x dv),   z_m = gamma z_{m-1} + B_m   (d)

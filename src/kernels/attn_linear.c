@@ -1,4 +1,4 @@
-/* attn_linear.c -- linear attention without a bias PE, one head (attn_linear.h, SPEC 2.2, 2.3).
+/* attn_linear.c -- linear attention without a bias PE, one head (attn_linear.h).
  *
  * Every option reduces to the generic form of attn_linear_impl.h,
  *   num_m = sum_{n in P(m)} (A_m . C_n) v_n,  den_m = sum_{n in P(m)} (B_m . E_n) + eps,

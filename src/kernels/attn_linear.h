@@ -1,4 +1,4 @@
-/* attn_linear.h -- linear attention for one head without a bias PE (SPEC 2.2, 2.3).
+/* attn_linear.h -- linear attention for one head without a bias PE.
  * Internal to libropelab; rl_attn (attn.c) dispatches here.
  *
  *   o_m = sum_n phi_q(q_m)^T phi_k(k_n) v_n / ( sum_n phi_q(q_m)^T phi_k(k_n) + eps )

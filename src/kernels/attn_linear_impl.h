@@ -1,6 +1,6 @@
 /* attn_linear_impl.h -- pieces of linear attention shared by attn_linear*.c (internal).
  *
- * Every variant of SPEC 2.2/2.3 without a bias PE reduces to one generic form with
+ * Every variant of linear attention without a bias PE reduces to one generic form with
  * per-row feature matrices (docs/attention_linear.md):
  *
  *   num_m = sum_{n in P(m)} (A_m . C_n) v_n        A, C: (N, D)

@@ -207,7 +207,7 @@ long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float
 #pragma omp simd reduction(+ : s)
         for (int f = 0; f < Dd; f++)
             s += (double)b[f] * z[f];
-        bad += s <= (double)eps; /* SPEC 2.3: the denominator before eps is <= eps */
+        bad += s <= (double)eps; /* diagnostic: the denominator before eps is <= eps */
         double dd = s + (double)eps;
         den[m]    = (float)dd;
         float *o  = out + (size_t)m * dv;

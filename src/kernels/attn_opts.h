@@ -14,24 +14,25 @@ enum rl_rope_place { RL_ROPE_PLACE_FEATURE = 0, RL_ROPE_PLACE_INPUT = 1 };
 enum rl_rope_denom { RL_ROPE_DENOM_PLAIN = 0, RL_ROPE_DENOM_ROTATED = 1 };
 
 struct rl_attn_opts {
-    enum rl_attn_kind   kind;            /* softmax */
-    enum rl_fmap        fmap;            /* elu1 (linear only) */
-    enum rl_attn_pe     pe;              /* none */
-    int                 causal;          /* 0 */
-    float               eps;             /* 1e-6 (linear only) */
-    struct rl_rope_opts rope;            /* SPEC 2.3 */
-    enum rl_rope_place  rope_place;      /* feature (linear only) */
-    enum rl_rope_denom  rope_denominator;/* plain (linear only) */
-    int                 t5_buckets;      /* 32 */
-    int                 t5_max_distance; /* 128 */
-    int                 alibi_scan;      /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
+    enum rl_attn_kind   kind;             /* softmax */
+    enum rl_fmap        fmap;             /* elu1 (linear only) */
+    enum rl_attn_pe     pe;               /* none */
+    int                 causal;           /* 0 */
+    float               eps;              /* 1e-6 (linear only) */
+    struct rl_rope_opts rope;             /* RoPE base, dims, scaling, layout */
+    enum rl_rope_place  rope_place;       /* feature (linear only) */
+    enum rl_rope_denom  rope_denominator; /* plain (linear only) */
+    int                 t5_buckets;       /* 32 */
+    int                 t5_max_distance;  /* 128 */
+    int                 alibi_scan; /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
     int                 xpos;            /* 0; softmax + causal + rope: xPos decay (Sun et al.) */
     double              xpos_scale_base; /* 512: gamma of xPos */
 };
 
 struct rl_attn_stats {
-    long   bad_denominators; /* linear: rows (summed over heads) whose denominator before eps <= eps */
-    double ms;               /* wall time of the call */
+    long
+        bad_denominators; /* linear: rows (summed over heads) whose denominator before eps <= eps */
+    double ms;            /* wall time of the call */
 };
 
 #endif

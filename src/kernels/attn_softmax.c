@@ -1,4 +1,4 @@
-/* attn_softmax.c -- tiled softmax attention, one head (SPEC 2.1), forward and backward.
+/* attn_softmax.c -- tiled softmax attention, one head, forward and backward.
  *
  *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1],   p = softmax_n(s),   o_m = sum_n p[m,n] v_n
  *

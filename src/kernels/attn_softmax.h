@@ -1,5 +1,5 @@
 /* attn_softmax.h -- tiled (online-softmax, FlashAttention-style) softmax attention for
- * one head (SPEC 2.1).  Internal to libropelab; rl_attn (attn.c) dispatches here.
+ * one head.  Internal to libropelab; rl_attn (attn.c) dispatches here.
  *
  *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1],   o_m = sum_n softmax_n(s[m,.]) v_n
  *

@@ -1,5 +1,5 @@
 /* attn_toeplitz.c -- linear attention with a relative bias by FFT Toeplitz products
- * (SPEC 2.4, Luo et al. 2021); the derivation is in docs/attention_toeplitz.md.
+ * (Luo et al. 2021); the derivation is in docs/attention_toeplitz.md.
  *
  * Per head, with T[m,n] = exp(rel[(n-m)+N-1]) (0 for n > m when causal):
  *   o_m = sum_f A[m,f] y_f,j[m] / (sum_f A[m,f] z_f[m] + eps),

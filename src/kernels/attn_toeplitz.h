@@ -1,4 +1,4 @@
-/* attn_toeplitz.h -- linear attention with a relative bias (SPEC 2.4; Luo et al. 2021):
+/* attn_toeplitz.h -- linear attention with a relative bias (Luo et al. 2021):
  *   sim(m,n) = phi_q(q_m)^T phi_k(k_n) * exp(rel[(n-m)+N-1])
  * in numerator and denominator; every sum over n is a Toeplitz matrix-vector product,
  * computed with double-precision FFTW (r2c/c2r) in O(N log N); causal = Toeplitz

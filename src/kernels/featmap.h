@@ -1,4 +1,4 @@
-/* featmap.h -- feature maps of linear attention (SPEC 2.2), rows of length d.
+/* featmap.h -- feature maps of linear attention (elu(x)+1, softmax, exp), rows of length d.
  *
  * query side (all maps keep the dimension d):
  *   elu1:          phi(x) = elu(x) + 1

@@ -1,4 +1,4 @@
-/* posbias.c -- T5 relative buckets and ALiBi slopes (SPEC 3). */
+/* posbias.c -- T5 relative buckets and ALiBi slopes. */
 #include "config.h"
 #include "posbias.h"
 
@@ -19,7 +19,7 @@ int rl_t5_bucket(int r, int bidirectional, int num_buckets, int max_distance)
     }
     int max_exact = nb / 2;
     if (a < max_exact) return ret + (int)a;
-    /* float arithmetic exactly as the T5 reference (SPEC 3) */
+    /* float arithmetic exactly as the T5 reference (Raffel et al. 2020) */
     long big = max_exact + (long)(logf((float)a / (float)max_exact) /
                                   (float)log((double)max_distance / max_exact) *
                                   (float)(nb - max_exact));

@@ -1,4 +1,4 @@
-/* posbias.h -- attention-level relative biases (SPEC 3): T5 buckets and ALiBi slopes.
+/* posbias.h -- attention-level relative biases: T5 buckets and ALiBi slopes.
  *
  * Kernels see a bias through its relative vector: rel[(n - m) + (N - 1)] = b_h(m, n),
  * length 2N-1, r = n - m in [-(N-1), N-1].  T5: rel[r] = B[h, bucket(r)];
@@ -6,10 +6,10 @@
 #ifndef RL_POSBIAS_H
 #define RL_POSBIAS_H
 
-/* T5 relative-position bucket of r = n - m (exactly SPEC 3 / the T5 reference). */
+/* T5 relative-position bucket of r = n - m (exactly the T5 reference's rule). */
 int rl_t5_bucket(int r, int bidirectional, int num_buckets, int max_distance);
 
-/* ALiBi slopes for H heads (SPEC 3; non-powers of two by the reference rule). */
+/* ALiBi slopes for H heads (Press et al. 2022; non-powers of two by the reference rule). */
 void rl_alibi_slopes(double *slopes, int H);
 
 /* rel (2N-1) for head h of a T5 table B (H x nb, row-major). */

@@ -67,8 +67,9 @@ void rl_rope_scale(struct rl_rope *r, double a)
 rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope_opts *o)
 {
     r->cos = r->sin = NULL;
-    int R = o->dims > 0 ? o->dims : d;
-    if (d <= 0 || n_pos <= 0) RL_FAIL(RL_EINVAL, "rope: d=%d and n_pos=%d must be positive", d, n_pos);
+    int R           = o->dims > 0 ? o->dims : d;
+    if (d <= 0 || n_pos <= 0)
+        RL_FAIL(RL_EINVAL, "rope: d=%d and n_pos=%d must be positive", d, n_pos);
     if (o->dims == 0 && d % 2) RL_FAIL(RL_EINVAL, "rope: head dimension d=%d must be even", d);
     if (R % 2 || R > d) RL_FAIL(RL_EINVAL, "rope: rope_dims=%d must be even and <= d=%d", R, d);
     if (!(o->base > 0)) RL_FAIL(RL_EINVAL, "rope: rope_base=%g must be > 0", o->base);
@@ -93,9 +94,10 @@ rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope
     for (int i = 0; i < h; i++) {
         double th = rl_rope_theta(&oy, R, i);
         for (int m = 0; m < n_pos; m++) {
-            double a                    = ((double)m / o->scale) * th; /* SPEC 5: angles in double */
-            r->cos[(size_t)m * h + i]   = (float)cos(a);
-            r->sin[(size_t)m * h + i]   = (float)sin(a);
+            /* angles in double: float m * theta loses digits at large m */
+            double a = ((double)m / o->scale) * th;
+            r->cos[(size_t)m * h + i] = (float)cos(a);
+            r->sin[(size_t)m * h + i] = (float)sin(a);
         }
     }
     return RL_OK;
@@ -151,6 +153,7 @@ void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x
             }
         }
         if (o != xr)
-            for (int j = r->dims; j < d; j++) o[j] = xr[j];
+            for (int j = r->dims; j < d; j++)
+                o[j] = xr[j];
     }
 }

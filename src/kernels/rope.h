@@ -1,4 +1,4 @@
-/* rope.h -- rotary position embedding (Su et al., RoFormer 2021, section 3.2; SPEC 2.3).
+/* rope.h -- rotary position embedding (Su et al., RoFormer 2021, section 3.2).
  *
  * x: (N, d) rows, row n at position pos0 + n.  Only the first R = dims features rotate
  * (partial rotary); the rest pass through.

@@ -4,6 +4,7 @@
  * and only then copies: a refused file never leaves a half-loaded model. */
 #include "config.h"
 #include "checkpoint.h"
+#include "../core/crc32c.h"
 #include "../core/json.h"
 #include "../core/util.h"
 
@@ -54,6 +55,9 @@ static void copy_le32(void *dst, const void *src, size_t n)
     }
 }
 
+/* parameters, then the AdamW moments */
+static const char *const tensor_prefix[3] = {"", "optim.m.", "optim.v."};
+
 /* --- writing ---------------------------------------------------------------------------- */
 
 static void put_entry(struct rl_json_buf *b, const char *prefix, const struct rl_tensor_info *t,
@@ -71,7 +75,20 @@ static void put_entry(struct rl_json_buf *b, const char *prefix, const struct rl
     *off += bytes;
 }
 
-static void put_meta(struct rl_json_buf *b, int64_t step, const char *config, const char *rng)
+/* CRC-32C of the metadata texts: step, config and rng, each followed by a NUL. */
+static uint32_t meta_crc(const char *step, const char *config, const char *rng)
+{
+    const char *t[3] = {step, config ? config : "", rng ? rng : ""};
+    uint32_t    c    = 0;
+    for (int i = 0; i < 3; i++)
+        c = rl_crc32c(c, t[i], strlen(t[i]) + 1);
+    return c;
+}
+
+/* The metadata: step, config, rng, then "checksum": "crc32c" and one "crc32c.<tensor>"
+ * per tensor (8 hex digits of the CRC-32C of its little-endian bytes). */
+static void put_meta(struct rl_json_buf *b, int64_t step, const char *config, const char *rng,
+                     rl_model *m, const unsigned char *body)
 {
     char s[32];
     snprintf(s, sizeof s, "%lld", (long long)step);
@@ -81,6 +98,21 @@ static void put_meta(struct rl_json_buf *b, int64_t step, const char *config, co
     rl_json_buf_string(b, config ? config : "", config ? strlen(config) : 0);
     rl_json_buf_puts(b, ",\"rng\":");
     rl_json_buf_string(b, rng ? rng : "", rng ? strlen(rng) : 0);
+    rl_json_buf_puts(b, ",\"checksum\":\"crc32c\"");
+    rl_json_buf_printf(b, ",\"crc32c.__metadata__\":\"%08x\"", (unsigned)meta_crc(s, config, rng));
+    const int    nt  = rl_model_num_tensors(m);
+    const size_t off = rl_model_num_params(m) * 4;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < nt; i++) {
+            const struct rl_tensor_info *t = rl_model_tensor(m, i);
+            char                         name[192];
+            snprintf(name, sizeof name, "crc32c.%s%s", tensor_prefix[k], t->name);
+            rl_json_buf_puts(b, ",");
+            rl_json_buf_string(b, name, strlen(name));
+            rl_json_buf_printf(
+                b, ":\"%08x\"",
+                (unsigned)rl_crc32c(0, body + k * off + t->offset * 4, t->count * 4));
+        }
     rl_json_buf_puts(b, "}");
 }
 
@@ -88,31 +120,32 @@ rl_status rl_checkpoint_save(const char *path, rl_model *m, const float *adam_m,
                              const float *adam_v, int64_t step, const char *config_text,
                              const char *rng_text)
 {
-    const int          nt = rl_model_num_tensors(m);
-    const size_t       np = rl_model_num_params(m);
+    const int    nt   = rl_model_num_tensors(m);
+    const size_t np   = rl_model_num_params(m);
+    float       *body = rl_alloc(3 * np * sizeof(float));
+    if (!body) RL_FAIL(RL_ENOMEM, "%s: cannot allocate the checkpoint image", path);
+    copy_le32(body, rl_model_params(m), np);
+    if (adam_m) copy_le32(body + np, adam_m, np); /* rl_alloc zeroes: NULL moments are 0 */
+    if (adam_v) copy_le32(body + 2 * np, adam_v, np);
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     rl_json_buf_append(&b, "\0\0\0\0\0\0\0\0", 8); /* the length, filled in below */
-    put_meta(&b, step, config_text, rng_text);
-    size_t             off       = 0;
-    static const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    put_meta(&b, step, config_text, rng_text, m, (const unsigned char *)body);
+    size_t off = 0;
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < nt; i++)
-            put_entry(&b, prefix[k], rl_model_tensor(m, i), &off);
+            put_entry(&b, tensor_prefix[k], rl_model_tensor(m, i), &off);
     rl_json_buf_puts(&b, "}");
     while ((b.len - 8) % 8)
         rl_json_buf_puts(&b, " "); /* data 8-byte aligned, as the library */
-    float *body = b.failed ? NULL : rl_alloc(3 * np * sizeof(float));
-    if (!body) {
+    if (b.failed) {
+        rl_free(body);
         rl_json_buf_free(&b);
-        RL_FAIL(RL_ENOMEM, "%s: cannot allocate the checkpoint image", path);
+        RL_FAIL(RL_ENOMEM, "%s: cannot allocate the checkpoint header", path);
     }
     uint64_t hl = b.len - 8;
     for (int i = 0; i < 8; i++)
         b.p[i] = (char)(hl >> (8 * i) & 0xFF);
-    copy_le32(body, rl_model_params(m), np);
-    if (adam_m) copy_le32(body + np, adam_m, np); /* rl_alloc zeroes: NULL moments are 0 */
-    if (adam_v) copy_le32(body + 2 * np, adam_v, np);
     rl_status st = rl_write_file_atomic(path, b.p, b.len, body, 3 * np * sizeof(float));
     rl_free(body);
     rl_json_buf_free(&b);
@@ -290,6 +323,102 @@ static const struct st_entry *st_find(const struct st_file *f, const char *name)
     return NULL;
 }
 
+/* --- reading: checksums and values ---------------------------------------------------- */
+
+struct meta_key {
+    const char           *key;
+    const struct rl_json *value;
+};
+
+static int by_meta_key(const void *a, const void *b)
+{
+    return strcmp(((const struct meta_key *)a)->key, ((const struct meta_key *)b)->key);
+}
+
+static rl_status check_crc(const struct st_file *f, const struct st_entry *e,
+                           const struct meta_key *keys, size_t nkeys)
+{
+    size_t len = strlen(e->name) + 8;
+    char  *key = malloc(len);
+    if (!key) RL_FAIL(RL_ENOMEM, "%s: out of memory", f->path);
+    snprintf(key, len, "crc32c.%s", e->name);
+    struct meta_key        probe = {key, NULL};
+    const struct meta_key *hit   = bsearch(&probe, keys, nkeys, sizeof *keys, by_meta_key);
+    free(key);
+    if (!hit)
+        RL_FAIL(RL_EFORMAT, "%s: tensor '%s' has no __metadata__ checksum (crc32c.%s)", f->path,
+                e->name, e->name);
+    const char   *v = hit->value->string;
+    char         *end;
+    unsigned long want = strtoul(v, &end, 16);
+    if (hit->value->len != 8 || *end || v[0] == '+' || v[0] == '-' || v[0] == ' ')
+        RL_FAIL(RL_EFORMAT, "%s: __metadata__ crc32c.%s \"%.20s\" is not 8 hex digits", f->path,
+                e->name, v);
+    uint32_t got = rl_crc32c(0, f->data + e->begin, e->end - e->begin);
+    if (got != (uint32_t)want)
+        RL_FAIL(RL_EFORMAT,
+                "%s: tensor '%s': checksum mismatch (stored %08lx, data %08x): the file is "
+                "damaged",
+                f->path, e->name, want, (unsigned)got);
+    return RL_OK;
+}
+
+/* "crc32c.__metadata__", when present, covers step, config and rng: damaged metadata is
+ * reported as damage, not as a changed configuration. */
+static rl_status verify_meta(const struct st_file *f)
+{
+    const struct rl_json *want = rl_json_get(f->meta, "crc32c.__metadata__");
+    if (!want) return RL_OK;
+    const struct rl_json *s = rl_json_get(f->meta, "step"), *c = rl_json_get(f->meta, "config");
+    const struct rl_json *r   = rl_json_get(f->meta, "rng");
+    char                 *end = NULL;
+    unsigned long         w   = strtoul(want->string, &end, 16);
+    uint32_t got = meta_crc(s ? s->string : "", c ? c->string : "", r ? r->string : "");
+    if (want->len != 8 || *end || (uint32_t)w != got || (s && strlen(s->string) != s->len) ||
+        (c && strlen(c->string) != c->len) || (r && strlen(r->string) != r->len))
+        RL_FAIL(RL_EFORMAT,
+                "%s: __metadata__ checksum mismatch (stored %.8s, metadata %08x): the file is "
+                "damaged",
+                f->path, want->string, (unsigned)got);
+    return RL_OK;
+}
+
+/* Files written with "checksum": "crc32c" in __metadata__ carry the CRC-32C of every
+ * tensor's bytes; each is verified.  Older files without it load unchecked. */
+static rl_status verify_checksums(const struct st_file *f)
+{
+    const struct rl_json *kind = rl_json_get(f->meta, "checksum");
+    if (!kind) return RL_OK;
+    if (strcmp(kind->string, "crc32c") != 0)
+        RL_FAIL(RL_EFORMAT, "%s: __metadata__ checksum \"%.20s\": only crc32c is known", f->path,
+                kind->string);
+    size_t           n    = (size_t)f->meta->n;
+    struct meta_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!keys) RL_FAIL(RL_ENOMEM, "%s: out of memory", f->path);
+    for (size_t i = 0; i < n; i++)
+        keys[i].key = f->meta->keys[i], keys[i].value = &f->meta->items[i];
+    qsort(keys, n, sizeof *keys, by_meta_key);
+    rl_status st = RL_OK;
+    for (int i = 0; i < f->n && st == RL_OK; i++)
+        st = check_crc(f, &f->e[i], keys, n);
+    free(keys);
+    return st;
+}
+
+/* Every value of an F32 tensor is finite (exponent bits not all ones). */
+static rl_status check_finite(const struct st_file *f, const struct st_entry *e)
+{
+    const unsigned char *p = f->data + e->begin;
+    size_t               n = (e->end - e->begin) / 4;
+    for (size_t i = 0; i < n; i++, p += 4)
+        if ((p[3] & 0x7F) == 0x7F && (p[2] & 0x80))
+            RL_FAIL(RL_EFORMAT,
+                    "%s: tensor '%s' holds a non-finite value (NaN or infinity) at element %zu: "
+                    "the file is damaged or its run diverged",
+                    f->path, e->name, i);
+    return RL_OK;
+}
+
 /* --- reading: matching the model ----------------------------------------------------------- */
 
 static void shape_str(char *buf, size_t len, const int64_t *shape, int ndim)
@@ -376,13 +505,20 @@ static rl_status load_checked(const struct st_file *f, rl_model *m, float *am, f
     RL_TRY(no_strangers(f, m));
     const struct st_entry **e = calloc(3 * (size_t)nt, sizeof *e);
     if (!e) RL_FAIL(RL_ENOMEM, "%s: out of memory", f->path);
-    static const char *prefix[3] = {"", "optim.m.", "optim.v."};
-    float             *dst[3]    = {rl_model_params(m), am, av};
-    rl_status          st        = RL_OK;
+    const char *const *prefix = tensor_prefix;
+    float             *dst[3] = {rl_model_params(m), am, av};
+    rl_status          st     = RL_OK;
     for (int k = 0; k < 3 && st == RL_OK; k++)
         for (int i = 0; i < nt && st == RL_OK && dst[k]; i++)
             st = match(f, prefix[k], rl_model_tensor(m, i), &e[k * nt + i]);
+    if (st == RL_OK) st = verify_meta(f);
     if (st == RL_OK) st = get_meta(f, step, config, rng);
+    if (st == RL_OK) st = verify_checksums(f);
+    for (int k = 0; k < 3 && st == RL_OK; k++)
+        for (int i = 0; i < nt && st == RL_OK && dst[k]; i++)
+            st = check_finite(f, e[k * nt + i]);
+    if (st != RL_OK && config) free(*config), *config = NULL;
+    if (st != RL_OK && rng) free(*rng), *rng = NULL;
     for (int k = 0; k < 3 && st == RL_OK; k++) /* everything checked: now copy */
         for (int i = 0; i < nt && dst[k]; i++) {
             const struct rl_tensor_info *t = rl_model_tensor(m, i);
@@ -411,7 +547,8 @@ rl_status rl_checkpoint_read_meta(const char *path, int64_t *step, char **config
     if (rng_text) *rng_text = NULL;
     struct st_file f;
     RL_TRY(st_open(&f, path));
-    rl_status st = get_meta(&f, step, config_text, rng_text);
+    rl_status st = verify_meta(&f);
+    if (st == RL_OK) st = get_meta(&f, step, config_text, rng_text);
     st_close(&f);
     return st;
 }

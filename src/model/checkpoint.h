@@ -4,7 +4,9 @@
  *   8 bytes   little-endian u64 N: length of the JSON header
  *   N bytes   JSON header, padded with spaces to a multiple of 8 bytes:
  *             {"__metadata__": {"step": "<updates done>", "config": "<resolved INI>",
- *                               "rng": "<generator state>"},
+ *                               "rng": "<generator state>", "checksum": "crc32c",
+ *                               "crc32c.__metadata__": "<8 hex digits>",
+ *                               "crc32c.<name>": "<8 hex digits>", ...},
  *              "<name>": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...}
  *   data      raw little-endian float32; offsets are relative to the start of the data
  *             and the tensors tile it exactly (no gaps, no overlap).
@@ -12,6 +14,12 @@
  * Tensors: every model parameter under its SPEC 4 name (rl_tensor_info, PyTorch nn.Linear
  * convention), then the AdamW moments as optim.m.<name> and optim.v.<name>, all in the
  * model's table order.  Metadata values are strings, as the format requires.
+ *
+ * "crc32c.__metadata__" is the CRC-32C of step, config and rng (each with its NUL), checked
+ * by every reader when present; "crc32c.<name>" is the CRC-32C of tensor <name>'s data
+ * bytes (core/crc32c.h); a file
+ * with "checksum": "crc32c" must carry one per tensor and each must match, files without
+ * it (older writers, other programs) load unchecked.  Every float32 loaded must be finite.
  *
  * Saving is atomic (temporary file, fsync, rename: util.h).  Loading validates the whole
  * file before it touches the model, so a refused file leaves the model unchanged; every

@@ -4,6 +4,7 @@ src_model_libmodel_la_SOURCES = \
 	%D%/batch.c %D%/batch.h \
 	%D%/layers.c %D%/layers.h \
 	%D%/model.c %D%/model.h %D%/flops.c %D%/flops.h \
+	%D%/model_mem.c \
 	%D%/adamw.c %D%/adamw.h \
 	%D%/checkpoint.c %D%/checkpoint.h \
 	%D%/decode.c %D%/decode.h \

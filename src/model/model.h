@@ -38,8 +38,14 @@ struct rl_tensor_info {
 
 typedef struct rl_model rl_model;
 
-rl_status                     rl_model_create(rl_model **m, const struct rl_model_config *c);
-void                          rl_model_free(rl_model *m);
+rl_status rl_model_create(rl_model **m, const struct rl_model_config *c);
+void      rl_model_free(rl_model *m);
+/* Memory the model of c would take, from the configuration alone (nothing is allocated;
+ * doubles, so absurd sizes do not overflow): *params_bytes for the parameters and their
+ * gradients, *call_bytes for the activations, buffers and attention plan of one forward
+ * and backward on B rows of N tokens with `threads` threads.  Either may be NULL. */
+void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
+                     double *params_bytes, double *call_bytes);
 const struct rl_model_config *rl_model_config_get(const rl_model *m);
 
 /* GPT-2 init from seed: N(0, 0.02) weights, wo and fc2 scaled by 1/sqrt(2 layers), biases

@@ -1,0 +1,67 @@
+/* model_mem.c -- how much memory a model of a configuration takes at a (B, N) call,
+ * computed from the configuration alone (no allocation), so that sizes can be refused
+ * before anything is built; see model.h.  The counts follow rl_model_create's tensor
+ * table and the activation arena's layout in model.c; they are kept in double so that
+ * absurd sizes (2^30 rows of 10^9 tokens) cannot overflow. */
+#include "config.h"
+#include "model.h"
+#include "../kernels/attn_linear.h"
+#include "../kernels/attn_softmax.h"
+
+static double param_count(const struct rl_model_config *c)
+{
+    const double D = c->d_model, H = c->heads, L = c->layers;
+    const double Vo = c->n_classes > 0 ? c->n_classes : c->vocab;
+    const double t5 = c->attn.pe == RL_ATTN_PE_T5 ? H * c->attn.t5_buckets : 0;
+    double       p  = (double)c->vocab * D + 2 * D + Vo * D + Vo; /* embed, ln_f, head */
+    if (c->input_pe == RL_INPUT_PE_LEARNED) p += (double)c->max_len * D;
+    /* per block: ln1, wq wk wv wo (+ biases), ln2, fc1, fc2 */
+    p += L * (2 * D + 4 * (D * D + D) + 2 * D + (4 * D * D + 4 * D) + (4 * D * D + D));
+    return p + (c->t5_per_layer ? L * t5 : t5);
+}
+
+/* Floats of the activation arena at (B, N): layout_acts in model.c, term by term. */
+static double act_floats(const struct rl_model_config *c, double B, double N)
+{
+    const double D = c->d_model, H = c->heads, L = c->layers, T = B * N;
+    const double Vo   = c->n_classes > 0 ? c->n_classes : c->vocab;
+    const double rows = c->n_classes > 0 ? B : T;
+    double       f    = (L + 1) * T * D;                   /* residual stream */
+    f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
+    f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
+    f += 3 * T * D + 7 * T * D + 4 * T * D;                /* qkv and the gradient scratch */
+    return f + 65536;                                      /* one MLP chunk */
+}
+
+/* Bytes of one attention plan at length N: per-thread kernel scratch, RoPE tables and
+ * relative-position tables (the FFT plans of Toeplitz attention: a few 2N x (d + dv)). */
+static double plan_bytes(const struct rl_model_config *c, int N, int threads)
+{
+    const int d = c->d_model / c->heads;
+    double    f = 0;
+    if (c->attn.kind == RL_ATTN_SOFTMAX)
+        f = (double)rl_attn_softmax_scratch_floats(N, d, d) +
+            (c->attn.pe == RL_ATTN_PE_ROPE ? 2.0 * N * d : 0);
+    else if (c->attn.pe == RL_ATTN_PE_T5 || c->attn.pe == RL_ATTN_PE_ALIBI)
+        f = 8.0 * 2 * N * (2 * d);
+    else
+        f = (double)rl_attn_linear_scratch_floats(&c->attn, N, d, d);
+    f *= threads;
+    if (c->attn.pe == RL_ATTN_PE_ROPE) f += 2.0 * N * d;
+    if (c->attn.pe == RL_ATTN_PE_T5 || c->attn.pe == RL_ATTN_PE_ALIBI)
+        f += (double)c->heads * 2 * N * (1 + (c->attn.pe == RL_ATTN_PE_T5 ? 2.0 * threads : 0));
+    return 4 * f;
+}
+
+void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
+                     double *params_bytes, double *call_bytes)
+{
+    if (params_bytes) *params_bytes = 2 * 4 * param_count(c); /* parameters and gradients */
+    if (!call_bytes) return;
+    const double T = (double)B * N;
+    /* the arena, the per-token integer buffers (tokens, targets, mask, row loss and
+     * flag), a sinusoidal table, and the attention plan */
+    *call_bytes = 4 * act_floats(c, B, N) + T * (4 + 4 + 1 + 8 + 1) +
+                  (c->input_pe == RL_INPUT_PE_SINUSOIDAL ? 4.0 * N * c->d_model : 0) +
+                  plan_bytes(c, N, threads > 0 ? threads : 1);
+}
