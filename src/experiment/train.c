@@ -167,6 +167,45 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s)
     return RL_OK;
 }
 
+static double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* The memory a run will need, estimated from the resolved configuration before anything
+ * large is allocated: parameters, gradients, AdamW moments and a checkpoint image, the
+ * training batch and one micro-batch's activations, and every evaluation length's batch
+ * and activations (the arena grows to the largest).  Refused when above what the machine
+ * has available now. */
+static rl_status check_memory(const struct rl_cfg *c, rl_task *task)
+{
+    struct rl_model_config mc;
+    rl_cfg_model_config(c, rl_task_vocab(task), rl_task_causal(task), rl_task_n_classes(task), &mc);
+    const int    B = c->train.batch, N = c->task.length, threads = rl_threads_get();
+    const double tokens = (double)B * N, per_token = 4 + 4 + 1; /* inputs, targets, mask */
+    double       params, train_call, eval_call = 0, total;
+    int          eval_n = 0;
+    rl_model_memory(&mc, B / c->train.accumulate, N, threads, &params, &train_call);
+    for (int i = 0; i < c->eval.n_lengths; i++) {
+        int  n    = c->eval.lengths[i];
+        long rows = lround(tokens / n);
+        if (rows < 1) rows = 1;
+        double call;
+        rl_model_memory(&mc, (int)(rows < INT32_MAX ? rows : INT32_MAX), n, threads, NULL, &call);
+        call += (double)rows * n * per_token;
+        if (call > eval_call) eval_call = call, eval_n = n;
+    }
+    const double fixed = 2 * params + 0.75 * params + tokens * per_token; /* + moments, image */
+    const double need  = fixed + (train_call > eval_call ? train_call : eval_call);
+    const double avail = rl_mem_available(&total);
+    if (need <= avail) return RL_OK;
+    RL_FAIL(RL_EINVAL,
+            "%s: the run needs about %.3g GiB of memory (parameters, gradients, AdamW moments "
+            "and a checkpoint: %.3g GiB; training batch %d x %d tokens with its activations: "
+            "%.3g GiB; evaluation at length %d: %.3g GiB), but this machine has %.3g GiB "
+            "available (of %.3g GiB): lower train.batch (or raise train.accumulate), "
+            "task.length, eval.lengths or the model size",
+            c->file[0] ? c->file : "(config)", gib(need), gib(1.75 * params), B, N,
+            gib(tokens * per_token + train_call), eval_n, gib(eval_call), gib(avail), gib(total));
+}
+
 rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
 {
     struct rl_task_opts o;
