@@ -1,4 +1,4 @@
-# RL_CHECK_FFTW3 -- double-precision FFTW 3.3 (SPEC 2.4: float transforms lose accuracy
+# RL_CHECK_FFTW3 -- double-precision FFTW 3.3 (float transforms lose accuracy
 # on causal Toeplitz products), through pkg-config with a header/library fallback.
 AC_DEFUN([RL_CHECK_FFTW3], [
   PKG_CHECK_MODULES([FFTW3], [fftw3 >= 3.3], [], [

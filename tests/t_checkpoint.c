@@ -126,7 +126,7 @@ static void test_round_trip(void)
             bitwise &= memcmp(r.data + b, src[k] + t->offset, t->count * 4) == 0; /* LE host */
         }
     }
-    tap_ok(shapes, "independent reader finds every tensor with its SPEC 4 shape (out x in)");
+    tap_ok(shapes, "independent reader finds every tensor with its documented shape (out x in)");
     tap_ok(bitwise, "independent reader: every tensor's bytes are the float32 values");
     free(r.hdr), free(buf);
     /* load into a differently initialised model */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t_cli.sh -- the ropelab command line (SPEC 5): help, version, usage errors exit 2.
+# t_cli.sh -- the ropelab command line: help, version, usage errors exit 2.
 : "${ROPELAB:=./src/ropelab}"
 n=0; failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }

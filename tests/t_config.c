@@ -1,4 +1,4 @@
-/* t_config.c -- experiment configuration (SPEC 6): defaults, files, --set overrides, every
+/* t_config.c -- experiment configuration (docs/config.md): defaults, files, --set overrides, every
  * error path with its file:line and key, combination checks, the resolved-INI round trip,
  * the resume comparison, and docs/config.md naming every key. */
 #include "config.h"
@@ -44,7 +44,7 @@ static void test_defaults(void)
                c.train.weight_decay == 0.01 && c.train.clip == 1.0 && c.train.seed == 1 &&
                c.train.log_every == 10 && c.train.checkpoint_every == 0 &&
                !c.train.checkpoint_initial,
-           "defaults: the [train] values of SPEC 6");
+           "defaults: the documented [train] values");
     tap_ok(c.eval.n_lengths == 0 && c.eval.batches == 8 && c.eval.every == 0,
            "defaults: eval lengths = task length, 8 batches, at the end");
     tap_ok(!strcmp(c.experiment.out, "runs") && c.experiment.threads == 0,

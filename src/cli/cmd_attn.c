@@ -1,4 +1,4 @@
-/* cmd_attn.c -- `ropelab attn`: the numeric interface to the kernels (SPEC 5).
+/* cmd_attn.c -- `ropelab attn`: the numeric interface to the kernels.
  * Reads DIR/q.npy (H,N,d), k.npy (H,N,d), v.npy (H,N,dv), optional t5_bias.npy
  * (H,buckets) and dout.npy (H,N,dv); writes OUT/out.npy, and with dout dq.npy, dk.npy,
  * dv.npy (and dt5_bias.npy), plus OUT/stats.json. */

@@ -1,6 +1,6 @@
 /* cmd_run.c -- `ropelab run EXPERIMENT.ini`: read the configuration, check every sweep
  * point, train and evaluate them in OUT/<name>/, write the experiment's tables and plots
- * (SPEC 5, 6; experiment.h).  Under mpirun every rank runs this; a rank that fails ends
+ * (docs/experiments.md; experiment.h).  Under mpirun every rank runs this; a rank that fails ends
  * the job (MPI_Abort) after printing its message.
  * Exit status: 0 success, 1 runtime failure (data, I/O, numerics), 2 usage or
  * configuration error (found before anything runs). */

@@ -1,4 +1,4 @@
-/* main.c -- the ropelab program: subcommand dispatch (SPEC 5). */
+/* main.c -- the ropelab program: subcommand dispatch. */
 #include "config.h"
 #include "cli.h"
 #include "opts.h"

@@ -46,7 +46,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"model", "heads",       RL_K_INT, OFF(model.heads), 1, BIG, NULL, "attention heads H"},
     {"model", "layers",      RL_K_INT, OFF(model.layers), 1, BIG, NULL, "transformer blocks"},
     {"model", "attention",   RL_K_ENUM, OFF(model.attention), 0, 0, names_attention,
-     "softmax (SPEC 2.1) or linear (SPEC 2.2)"},
+     "softmax or linear (RoFormer eq. 18)"},
     {"model", "feature_map", RL_K_ENUM, OFF(model.feature_map), 0, 0, names_fmap,
      "linear attention feature map"},
     {"model", "eps",         RL_K_DBL, OFF(model.eps), RL_D_NONNEG, 0, NULL,

@@ -1,11 +1,11 @@
-/* cfg.h -- experiment configuration (SPEC 6): INI files parsed with libinih, `--set`
+/* cfg.h -- experiment configuration (docs/config.md): INI files parsed with libinih, `--set`
  * overrides, validation that names file, line and key, and the resolved INI text.
  *
  * (Named cfg, not config: every .c includes Autoconf's "config.h", which a src/config.h
  * would shadow.)
  *
  * Life of a configuration:
- *   rl_cfg_defaults(c)                 every key at its SPEC 6 default (0 / "" = automatic)
+ *   rl_cfg_defaults(c)                 every key at its documented default (0 / "" = automatic)
  *   rl_cfg_load(c, "exp.ini")          the file, key by key; errors "exp.ini:12: [model] heads:
  * ..." rl_cfg_set(c, "model.heads=8")     a --set override; errors "--set model.heads=x: ..."
  *   rl_cfg_check(c)                    combinations that need no data (d_model % heads, ...)

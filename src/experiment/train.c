@@ -1,4 +1,4 @@
-/* train.c -- the training loop of one model (SPEC 4, 6); see train.h.  Its evaluation is in
+/* train.c -- the training loop of one model (docs/model.md); see train.h.  Its evaluation is in
  * train_eval.c, the run in train_run.c, the run directory's files in train_io.c, the
  * benchmark in train_bench.c. */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* train.h -- the training loop for one model (SPEC 4 and 6), its evaluation, and the
+/* train.h -- the training loop for one model (docs/model.md), its evaluation, and the
  * training-throughput benchmark.
  *
  * Update s = 0 .. steps-1:
@@ -12,7 +12,7 @@
  * targets, so `accumulate` changes memory and speed, not the numbers (up to float
  * summation order).
  *
- * Run directory (SPEC 6): config.ini (resolved), metrics.jsonl, checkpoints/step-<k>
+ * Run directory (docs/experiments.md): config.ini (resolved), metrics.jsonl, checkpoints/step-<k>
  * .safetensors (every checkpoint_every updates, at the end, and step-0 with
  * checkpoint_initial), results.csv, eval.jsonl (with eval.every).
  * Resume: the latest checkpoint's config must equal this one (but out/threads); weights,

@@ -1,4 +1,4 @@
-/* checkpoint.h -- model checkpoints as safetensors files (SPEC 4), readable by the Hugging
+/* checkpoint.h -- model checkpoints as safetensors files (docs/model.md), readable by the Hugging
  * Face `safetensors` library and by any reader of its format:
  *
  *   8 bytes   little-endian u64 N: length of the JSON header
@@ -11,7 +11,7 @@
  *   data      raw little-endian float32; offsets are relative to the start of the data
  *             and the tensors tile it exactly (no gaps, no overlap).
  *
- * Tensors: every model parameter under its SPEC 4 name (rl_tensor_info, PyTorch nn.Linear
+ * Tensors: every model parameter under its checkpoint name (rl_tensor_info, PyTorch nn.Linear
  * convention), then the AdamW moments as optim.m.<name> and optim.v.<name>, all in the
  * model's table order.  Metadata values are strings, as the format requires.
  *

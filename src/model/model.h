@@ -1,9 +1,9 @@
-/* model.h -- the transformer of SPEC 4: token embedding (+ input PE), L pre-LN blocks
+/* model.h -- the transformer (docs/model.md): token embedding (+ input PE), L pre-LN blocks
  * x += Attn(LN1(x)); x += MLP(LN2(x)), final LN, then an LM head (causal tasks) or
  * mean-pool over positions + classifier head (non-causal tasks).
  *
  * One flat parameter buffer and one gradient buffer of the same layout; the tensor
- * table names every parameter with its SPEC 4 checkpoint name (PyTorch nn.Linear
+ * table names every parameter with its checkpoint name (PyTorch nn.Linear
  * convention: weight is out x in).  Activations live in one arena sized for the
  * (B, N) of the last call; the first call at a new size (re)allocates it, later calls
  * of the same size never allocate. */
@@ -28,7 +28,7 @@ struct rl_model_config {
 };
 
 struct rl_tensor_info {
-    const char *name; /* SPEC 4 name, e.g. "blocks.0.attn.wq.weight" */
+    const char *name; /* checkpoint name, e.g. "blocks.0.attn.wq.weight" */
     int         ndim;
     int64_t     shape[2];
     size_t      offset; /* in floats, into params / grads */
@@ -71,7 +71,7 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
 rl_status rl_model_backward(rl_model *m, float scale);
 void      rl_model_zero_grad(rl_model *m);
 /* Linear attention's diagnostic of the last forward: the rows (summed over layers,
- * sequences and heads) whose denominator before eps was <= eps (SPEC 2.3); 0 for
+ * sequences and heads) whose denominator before eps was <= eps (the instability of eq. 19 variants); 0 for
  * softmax attention. */
 long rl_model_bad_denominators(const rl_model *m);
 /* Logits of the last forward: (B, N, vocab) for LM, (B, n_classes) for classifiers. */
