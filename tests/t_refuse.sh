@@ -75,7 +75,7 @@ lengths = 8, 16
 batches = 2
 END_INI
 "$ROPELAB" run lr.ini --out runs -q >out 2>err
-grep -q '^warning: lr diverged' out && grep -q ',diverged$' runs/lr/results.csv &&
+grep -q '^warning: lr diverged' out && grep -q ',diverged\(,\|$\)' runs/lr/results.csv &&
     grep -q '^## Diverged' runs/lr/summary.md
 ok $? "lr = 10, clip = 0: 'diverged' in results.csv, summary.md and a warning line"
 sed -i 's/^lr = 10/lr = 3e-3/; s/^clip = 0//; s/^name = lr/name = fine/' lr.ini
