@@ -16,9 +16,9 @@ build=$(cd "${1:-.}" && pwd)
 cc=${CLANG:-$(command -v clang-14 || command -v clang || true)}
 [ -n "$cc" ] || { echo "build.sh: no clang (Debian: clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 flag() { sed -n "s/^$1 = //p" "$build/Makefile"; }
-libs="$(flag BLIS_LIBS) $(flag FFTW3_LIBS) $(flag FFTW3F_LIBS) $(flag INIH_LIBS) -lm"
+libs="$(flag BLIS_LIBS) $(flag FFTW3_LIBS) $(flag FFTW3F_LIBS) $(flag INIH_LIBS) $(flag MPI_LIBS) -lm"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
--DHAVE_CONFIG_H -I$build -I$top/src $(flag BLIS_CFLAGS) $(flag FFTW3_CFLAGS) $(flag FFTW3F_CFLAGS) $(flag INIH_CFLAGS)"
+-DHAVE_CONFIG_H -I$build -I$top/src $(flag BLIS_CFLAGS) $(flag FFTW3_CFLAGS) $(flag FFTW3F_CFLAGS) $(flag INIH_CFLAGS) $(flag MPI_CFLAGS)"
 out="$build/tests/fuzz"
 mkdir -p "$out/obj"
 objs=
