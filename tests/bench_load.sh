@@ -11,7 +11,9 @@
 # REPEATS times each (default 3), alternating; it prints the median and the range of the
 # wall time, and the CPU time (user + system) of the median run.  ropelab's defaults apply
 # (threads bound to cores and short spin-waits unless OMP_PROC_BIND / OMP_PLACES /
-# OMP_WAIT_POLICY / GOMP_SPINCOUNT are set); set them to compare.
+# OMP_WAIT_POLICY / GOMP_SPINCOUNT are set; more threads than cores lowered to the cores;
+# the thread count adapted to the load during training unless OMP_DYNAMIC=false); set them
+# to compare.
 ROPELAB=${1:-./src/ropelab}
 REPEATS=${2:-3}
 ROPELAB_GNUPLOT=none; export ROPELAB_GNUPLOT
@@ -63,7 +65,7 @@ series() {
 }
 
 echo "# $(nproc) cores available; $(uname -m); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# OMP_PROC_BIND=${OMP_PROC_BIND-unset} OMP_WAIT_POLICY=${OMP_WAIT_POLICY-unset} GOMP_SPINCOUNT=${GOMP_SPINCOUNT-unset}"
+echo "# OMP_PROC_BIND=${OMP_PROC_BIND-unset} OMP_WAIT_POLICY=${OMP_WAIT_POLICY-unset} GOMP_SPINCOUNT=${GOMP_SPINCOUNT-unset} OMP_DYNAMIC=${OMP_DYNAMIC-unset}"
 sh -c 'while :; do :; done' &
 busy=$!
 sleep 0.5

@@ -55,6 +55,8 @@ check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
 tests_t_config_LDADD = $(TEST_LIBS)
 tests_t_train_LDADD  = $(TEST_LIBS)
 tests_t_eval_LDADD   = $(TEST_LIBS)
+check_PROGRAMS += tests/t_threads
+tests_t_threads_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)

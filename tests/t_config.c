@@ -316,6 +316,19 @@ static void test_round_trip(void)
             d = rl_cfg_text_diff(ra, rb, msg, sizeof msg);
             tap_ok(d && strstr(msg, "sweep.model.pe") && strstr(msg, "(absent)"),
                    "diff reports a key missing on one side: %s", msg);
+            /* a run written before a key existed: the key absent from its text */
+            rl_cfg_render(a, rb, 1 << 16, 0);
+            char *old = strdup(ra), *line = strstr(old, "\nxpos_scale_base = ");
+            if (line) memmove(line + 1, strchr(line + 1, '\n') + 1, strlen(strchr(line + 1, '\n')));
+            d = rl_cfg_text_diff(old, rb, msg, sizeof msg);
+            tap_ok(line && !d, "a key absent from an older run's text, at its default now: no "
+                               "difference");
+            a->model.xpos_scale_base = 1024;
+            rl_cfg_render(a, rb, 1 << 16, 0);
+            d = rl_cfg_text_diff(old, rb, msg, sizeof msg);
+            tap_ok(d && strstr(msg, "model.xpos_scale_base: '(absent)' vs '1024'"),
+                   "... but set to another value now: %s", msg);
+            free(old);
         }
         free(a), free(b), free(ra), free(rb);
     }

@@ -120,7 +120,7 @@ int rl_bench_decode(int argc, char **argv)
             return rl_usage_error("bench", "%s: bad list '%s'", a, v);
         if (e) return RL_EXIT_USAGE;
     }
-    rl_init(threads);
+    rl_cli_threads("bench", threads);
     FILE *csv = NULL;
     if (out) {
         char p[4096];

@@ -318,7 +318,7 @@ int rl_cmd_attn(int argc, char **argv)
     struct attn_args A;
     int              rc = parse_args(&A, argc, argv);
     if (rc >= 0) return rc;
-    rl_init(A.threads);
+    rl_cli_threads("attn", A.threads);
     if (rl_mkdir_p(A.out) != RL_OK) {
         fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
         return RL_EXIT_FAIL;

@@ -232,7 +232,7 @@ static int bench_train(int argc, char **argv)
         if (e) return RL_EXIT_USAGE;
     }
     if (optind < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[optind]);
-    rl_init(threads);
+    rl_cli_threads("bench", threads);
     char csv[4096];
     if (out) {
         snprintf(csv, sizeof csv, "%s/bench_train.csv", out);
@@ -340,7 +340,7 @@ static int bench_kernels(int argc, char **argv)
         return rl_usage_error("bench", "--attention: unknown value '%s'", attn);
     if (strcmp(pe, "all") && strcmp(pe, "none") && strcmp(pe, "rope") && strcmp(pe, "t5") && strcmp(pe, "alibi"))
         return rl_usage_error("bench", "--pe: unknown value '%s'", pe);
-    rl_init(threads);
+    rl_cli_threads("bench", threads);
     struct bench_cfg cfg[32];
     int              nc = make_configs(cfg, attn, pe, causal_sel);
     FILE            *csv = NULL;

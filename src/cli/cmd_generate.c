@@ -372,7 +372,7 @@ int rl_cmd_generate(int argc, char **argv)
         return RL_EXIT_OK;
     }
     if (rc != RL_EXIT_OK) return rc;
-    rl_init(a.threads);
+    rl_cli_threads("generate", a.threads);
     rl_model *m      = NULL;
     int32_t  *prompt = NULL;
     int       charlm = 0, P = 0;

@@ -210,13 +210,8 @@ static int run(struct rl_cfg *c, const struct run_args *a)
     int            rc = st == RL_OK ? RL_EXIT_OK : RL_EXIT_USAGE;
     if (st == RL_OK) {
         int n = a->threads ? a->threads : c->experiment.threads;
-        rl_init(n ? n : default_threads());
+        rl_cli_threads("run", n ? n : default_threads());
         c->experiment.threads = rl_threads_get(); /* the effective count, in config.ini */
-        if (rl_mpi_size() == 1 && rl_threads_get() > rl_cores_available())
-            fprintf(stderr,
-                    "ropelab: warning: %d threads on the %d cores this process may use: threads "
-                    "that share a core wait for each other (faster: --threads %d)\n",
-                    rl_threads_get(), rl_cores_available(), rl_cores_available());
         st                    = rl_experiment_prepare(&e, c);
         rc = st == RL_OK ? RL_EXIT_OK : st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
     }

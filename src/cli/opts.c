@@ -2,6 +2,8 @@
  * and checked number parsing. */
 #include "config.h"
 #include "opts.h"
+#include "../core/gemm.h"
+#include "../core/mpi.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -91,4 +93,17 @@ const char *rl_suggest(const char *word, const char *const *names)
         if (d < bd) bd = d, best = names[i];
     }
     return best;
+}
+
+void rl_cli_threads(const char *cmd, int asked)
+{
+    rl_init(asked);
+    if (rl_mpi_size() > 1) return;
+    int had = rl_threads_fit();
+    if (had > rl_threads_get())
+        fprintf(stderr,
+                "ropelab %s: warning: %d threads asked for, but this process may use %d "
+                "cores: running %d (threads that share a core wait for each other; the "
+                "results do not depend on the thread count)\n",
+                cmd, had, rl_threads_get(), rl_threads_get());
 }

@@ -16,6 +16,10 @@ int rl_parse_double(const char *cmd, const char *opt, const char *s, double *out
 /* getopt_long's error return (optstring starting with ':'): c is ':' for a missing
  * argument, '?' for an unknown option; prints the usage error, returns RL_EXIT_USAGE. */
 int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now);
+/* rl_init with the thread count asked for (0: OMP_NUM_THREADS or all cores), lowered to
+ * the cores this process may use, with a warning, when it asks for more (one process;
+ * under MPI the launcher's binding decides). */
+void rl_cli_threads(const char *cmd, int asked);
 /* The name in the NULL-terminated list nearest to word (at most two edits), or NULL. */
 const char *rl_suggest(const char *word, const char *const *names);
 /* The value of option argv[*i] (advancing *i), or NULL after printing "missing argument". */

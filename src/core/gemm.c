@@ -140,6 +140,13 @@ void rl_threads_set(int n)
 
 int rl_threads_get(void) { return rl_nthreads; }
 
+int rl_threads_fit(void)
+{
+    int had = rl_nthreads, cores = rl_cores_available();
+    if (had > cores) rl_threads_set(cores);
+    return had;
+}
+
 const char *rl_blis_arch(void)
 {
     if (!rl_inited) rl_init(0);

@@ -42,6 +42,9 @@ void rl_threads_set(int n);
 int  rl_threads_get(void);
 /* Cores this process may run on (sched_getaffinity), >= 1. */
 int rl_cores_available(void);
+/* Lowers the thread count to rl_cores_available() when it is above (threads that share a
+ * core wait for each other; results do not depend on the count); returns the count it had. */
+int rl_threads_fit(void);
 /* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
 const char *rl_blis_arch(void);
 const char *rl_blis_arch_reason(void);

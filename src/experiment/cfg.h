@@ -147,8 +147,9 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
  * compares.  Returns the length written (snprintf semantics: >= len means truncated). */
 #define RL_CFG_RENDER_NO_RUNTIME 1
 int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags);
-/* Compare two rendered configurations ignoring experiment.out and .threads; on a
- * difference writes "[section] key: 'a' vs 'b'" into msg and returns nonzero. */
+/* Compare two rendered configurations ignoring experiment.out and .threads; a key absent
+ * from a (written by an older ropelab) whose value in b is its default is no difference.
+ * On a difference writes "[section] key: 'a' vs 'b'" into msg and returns nonzero. */
 int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len);
 
 /* The pieces of the configuration other modules take. */

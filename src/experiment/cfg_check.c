@@ -335,18 +335,34 @@ static const struct kv *find_kv(const struct kv *kv, int n, const char *key)
     return NULL;
 }
 
+/* A key that a newer ropelab added: absent from the older text a, and at its default in
+ * b, is no difference (the older run behaved as the default does). */
+static int added_at_default(const struct kv *kd, int nd, const struct kv *x)
+{
+    const struct kv *d = find_kv(kd, nd, x->key);
+    return d && !strcmp(d->value, x->value);
+}
+
 int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len)
 {
     enum { MAX = 256 };
-    struct kv *ka = calloc(2 * MAX, sizeof *ka), *kb = ka + MAX;
-    if (!ka) return snprintf(msg, len, "out of memory"), 1;
-    int na = read_pairs(a, ka, MAX), nb = read_pairs(b, kb, MAX), diff = 0;
+    struct kv     *ka = calloc(3 * MAX, sizeof *ka), *kb = ka + MAX, *kd = kb + MAX;
+    struct rl_cfg *def = malloc(sizeof *def);
+    char          *dtext = malloc(1 << 16);
+    if (!ka || !def || !dtext)
+        return free(ka), free(def), free(dtext), snprintf(msg, len, "out of memory"), 1;
+    rl_cfg_defaults(def);
+    rl_cfg_render(def, dtext, 1 << 16, 0);
+    int na = read_pairs(a, ka, MAX), nb = read_pairs(b, kb, MAX), nd = read_pairs(dtext, kd, MAX);
+    int diff = 0;
+    free(def), free(dtext);
     for (int pass = 0; pass < 2 && !diff; pass++) {
         const struct kv *x = pass ? kb : ka, *y = pass ? ka : kb;
         int              nx = pass ? nb : na, ny = pass ? na : nb;
         for (int i = 0; i < nx && !diff; i++) {
             const struct kv *o = find_kv(y, ny, x[i].key);
             if (o && !strcmp(o->value, x[i].value)) continue;
+            if (!o && pass && added_at_default(kd, nd, &x[i])) continue;
             const char *va = pass ? (o ? o->value : "(absent)") : x[i].value;
             const char *vb = pass ? x[i].value : (o ? o->value : "(absent)");
             snprintf(msg, len, "%s: '%s' vs '%s'", x[i].key, va, vb);

@@ -139,7 +139,7 @@ static rl_status eval_point(struct rl_cfg *c, const char *ckpt, const char *odir
                                      : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (st == RL_OK) *trained = *c, st = apply(c, o);
     if (st == RL_OK) st = check_data(c);
-    if (st == RL_OK) rl_init(c->experiment.threads), st = rl_train_prepare(c, &task);
+    if (st == RL_OK) rl_init(c->experiment.threads), rl_threads_fit(), st = rl_train_prepare(c, &task);
     if (st == RL_OK) st = check_shapes(trained, o, task);
     double t0 = rl_now_ms();
     if (st == RL_OK) st = rl_train_evaluate_checkpoint(c, task, ckpt, res, &step);

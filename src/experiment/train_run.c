@@ -2,6 +2,8 @@
  * its logging, checkpoints and evaluations; see train.h. */
 #include "config.h"
 #include "train_impl.h"
+#include "../core/gemm.h"
+#include "../core/governor.h"
 #include "../core/json.h"
 #include "../core/util.h"
 
@@ -14,7 +16,8 @@
 struct interval {
     int    n;
     double ms_forward, ms_backward, ms_optimizer, ms_total, tokens;
-    double ms_cpu; /* CPU time of the process (all threads) during the updates */
+    double ms_cpu;  /* CPU time of the process (all threads) during the updates */
+    double threads; /* the thread counts the updates ran with, summed */
 };
 
 struct run {
@@ -25,6 +28,7 @@ struct run {
     struct interval             all; /* this process's updates, for the result */
     int64_t                     first_step;
     double                      t_start;
+    struct rl_governor          gov; /* the thread count under load: core/governor.h */
 };
 
 static void interval_add(struct interval *iv, const struct rl_update_stats *s, double tokens)
@@ -43,11 +47,11 @@ static rl_status write_record(struct run *r, const struct rl_update_stats *s)
                        "{\"step\": %lld, \"loss\": %.9g, \"acc\": %.9g, \"lr\": %.9g, "
                        "\"grad_norm\": %.9g, \"tokens_per_s\": %.6g, \"ms_forward\": %.6g, "
                        "\"ms_backward\": %.6g, \"ms_optimizer\": %.6g, \"ms_update\": %.6g, "
-                       "\"ms_cpu\": %.6g}\n",
+                       "\"ms_cpu\": %.6g, \"threads\": %.3g}\n",
                        (long long)r->tr.step, s->loss, s->acc, s->lr, s->grad_norm,
                        iv->tokens / (iv->ms_total / 1000.0), iv->ms_forward / iv->n,
                        iv->ms_backward / iv->n, iv->ms_optimizer / iv->n, iv->ms_total / iv->n,
-                       iv->ms_cpu / iv->n);
+                       iv->ms_cpu / iv->n, iv->threads / iv->n);
     rl_status st = b.failed ? rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory")
                             : rl_jsonl_append(r->metrics, b.p);
     rl_json_buf_free(&b);
@@ -217,15 +221,18 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     struct rl_update_stats s;
     r->first_step = r->tr.step;
     r->t_start    = rl_now_ms();
+    rl_governor_init(&r->gov, rl_threads_get());
     while (r->tr.step < c->train.steps) {
         if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
         if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
-        double cpu0 = rl_cpu_ms();
+        double cpu0 = rl_cpu_ms(), threads = rl_threads_get();
         RL_TRY(rl_trainer_update(&r->tr, &s));
         double cpu = rl_cpu_ms() - cpu0;
+        rl_governor_update(&r->gov, s.ms_total, cpu);
         interval_add(&r->iv, &s, tokens);
         interval_add(&r->all, &s, tokens);
         r->iv.ms_cpu += cpu, r->all.ms_cpu += cpu;
+        r->iv.threads += threads, r->all.threads += threads;
         res->last_loss = s.loss, res->last_acc = s.acc;
         RL_TRY(after_update(r, &s));
         if (r->o->on_update) r->o->on_update(r->o->ctx, r->tr.step, c->train.steps, s.loss);
@@ -298,6 +305,7 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *dir,
     if (st == RL_OK) st = rl_trainer_share(&r->tr);
     if (st == RL_OK) st = train_loop(r, res);
     if (st == RL_OK && r->tr.step == c->train.steps) st = finish(r, dir, res);
+    if (r->gov.hi) rl_threads_set(r->gov.hi); /* the count asked for, for the next run */
     rl_trainer_free(&r->tr);
     free(r);
     return st;

@@ -20,7 +20,7 @@
 
 struct rl_attn {
     struct rl_attn_opts o;
-    int                 H, N, d, dv, nthreads;
+    int                 H, N, d, dv, nthreads; /* nthreads: per-thread buffers allocated */
     int                 has_rope, has_bias; /* bias: t5 or alibi */
     struct rl_rope      rope;
     double             *slopes; /* H (alibi) */
@@ -28,7 +28,7 @@ struct rl_attn {
     float              *rel;    /* H x (2N-1): relative bias vectors */
     size_t              scratch_floats;
     float             **scratch;     /* per thread */
-    double            **drel;        /* per thread, H x (2N-1) (t5 backward) */
+    double             *drel;        /* H x (2N-1) (t5 backward): head h's slice */
     rl_toeplitz       **toeplitz;    /* per thread (linear + bias) */
 };
 
@@ -133,11 +133,10 @@ void rl_attn_free(rl_attn *a)
     if (!a) return;
     for (int t = 0; t < a->nthreads; t++) {
         if (a->scratch) rl_free(a->scratch[t]);
-        if (a->drel) rl_free(a->drel[t]);
         if (a->toeplitz) rl_toeplitz_free(a->toeplitz[t]);
     }
     free(a->scratch);
-    free(a->drel);
+    rl_free(a->drel);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
@@ -150,15 +149,14 @@ static rl_status alloc_per_thread(rl_attn *a)
 {
     size_t nrel = (size_t)a->H * (2 * (size_t)a->N - 1);
     a->scratch  = calloc((size_t)a->nthreads, sizeof *a->scratch);
-    a->drel     = calloc((size_t)a->nthreads, sizeof *a->drel);
     a->toeplitz = calloc((size_t)a->nthreads, sizeof *a->toeplitz);
-    if (!a->scratch || !a->drel || !a->toeplitz) RL_FAIL(RL_ENOMEM, "attention: out of memory");
+    if (!a->scratch || !a->toeplitz) RL_FAIL(RL_ENOMEM, "attention: out of memory");
     a->scratch_floats = kernel_scratch(a);
+    if (a->o.pe == RL_ATTN_PE_T5 && !(a->drel = rl_alloc(nrel * sizeof(double))))
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the T5 gradient buffer");
     for (int t = 0; t < a->nthreads; t++) {
         if (a->scratch_floats && !(a->scratch[t] = rl_alloc(a->scratch_floats * sizeof(float))))
             RL_FAIL(RL_ENOMEM, "attention: cannot allocate %zu floats of scratch", a->scratch_floats);
-        if (a->o.pe == RL_ATTN_PE_T5 && !(a->drel[t] = rl_alloc(nrel * sizeof(double))))
-            RL_FAIL(RL_ENOMEM, "attention: cannot allocate the T5 gradient buffer");
         if (use_toeplitz(a)) RL_TRY(rl_toeplitz_create(&a->toeplitz[t], a->N, a->d, a->dv));
     }
     return RL_OK;
@@ -259,6 +257,14 @@ static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const fl
     }
 }
 
+/* The threads of a call: the count in effect now (the trainer may lower it while the
+ * machine is busy), at most the count the per-thread buffers were made for. */
+static int team(const rl_attn *a)
+{
+    int t = rl_threads_get();
+    return t < a->nthreads ? t : a->nthreads;
+}
+
 rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
                           const float *v, const float *t5, int G, struct rl_attn_stats *st)
 {
@@ -266,7 +272,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, co
     RL_TRY(refresh_t5(a, t5));
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     long         bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(a->nthreads)
+#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(team(a))
     for (int g = 0; g < G; g++) {
         int  t = thread_id();
         long b = 0;
@@ -321,23 +327,29 @@ rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *d
     const int    t5_grad = a->o.pe == RL_ATTN_PE_T5 && dt5 != NULL;
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     const size_t nrel = (size_t)a->H * (2 * (size_t)a->N - 1);
-#pragma omp parallel num_threads(a->nthreads)
-    {
-        int     t    = thread_id();
-        double *drel = t5_grad ? a->drel[t] : NULL;
-        if (drel) memset(drel, 0, nrel * sizeof(double));
-#pragma omp for schedule(static)
-        for (int g = 0; g < G; g++)
-            head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, drel, dout + g * sv,
+    if (!t5_grad) {
+#pragma omp parallel for schedule(static) num_threads(team(a))
+        for (int g = 0; g < G; g++) {
+            int t = thread_id();
+            head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, NULL, dout + g * sv,
                           o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,
                           v + g * sv, g % a->H, a->scratch[t], a->toeplitz[t]);
+        }
+        return RL_OK;
     }
-    if (t5_grad) { /* reduce the per-thread relative gradients in a fixed order */
-        for (int t = 1; t < a->nthreads; t++)
-            for (size_t i = 0; i < nrel; i++) a->drel[0][i] += a->drel[t][i];
-        for (int h = 0; h < a->H; h++)
-            rl_t5_rel_backward(dt5, a->drel[0] + (size_t)h * (2 * a->N - 1), h, a->N,
-                               a->o.t5_buckets, a->o.t5_max_distance, a->o.causal);
+    /* T5: one thread owns head h and adds the rows g = h, h + H, ... to h's relative
+     * gradient in that order, so the sum is the same for every thread count */
+    memset(a->drel, 0, nrel * sizeof(double));
+#pragma omp parallel for schedule(static) num_threads(team(a))
+    for (int h = 0; h < a->H; h++) {
+        int t = thread_id();
+        for (int g = h; g < G; g += a->H)
+            head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, a->drel, dout + g * sv,
+                          o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,
+                          v + g * sv, h, a->scratch[t], a->toeplitz[t]);
     }
+    for (int h = 0; h < a->H; h++)
+        rl_t5_rel_backward(dt5, a->drel + (size_t)h * (2 * a->N - 1), h, a->N, a->o.t5_buckets,
+                           a->o.t5_max_distance, a->o.causal);
     return RL_OK;
 }

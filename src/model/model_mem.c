@@ -49,7 +49,7 @@ static double plan_bytes(const struct rl_model_config *c, int N, int threads)
     f *= threads;
     if (c->attn.pe == RL_ATTN_PE_ROPE) f += 2.0 * N * d;
     if (c->attn.pe == RL_ATTN_PE_T5 || c->attn.pe == RL_ATTN_PE_ALIBI)
-        f += (double)c->heads * 2 * N * (1 + (c->attn.pe == RL_ATTN_PE_T5 ? 2.0 * threads : 0));
+        f += (double)c->heads * 2 * N * (c->attn.pe == RL_ATTN_PE_T5 ? 3.0 : 1.0); /* + doubles */
     return 4 * f;
 }
 

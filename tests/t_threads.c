@@ -1,0 +1,188 @@
+/* t_threads.c -- the thread count never changes a result, and the governor that adapts
+ * it to the machine's load (core/governor.h) chooses the faster count.
+ *
+ * 1. For every attention kind x position encoding family, a short training run with one
+ *    thread and a run whose thread count changes at every update (3, 1, 2, 3, ...) end
+ *    with the same checkpoint bytes (parameters and AdamW moments) and the same
+ *    evaluation losses: what the governor relies on.
+ * 2. The governor, fed synthetic update times: on an idle machine it never leaves the
+ *    count asked for; when another process takes a core (little CPU time per wall time,
+ *    fewer threads faster) it moves to the lower count and spends few updates above it;
+ *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off. */
+#include "config.h"
+#include "core/gemm.h"
+#include "core/governor.h"
+#include "core/util.h"
+#include "experiment/cfg.h"
+#include "experiment/train.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[256];
+
+static void rotate_threads(void *ctx, int64_t step, int64_t steps, double loss)
+{
+    (void)ctx, (void)steps, (void)loss;
+    rl_threads_set(1 + (int)((step + 2) % 3));
+}
+
+static rl_status train(const char *name, const char *const *sets, int rotate,
+                       struct rl_train_result *r)
+{
+    struct rl_cfg *c    = malloc(sizeof *c);
+    rl_task       *task = NULL;
+    char           buf[600], dir[600];
+    const char    *base[] = {"model.d_model=32",   "model.heads=2",  "model.layers=2",
+                             "task.name=copy",     "task.length=24", "train.batch=6",
+                             "train.steps=5",      "train.lr=3e-3",  "train.log_every=5",
+                             "eval.lengths=24,48", "eval.batches=1", NULL};
+    rl_cfg_defaults(c);
+    rl_status st = RL_OK;
+    snprintf(buf, sizeof buf, "experiment.name=%s", name);
+    st = rl_cfg_set(c, buf);
+    for (int i = 0; st == RL_OK && base[i]; i++)
+        st = rl_cfg_set(c, base[i]);
+    for (int i = 0; st == RL_OK && sets[i]; i++)
+        st = rl_cfg_set(c, sets[i]);
+    rl_threads_set(rotate ? 3 : 1);
+    if (st == RL_OK) st = rl_train_prepare(c, &task);
+    struct rl_train_opts o = {.on_update = rotate ? rotate_threads : NULL};
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+    if (st == RL_OK) st = rl_train_run(c, task, dir, &o, r);
+    rl_task_free(task);
+    free(c);
+    return st;
+}
+
+/* The tensor bytes of a safetensors file: everything after its header. */
+static char *tensor_bytes(const char *path, size_t *n)
+{
+    size_t         len  = 0;
+    unsigned char *text = NULL;
+    if (rl_read_file(&text, &len, path) != RL_OK || len < 8) return free(text), NULL;
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--)
+        h = h << 8 | text[i];
+    if (h > len - 8) return free(text), NULL;
+    *n = len - 8 - h;
+    memmove(text, text + 8 + h, *n);
+    return (char *)text;
+}
+
+static void test_independent(void)
+{
+    static const char *const variants[][4] = {
+        {"model.attention=softmax", "model.pe=rope", NULL},
+        {"model.attention=softmax", "model.pe=t5", NULL},
+        {"model.attention=softmax", "model.pe=alibi", NULL},
+        {"model.attention=softmax", "model.pe=sinusoidal", NULL},
+        {"model.attention=softmax", "model.pe=learned", NULL},
+        {"model.attention=linear", "model.pe=rope", NULL},
+        {"model.attention=linear", "model.pe=t5", NULL},
+        {"model.attention=linear", "model.pe=alibi", NULL},
+        {"model.attention=linear", "model.pe=alibi", "model.alibi_scan=true", NULL},
+    };
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        char                          a[32], b[32], pa[700], pb[700];
+        static struct rl_train_result ra, rb;
+        snprintf(a, sizeof a, "fixed%zu", v);
+        snprintf(b, sizeof b, "rotating%zu", v);
+        rl_status sa = train(a, variants[v], 0, &ra), sb = train(b, variants[v], 1, &rb);
+        if (sa != RL_OK || sb != RL_OK) tap_diag("%s", rl_last_error());
+        snprintf(pa, sizeof pa, "%s/%s/checkpoints/step-5.safetensors", tmpdir, a);
+        snprintf(pb, sizeof pb, "%s/%s/checkpoints/step-5.safetensors", tmpdir, b);
+        size_t na = 0, nb = 0;
+        char  *ta = tensor_bytes(pa, &na), *tb = tensor_bytes(pb, &nb);
+        int    same_eval = ra.n_eval == rb.n_eval && ra.n_eval > 0;
+        for (int i = 0; same_eval && i < ra.n_eval; i++)
+            same_eval = ra.eval[i].na == rb.eval[i].na &&
+                        (ra.eval[i].na ||
+                         (ra.eval[i].loss == rb.eval[i].loss && ra.eval[i].acc == rb.eval[i].acc));
+        tap_ok(sa == RL_OK && sb == RL_OK && ta && tb && na == nb && na > 0 &&
+                   !memcmp(ta, tb, na) && same_eval,
+               "%s %s%s%s: 1 thread and 3,1,2,3,... threads per update give the same "
+               "checkpoint (%zu tensor bytes) and evaluation losses",
+               variants[v][0] + 6, variants[v][1] + 6, variants[v][2] ? " " : "",
+               variants[v][2] ? variants[v][2] + 6 : "", na);
+        free(ta), free(tb);
+    }
+}
+
+/* Update times of a machine: wall ms at 1 and 2 threads, and the CPU share used per
+ * thread (1 = every thread had its core). */
+struct machine {
+    double wall1, wall2, use2;
+};
+
+/* Runs n updates on machine m; returns how many ran with 2 threads. */
+static int drive(struct rl_governor *g, const struct machine *m, int n, int *final)
+{
+    int at2 = 0;
+    for (int i = 0; i < n; i++) {
+        int    t    = rl_governor_threads(g);
+        double wall = t == 2 ? m->wall2 : m->wall1, use = t == 2 ? m->use2 : 1.0;
+        if (t != rl_threads_get())
+            tap_diag("governor says %d, threads are %d", t, rl_threads_get());
+        at2 += t == 2;
+        rl_governor_update(g, wall, wall * t * use);
+    }
+    *final = rl_governor_threads(g);
+    return at2;
+}
+
+static void test_governor(void)
+{
+    const struct machine idle = {10.0, 5.5, 0.95}, busy = {10.0, 12.0, 0.5};
+    struct rl_governor   g;
+    int                  fin;
+    unsetenv("OMP_DYNAMIC");
+    rl_threads_set(2);
+    rl_governor_init(&g, 2);
+    int at2 = drive(&g, &idle, 500, &fin);
+    tap_ok(at2 == 500 && fin == 2 && g.switches == 0,
+           "idle machine: every update at the 2 threads asked for (%d of 500)", at2);
+
+    rl_threads_set(2);
+    rl_governor_init(&g, 2);
+    at2 = drive(&g, &busy, 500, &fin);
+    tap_ok(fin == 1 && at2 <= 40,
+           "one core taken by another process: moves to 1 thread, %d of 500 updates at 2", at2);
+    double cost = at2 * busy.wall2 + (500 - at2) * busy.wall1;
+    tap_ok(cost <= 1.03 * 500 * busy.wall1,
+           "... and the 500 updates take %.1f%% longer than at 1 thread throughout",
+           100.0 * (cost / (500 * busy.wall1) - 1));
+
+    at2 = drive(&g, &idle, 1000, &fin);
+    tap_ok(fin == 2 && at2 >= 1000 - 600,
+           "the load goes away: back at 2 threads (%d of the next 1000 updates at 2)", at2);
+
+    setenv("OMP_DYNAMIC", "false", 1);
+    rl_threads_set(2);
+    rl_governor_init(&g, 2);
+    at2 = drive(&g, &busy, 200, &fin);
+    tap_ok(at2 == 200 && fin == 2, "OMP_DYNAMIC=false: the count stays as asked");
+    unsetenv("OMP_DYNAMIC");
+
+    rl_threads_set(1);
+    rl_governor_init(&g, 1);
+    at2 = drive(&g, &busy, 200, &fin);
+    tap_ok(at2 == 0 && fin == 1 && rl_threads_get() == 1, "one thread asked for: stays at 1");
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/rl_threads_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    setenv("OMP_DYNAMIC", "false", 1); /* part 1 sets the counts itself */
+    rl_init(1);
+    test_independent();
+    test_governor();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    return tap_done();
+}
