@@ -15,6 +15,8 @@ TEST_LIBS = tests/libtap.la src/libropelab.la -lm $(OPENMP_CFLAGS)
 check_PROGRAMS += tests/t_gemm tests/t_npy tests/t_rope
 tests_t_gemm_LDADD = $(TEST_LIBS)
 tests_t_npy_LDADD  = $(TEST_LIBS)
+check_PROGRAMS += tests/t_json
+tests_t_json_LDADD = $(TEST_LIBS)
 tests_t_rope_LDADD = $(TEST_LIBS)
 
 ## --- attention tests: softmax ---

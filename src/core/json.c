@@ -136,27 +136,45 @@ static rl_status parse_escape(struct parser *p, char *o, size_t *n)
     return RL_OK;
 }
 
+/* The closing quote of a string whose text starts at start: the first '"' after an even
+ * run of backslashes (memchr, so long strings such as a checkpoint's configuration text
+ * cost little); p->len if there is none. */
+static size_t closing_quote(const struct parser *p, size_t start)
+{
+    for (size_t from = start; from < p->len;) {
+        const char *q = memchr(p->s + from, '"', p->len - from);
+        if (!q) break;
+        size_t e = (size_t)(q - p->s), bs = 0;
+        while (e - bs > start && p->s[e - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0) return e;
+        from = e + 1;
+    }
+    return p->len;
+}
+
 /* At the opening quote.  The decoded text is never longer than the raw text. */
 static rl_status parse_string(struct parser *p, char **out, size_t *out_len)
 {
     p->pos++;
-    size_t start = p->pos, end = start;
-    while (end < p->len && p->s[end] != '"')
-        end += p->s[end] == '\\' ? 2 : 1;
+    const size_t start = p->pos, end = closing_quote(p, start);
     if (end >= p->len) PFAIL(p, "unterminated string");
     char *buf = malloc(end - start + 1);
     if (!buf) RL_FAIL(RL_ENOMEM, "JSON: out of memory");
     size_t n = 0;
     while (p->pos < end) {
-        int c = peek(p);
-        if (c < 0x20) {
-            free(buf);
-            PFAIL(p, "control character in string");
-        }
-        if (c != '\\') {
-            buf[n++] = (char)c, p->pos++;
-            continue;
-        }
+        /* a run without escapes is checked for control characters and copied at once */
+        const char  *bs  = memchr(p->s + p->pos, '\\', end - p->pos);
+        const size_t run = (bs ? (size_t)(bs - p->s) : end) - p->pos;
+        for (size_t i = 0; i < run; i++)
+            if ((unsigned char)p->s[p->pos + i] < 0x20) {
+                free(buf);
+                p->pos += i;
+                PFAIL(p, "control character in string");
+            }
+        memcpy(buf + n, p->s + p->pos, run);
+        n += run, p->pos += run;
+        if (p->pos == end) break;
         p->pos++;
         size_t    k  = 0;
         rl_status st = parse_escape(p, buf + n, &k);
