@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char attn_usage[] =
     "Usage: ropelab attn --in DIR --out DIR [options]\n"
@@ -147,12 +146,6 @@ static void free_arrays(struct arrays *X)
     free(X->q), free(X->k), free(X->v), free(X->t5), free(X->dout);
 }
 
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 #define ATTN_MAX_ABS 1e18 /* beyond this, q k^T and the feature maps overflow float32 */
 
 /* Every element finite and |x| <= ATTN_MAX_ABS, else a usage error naming the array and
@@ -193,11 +186,11 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     LOAD("k.npy", k, sk, 3)
     LOAD("v.npy", v, sv, 3)
     snprintf(p, sizeof p, "%s/t5_bias.npy", A->in);
-    if (exists(p)) {
+    if (rl_path_exists(p)) {
         LOAD("t5_bias.npy", t5, st5, 2)
     }
     snprintf(p, sizeof p, "%s/dout.npy", A->in);
-    if (exists(p)) {
+    if (rl_path_exists(p)) {
         LOAD("dout.npy", dout, sd, 3)
     }
 #undef LOAD

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../experiment/cfg.h"
+#include "../experiment/evaluate.h"
 #include "../model/checkpoint.h"
 #include "../model/decode.h"
 #include "../model/sample.h"
@@ -152,44 +153,29 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
 /* The model of the checkpoint: its configuration from the metadata, then its weights. */
 static int load_model(rl_model **out, int *charlm, const char *path)
 {
-    char          *text = NULL;
-    int64_t        step = 0;
-    struct rl_cfg *c    = malloc(sizeof *c);
-    rl_status      st   = c ? rl_checkpoint_read_meta(path, &step, &text, NULL) : RL_ENOMEM;
-    int            rc   = RL_EXIT_FAIL;
-    *out                = NULL;
+    struct rl_cfg *c  = malloc(sizeof *c);
+    rl_status      st = c ? rl_cfg_from_checkpoint(c, path, NULL) : RL_ENOMEM;
+    int            rc = RL_EXIT_FAIL;
+    *out              = NULL;
     if (st != RL_OK) {
         fprintf(stderr, "ropelab generate: %s\n", c ? rl_last_error() : "out of memory");
-    } else if (!text || !text[0]) {
+    } else if (c->task.name == RL_TASK_LISTOPS) {
         fprintf(stderr,
-                "ropelab generate: %s: no configuration in the metadata (\"config\"); "
-                "generate needs a checkpoint written by ropelab run\n",
+                "ropelab generate: %s is a classifier (task listops), not a causal language "
+                "model: nothing to generate\n",
                 path);
+    } else if (c->task.vocab <= 0) {
+        fprintf(stderr, "ropelab generate: %s: the configuration has no task.vocab\n", path);
     } else {
-        rl_cfg_defaults(c);
-        st = rl_cfg_load_string(c, text, path);
-        if (st != RL_OK) {
-            fprintf(stderr, "ropelab generate: the configuration in %s: %s\n", path,
-                    rl_last_error());
-        } else if (c->task.name == RL_TASK_LISTOPS) {
-            fprintf(stderr,
-                    "ropelab generate: %s is a classifier (task listops), not a causal "
-                    "language model: nothing to generate\n",
-                    path);
-        } else if (c->task.vocab <= 0) {
-            fprintf(stderr, "ropelab generate: %s: the configuration has no task.vocab\n", path);
-        } else {
-            struct rl_model_config mc;
-            rl_cfg_model_config(c, c->task.vocab, 1, 0, &mc);
-            st = rl_model_create(out, &mc);
-            if (st == RL_OK) st = rl_checkpoint_load(path, *out, NULL, NULL, NULL, NULL, NULL);
-            if (st != RL_OK) fprintf(stderr, "ropelab generate: %s\n", rl_last_error());
-            *charlm = c->task.name == RL_TASK_CHARLM;
-            rc      = st == RL_OK ? RL_EXIT_OK : RL_EXIT_FAIL;
-        }
+        struct rl_model_config mc;
+        rl_cfg_model_config(c, c->task.vocab, 1, 0, &mc);
+        st = rl_model_create(out, &mc);
+        if (st == RL_OK) st = rl_checkpoint_load(path, *out, NULL, NULL, NULL, NULL, NULL);
+        if (st != RL_OK) fprintf(stderr, "ropelab generate: %s\n", rl_last_error());
+        *charlm = c->task.name == RL_TASK_CHARLM;
+        rc      = st == RL_OK ? RL_EXIT_OK : RL_EXIT_FAIL;
     }
     if (rc != RL_EXIT_OK) rl_model_free(*out), *out = NULL;
-    free(text);
     free(c);
     return rc;
 }

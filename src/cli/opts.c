@@ -4,6 +4,7 @@
 #include "opts.h"
 #include "../core/gemm.h"
 #include "../core/mpi.h"
+#include "../core/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -64,32 +65,12 @@ int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now)
     return rl_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-/* Levenshtein distance of two short words (names of commands). */
-static int distance(const char *a, const char *b)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
-    if (la > 62 || lb > 62) return 99;
-    for (int j = 0; j <= lb; j++)
-        row[j] = j;
-    for (int i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0]   = i;
-        for (int j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up, row[j] = best;
-        }
-    }
-    return row[lb];
-}
-
 const char *rl_suggest(const char *word, const char *const *names)
 {
     const char *best = NULL;
     int         bd   = 3; /* at most two edits (a swap of two letters is two) */
     for (int i = 0; names[i]; i++) {
-        int d = distance(word, names[i]);
+        int d = rl_edit_distance(word, names[i]);
         if (d < bd) bd = d, best = names[i];
     }
     return best;

@@ -183,3 +183,28 @@ double rl_cpu_ms(void)
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+
+int rl_path_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+int rl_edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+    if (la > 62 || lb > 62) return 99;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0]   = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up, row[j] = best;
+        }
+    }
+    return row[lb];
+}

@@ -10,6 +10,10 @@ rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path);
 rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_len,
                                const void *body, size_t body_len);
 rl_status rl_mkdir_p(const char *path);
+/* 1 if path names anything stat() can see (file, directory, ...). */
+int rl_path_exists(const char *path);
+/* Levenshtein distance of two short words (keys, command names); 99 past 62 bytes. */
+int rl_edit_distance(const char *a, const char *b);
 /* Remove the temporary files of interrupted writes in dir: NAME.tmp.<digits> (left by
  * rl_write_file_atomic) and NAME.tmp; *removed counts them.  A missing dir is fine. */
 rl_status rl_remove_stale_tmp(const char *dir, int *removed);

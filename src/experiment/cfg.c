@@ -415,34 +415,13 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
     return 1;
 }
 
-/* Edit distance, for "did you mean" hints on misspelt keys. */
-static int edit_distance(const char *a, const char *b)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b), row[64];
-    if (la > 63 || lb > 63) return 99;
-    for (int j = 0; j <= lb; j++)
-        row[j] = j;
-    for (int i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0]   = i;
-        for (int j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag   = up;
-            row[j] = best;
-        }
-    }
-    return row[lb];
-}
-
 static void unknown_key_msg(char *buf, size_t len, const char *section, const char *key)
 {
     const char *best = NULL;
     int         bd   = 3;
     for (int i = 0; i < rl_cfg_nkeys; i++) {
         if (strcmp(rl_cfg_keys[i].section, section)) continue;
-        int d = edit_distance(key, rl_cfg_keys[i].key);
+        int d = rl_edit_distance(key, rl_cfg_keys[i].key);
         if (d < bd) bd = d, best = rl_cfg_keys[i].key;
     }
     int n = snprintf(buf, len, "unknown key '%s'", key);

@@ -15,17 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 /* stem, else stem-2, stem-3, ...: the first that does not exist. */
 static void fresh_dir(char *buf, size_t len, const char *stem)
 {
     snprintf(buf, len, "%s", stem);
-    for (int k = 2; exists(buf) && k < 100000; k++)
+    for (int k = 2; rl_path_exists(buf) && k < 100000; k++)
         snprintf(buf, len, "%s-%d", stem, k);
 }
 
@@ -117,7 +111,7 @@ static rl_status check_data(const struct rl_cfg *c)
 {
     const char *key[2] = {"path", "valid_path"}, *val[2] = {c->task.path, c->task.valid_path};
     for (int i = 0; i < 2; i++)
-        if (val[i][0] && !exists(val[i]))
+        if (val[i][0] && !rl_path_exists(val[i]))
             RL_FAIL(RL_EIO,
                     "%s: [task] %s: the data file '%s' is not there (%s): if it moved, give its "
                     "new place with --set task.%s=FILE",
@@ -139,7 +133,8 @@ static rl_status eval_point(struct rl_cfg *c, const char *ckpt, const char *odir
                                      : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (st == RL_OK) *trained = *c, st = apply(c, o);
     if (st == RL_OK) st = check_data(c);
-    if (st == RL_OK) rl_init(c->experiment.threads), rl_threads_fit(), st = rl_train_prepare(c, &task);
+    if (st == RL_OK)
+        rl_init(c->experiment.threads), rl_threads_fit(), st = rl_train_prepare(c, &task);
     if (st == RL_OK) st = check_shapes(trained, o, task);
     double t0 = rl_now_ms();
     if (st == RL_OK) st = rl_train_evaluate_checkpoint(c, task, ckpt, res, &step);
@@ -184,7 +179,7 @@ static rl_status run_point(const char *dir, const struct rl_sweep *sw, long p, s
     if (sw->n_keys) rl_sweep_point_name(sw, p, name, nlen);
     snprintf(pdir, plen, "%s%s%s", dir, *name ? "/" : "", name);
     snprintf(path, sizeof path, "%s/config.ini", pdir);
-    if (!exists(path))
+    if (!rl_path_exists(path))
         RL_FAIL(RL_EIO, "%s: no config.ini: the point was not run (finish the run first)", pdir);
     rl_cfg_defaults(pc);
     RL_TRY(rl_cfg_load(pc, path));
@@ -205,7 +200,7 @@ static rl_status eval_run(const char *dir, const struct rl_evaluate_opts *o, cha
     rl_status st =
         base && pc ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     snprintf(path, sizeof path, "%s/config.ini", dir);
-    if (st == RL_OK && !exists(path))
+    if (st == RL_OK && !rl_path_exists(path))
         st = rl_error_report(RL_EIO, __FILE__, __LINE__,
                              "%s: no config.ini: not a ropelab run directory", dir);
     if (st == RL_OK) rl_cfg_defaults(base), st = rl_cfg_load(base, path);
@@ -230,18 +225,28 @@ static rl_status eval_run(const char *dir, const struct rl_evaluate_opts *o, cha
     return st;
 }
 
+rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step)
+{
+    char     *text = NULL, name[4200];
+    rl_status st   = rl_checkpoint_read_meta(path, step, &text, NULL);
+    if (st == RL_OK && (!text || !*text))
+        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
+                             "%s: no __metadata__ \"config\": not a checkpoint written by "
+                             "ropelab run",
+                             path);
+    snprintf(name, sizeof name, "%s (__metadata__ config)", path);
+    if (st == RL_OK) rl_cfg_defaults(c), st = rl_cfg_load_string(c, text, name);
+    free(text);
+    return st;
+}
+
 static rl_status eval_file(const char *path, const struct rl_evaluate_opts *o, char *out,
                            size_t len)
 {
-    struct rl_cfg *c    = malloc(sizeof *c);
-    char          *text = NULL, name[4200], stem[RL_CFG_NAME + 8];
+    struct rl_cfg *c = malloc(sizeof *c);
+    char           stem[RL_CFG_NAME + 8];
     if (!c) RL_FAIL(RL_ENOMEM, "out of memory");
-    rl_status st = rl_checkpoint_read_meta(path, NULL, &text, NULL);
-    if (st == RL_OK && (!text || !*text))
-        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
-                             "%s: no __metadata__ \"config\": not a ropelab checkpoint", path);
-    snprintf(name, sizeof name, "%s (__metadata__ config)", path);
-    if (st == RL_OK) rl_cfg_defaults(c), st = rl_cfg_load_string(c, text, name);
+    rl_status st = rl_cfg_from_checkpoint(c, path, NULL);
     if (st == RL_OK) {
         snprintf(stem, sizeof stem, "eval-%s", c->experiment.name);
         if (o->out)
@@ -251,7 +256,6 @@ static rl_status eval_file(const char *path, const struct rl_evaluate_opts *o, c
     }
     if (st == RL_OK) st = eval_point(c, path, out, o, "");
     if (st == RL_OK) st = rl_report_write(out, o->table, o->log);
-    free(text);
     free(c);
     return st;
 }

@@ -13,7 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct rl_experiment {
@@ -22,12 +21,6 @@ struct rl_experiment {
     char            dir[2 * RL_CFG_PATH + 8];
     double         *tokens; /* per point: training tokens (steps x batch x length) */
 };
-
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
 
 /* The resolved configuration of point p and its task; errors name the point. */
 static rl_status point_prepare(const rl_experiment *e, long p, struct rl_cfg *pc, rl_task **task)
@@ -178,7 +171,7 @@ static rl_status open_dir(const rl_experiment *e, int resume)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.ini", e->dir);
-    if (!resume && exists(path))
+    if (!resume && rl_path_exists(path))
         RL_FAIL(RL_EINVAL,
                 "%s already holds a run; continue it with --resume, or choose another --out "
                 "or [experiment] name",
@@ -365,7 +358,7 @@ static rl_status run_points(const rl_experiment *e, struct run_state *rs, struct
             char name[RL_SWEEP_NAME], path[4096];
             rl_sweep_point_name(&e->sw, p, name, sizeof name);
             snprintf(path, sizeof path, "%s/%s/results.csv", e->dir, name);
-            rs->finished[p] = exists(path);
+            rs->finished[p] = rl_path_exists(path);
         }
         if (o->out && !o->quiet)
             fprintf(o->out, "experiment %s: %ld points in %s%s\n", e->base.experiment.name,

@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* Timings summed since the previous metrics record. */
 struct interval {
@@ -117,12 +116,6 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
     return st;
 }
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 /* Load the newest intact checkpoint (k, path: the latest on entry; *k = -1 when none is
  * left).  A damaged one (checksum, non-finite values, truncated, unreadable) is passed
  * over with a warning; a configuration mismatch stops the resume. */
@@ -167,7 +160,7 @@ static rl_status open_run(struct run *r, const char *dir)
     RL_TRY(rl_train_path(r->metrics, sizeof r->metrics, dir, "metrics.jsonl"));
     RL_TRY(rl_train_path(r->evals, sizeof r->evals, dir, "eval.jsonl"));
     RL_TRY(rl_train_latest_checkpoint(dir, INT64_MAX, &k, ck, sizeof ck));
-    if (!r->o->resume && (k >= 0 || file_exists(r->metrics)))
+    if (!r->o->resume && (k >= 0 || rl_path_exists(r->metrics)))
         RL_FAIL(RL_EINVAL,
                 "%s already holds a run; continue it with --resume, or choose "
                 "another --out or [experiment] name",
