@@ -63,6 +63,7 @@ dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
 dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh
+EXTRA_DIST += tests/lib.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
 dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py tests/ref/torch_train_bench.py

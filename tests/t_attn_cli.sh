@@ -7,8 +7,7 @@
 PY=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d /tmp/rl_attn_cli.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 have_numpy=0
 "$PY" -c 'import numpy' 2>/dev/null && have_numpy=1

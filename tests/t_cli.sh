@@ -1,8 +1,7 @@
 #!/bin/sh
 # t_cli.sh -- the ropelab command line: help, version, usage errors exit 2.
 : "${ROPELAB:=./src/ropelab}"
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+. "$(dirname "$0")/lib.sh"
 expect_status() { # want cmd...
     want=$1; shift
     out=$("$ROPELAB" "$@" 2>&1); got=$?
@@ -28,8 +27,7 @@ err=$("$ROPELAB" rnu 2>&1 >/dev/null)
 case "$err" in *"did you mean 'run'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt command: $err"
 err=$("$ROPELAB" reprot 2>&1 >/dev/null)
 case "$err" in *"did you mean 'report'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt command: $err"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_cli.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+scratch t_cli
 # the same usage error through both spellings proves the value reached the option
 for c in "attn --in $tmp --out $tmp/o --pe=nope" "attn --in $tmp --out $tmp/o --pe nope"; do
     err=$("$ROPELAB" $c 2>&1 >/dev/null)

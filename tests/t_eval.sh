@@ -8,10 +8,8 @@
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
 ROPELAB_GNUPLOT=none; export ROPELAB_GNUPLOT
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_eval.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+scratch t_eval
 cd "$tmp" || exit 99
 
 i=0; while [ $i -lt 300 ]; do echo "line $i of a small text: the quick brown fox jumps over the lazy dog"; i=$((i + 1)); done >text.txt

@@ -8,10 +8,8 @@
 # long-term-decay figure.
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_experiment.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+scratch t_experiment
 
 cat >"$tmp/tiny.ini" <<EOF
 [experiment]

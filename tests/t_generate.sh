@@ -7,10 +7,8 @@
 # on one thread (the numbers are checked against the training forward in t_decode).
 : "${ROPELAB:=./src/ropelab}"
 : "${top_srcdir:=.}"
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_generate.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+scratch t_generate
 G() { "$ROPELAB" generate "$@"; }
 # expect STATUS PATTERN args...: exit status and a stderr line matching PATTERN
 expect() {

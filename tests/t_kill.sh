@@ -11,10 +11,8 @@
 : "${ROPELAB:=./src/ropelab}"
 ROPELAB_GNUPLOT=none; export ROPELAB_GNUPLOT
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_kill.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+scratch t_kill
 
 cat >"$tmp/k.ini" <<END_INI
 [experiment]

@@ -8,25 +8,10 @@
 # combined files.  Skipped when ropelab is built without MPI or mpirun is missing.
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
-if ! "$ROPELAB" --version | grep -q '^MPI: built in'; then
-    echo "1..0 # SKIP ropelab built without MPI"; exit 0
-fi
-MPIRUN=${MPIRUN:-$(command -v mpirun)}
-if [ -z "$MPIRUN" ]; then echo "1..0 # SKIP mpirun not found (Debian: openmpi-bin)"; exit 0; fi
-# Open MPI refuses root without these; single-copy (CMA) transfers need ptrace rights
-# that containers often deny; two ranks may exceed a CI machine's cores
-OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_btl_vader_single_copy_mechanism
-# a sanitizer build: Open MPI's runtime leaks at exit (its plugins are unloaded by then, so
-# LeakSanitizer cannot even name them); leak checking stays on for the one-process runs
-mpienv="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpi2() { env "$mpienv" "$MPIRUN" -np 2 --oversubscribe --bind-to none "$ROPELAB" "$@" </dev/null; }
+. "$(dirname "$0")/lib.sh"
+mpi_setup
 
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_mpi_sweep.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+scratch t_mpi_sweep
 
 cat >"$tmp/tiny.ini" <<EOF
 [experiment]

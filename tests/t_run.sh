@@ -7,11 +7,9 @@
 : "${top_srcdir:=.}"
 : "${PYTHON:=python3}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+. "$(dirname "$0")/lib.sh"
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_run.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+scratch t_run
 
 # run_expect STATUS PATTERN args...: exit status and a one-line stderr matching PATTERN
 run_expect() {
