@@ -11,8 +11,10 @@
  *
  * summary.md: one table per task (rows: PE x attention x the other swept keys but
  * train.seed; columns: evaluation lengths; the cell is the accuracy, or the perplexity
- * for charlm/tokens, as the mean +- sample standard deviation over the swept seeds), a
- * loss table per task, and a timing table (training tokens/s; forward, backward,
+ * for charlm/tokens; with swept seeds "mean +- sample std (n)", marked against the best row
+ * of its attention kind: best, within the seeds' spread of it (not significant), or not
+ * judged; then a table of the differences from that best), a loss table per task, and a
+ * timing table (training tokens/s; forward, backward,
  * optimizer ms per update -- means over metrics.jsonl's records weighted by the updates
  * each covers; evaluation ms per 1k tokens at each length).
  *

@@ -85,12 +85,13 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
     int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0;
-    int         cm = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
+    int cm         = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
     const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
         return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
                                           "%s: no header line with length, position_start, "
-                                          "position_end, loss, targets", path);
+                                          "position_end, loss, targets",
+                                          path);
     p->pos_method  = cm >= 0;
     p->pos_text    = strdup(data < text + len ? data : "");
     char **line    = malloc(lines * sizeof *line);
@@ -514,11 +515,42 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
         if (!p->done || p->group != g) continue;
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
-            double x = row_value(w, f);
+            double                   x = row_value(w, f);
             if (w->length == L && !isnan(x) && (!method || !strcmp(w->method, method)))
                 s2 += (x - *mean) * (x - *mean);
         }
     }
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
     return n;
+}
+
+int rl_rep_seeded(const struct rl_report *r)
+{
+    return r->seed_key >= 0 && r->sw.n_values[r->seed_key] > 1;
+}
+
+int rl_rep_higher_better(char f) { return f == 'a' || f == 'e'; }
+
+void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
+                    struct rl_rep_cmp *c)
+{
+    double mean = 0, sd = 0, bm = 0, bsd = 0;
+    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
+    c->mark = RL_REP_NONE, c->best = -1, c->diff = c->spread = NAN;
+    if (n <= 0) return;
+    for (int k = 0; k < r->n_groups; k++) {
+        double m = 0, s = 0;
+        int    nk;
+        if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
+            continue;
+        if ((nk = rl_rep_stat(r, k, method, f, L, &m, &s)) <= 0) continue;
+        if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
+            c->best = k, bm = m, bsd = s, bn = nk;
+    }
+    c->diff   = mean - bm;
+    c->spread = sd + bsd;
+    c->mark   = c->best == g                 ? RL_REP_BEST
+                : n < 2 || bn < 2            ? RL_REP_FEW
+                : fabs(c->diff) <= c->spread ? RL_REP_NS
+                                             : RL_REP_SIG;
 }

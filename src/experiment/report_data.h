@@ -91,6 +91,29 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
  * there). */
 int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, int L, double *mean,
                 double *sd);
+/* Are seeds swept (train.seed with more than one value)?  Then the tables' cells are
+ * "mean ± std (n)", the headline tables are marked and the plots have error bars. */
+int rl_rep_seeded(const struct rl_report *r);
+
+/* Is a higher value of field f better (accuracy, exact match)?  Else lower is (loss,
+ * perplexity, time, denominators). */
+int rl_rep_higher_better(char f);
+
+/* How a row compares at one length with the best row of its attention kind (the groups
+ * of the same task and attention whose field f has a mean there under method m):
+ * RL_REP_BEST it is that row (the first of equal means); RL_REP_NS the difference of the
+ * means is not larger than the seeds' spread, |mean - best mean| <= std + best std (not
+ * significant); RL_REP_SIG it is larger; RL_REP_FEW one of the two has fewer than 2
+ * values, so there is no spread to judge by; RL_REP_NONE the row has no mean there. */
+enum { RL_REP_NONE, RL_REP_BEST, RL_REP_NS, RL_REP_SIG, RL_REP_FEW };
+struct rl_rep_cmp {
+    int    mark;
+    int    best;         /* the best group, -1 for RL_REP_NONE */
+    double diff, spread; /* mean - best mean; std + best std */
+};
+void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
+                    struct rl_rep_cmp *c);
+
 /* The longest length in the positions.csv of task t's finished points (0: none). */
 int rl_rep_position_length(const struct rl_report *r, int t);
 
