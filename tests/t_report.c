@@ -5,7 +5,8 @@
  * judged) against hand-worked cases and the rule applied here, lower-is-better fields
  * marked like their higher-is-better mirror, the cells and the comparison table of
  * summary.md and of the printed table, error bars in the plot data, and a single-seed run
- * whose summary.md has the shape it has always had (no ±, no counts, no marks). */
+ * whose summary.md has the shape it has always had (no ±, no counts, no marks), and
+ * train.data_seed aggregated like train.seed. */
 #include "config.h"
 #include "experiment/cfg.h"
 #include "experiment/report.h"
@@ -56,16 +57,17 @@ static void write_text(const char *path, const char *text)
         tap_bail("%s: %s", path, rl_last_error());
 }
 
-/* A run directory: config.ini with the sweep, and each point's results.csv (seed_count 1:
- * no train.seed in the sweep, the seed-1 numbers). */
-static void make_run(const char *dir, int seed_count)
+/* A run directory: config.ini with the sweep, and each point's results.csv.  seeds: the
+ * sweep line of the seeds ("train.seed = 1, 2, 3\n"), "" for one run with the seed-1
+ * numbers. */
+static void make_run(const char *dir, const char *seeds)
 {
     char path[1600], text[2048];
     snprintf(text, sizeof text,
              "[experiment]\nname = seeds\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n"
              "[task]\nname = copy\nlength = 8\n[eval]\nlengths = 8, 16\n[sweep]\n"
              "model.pe = none, rope, alibi\nmodel.attention = softmax, linear\n%s",
-             seed_count > 1 ? "train.seed = 1, 2, 3\n" : "");
+             seeds);
     if (rl_mkdir_p(dir) != RL_OK) tap_bail("mkdir %s", dir);
     snprintf(path, sizeof path, "%s/config.ini", dir);
     write_text(path, text);
@@ -76,7 +78,7 @@ static void make_run(const char *dir, int seed_count)
         tap_bail("%s: %s", path, rl_last_error());
     for (long p = 0; p < s->n_points; p++) {
         int  pe = rl_sweep_value_index(s, p, 0), att = rl_sweep_value_index(s, p, 1);
-        int  seed = seed_count > 1 ? rl_sweep_value_index(s, p, 2) : 0;
+        int  seed = *seeds ? rl_sweep_value_index(s, p, 2) : 0;
         char name[RL_SWEEP_NAME];
         if (isnan(acc[att][pe][0][seed])) continue; /* not finished */
         rl_sweep_point_name(s, p, name, sizeof name);
@@ -150,7 +152,7 @@ static void test_statistics(void)
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/seeds", tmp);
-    make_run(dir, 3);
+    make_run(dir, "train.seed = 1, 2, 3\n");
     struct rl_report *r;
     if (rl_rep_load(&r, dir) != RL_OK) tap_bail("load: %s", rl_last_error());
     tap_ok(r->n_points == 18 && r->n_done == 16 && r->n_groups == 6 && rl_rep_seeded(r),
@@ -252,7 +254,7 @@ static void test_single_seed(void)
 {
     char dir[300], path[400];
     snprintf(dir, sizeof dir, "%s/one", tmp);
-    make_run(dir, 1);
+    make_run(dir, "");
     setenv("ROPELAB_GNUPLOT", "none", 1);
     if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
     snprintf(path, sizeof path, "%s/summary.md", dir);
@@ -288,6 +290,33 @@ static void test_single_seed(void)
     free(s);
 }
 
+/* train.data_seed swept instead: the same rows, means and marks. */
+static void test_data_seed(void)
+{
+    char dir[300], path[400];
+    snprintf(dir, sizeof dir, "%s/data_seed", tmp);
+    make_run(dir, "train.data_seed = 1, 2, 3\n");
+    struct rl_report *r;
+    if (rl_rep_load(&r, dir) != RL_OK) tap_bail("load: %s", rl_last_error());
+    int ok = r->n_groups == 6 && rl_rep_seeds(r) == 3 && r->n_cols == 2;
+    for (int att = 0; att < NATT; att++)
+        for (int pe = 0; pe < NPE; pe++)
+            for (int j = 0; j < NL; j++) {
+                struct rl_rep_cmp c;
+                rl_rep_compare(r, group_of(r, pe, att), NULL, 'a', length[j], &c);
+                ok &= c.mark == want_mark[att][pe][j];
+            }
+    rl_rep_free(r);
+    setenv("ROPELAB_GNUPLOT", "none", 1);
+    if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *s = slurp(path);
+    tap_ok(ok && strstr(s, "over train.data_seed = 1, 2, 3,") &&
+               strstr(s, "\n| rope | softmax | 0.910 ± 0.010 (3) * | 0.500 ± 0.100 (3) |\n"),
+           "a swept train.data_seed is aggregated like train.seed (rows, marks, summary.md)");
+    free(s);
+}
+
 int main(void)
 {
     snprintf(tmp, sizeof tmp, "%s/t_report.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -295,6 +324,7 @@ int main(void)
     test_statistics();
     test_summary();
     test_single_seed();
+    test_data_seed();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) tap_diag("could not remove %s", tmp);

@@ -302,18 +302,20 @@ static int task_index(struct rl_report *r, const char *name, int lm)
     return r->n_tasks++;
 }
 
-/* Row columns: pe, attention, then every other swept key except train.seed and task.name
- * (a table per task, seeds aggregated). */
+/* Row columns: pe, attention, then every other swept key except train.seed,
+ * train.data_seed and task.name (a table per task, seeds aggregated). */
 static void set_columns(struct rl_report *r)
 {
     const struct rl_sweep *s = &r->sw;
     r->seed_key              = rl_sweep_find(s, "train", "seed");
+    r->data_seed_key         = rl_sweep_find(s, "train", "data_seed");
     snprintf(r->colname[0], sizeof r->colname[0], "pe");
     snprintf(r->colname[1], sizeof r->colname[1], "attention");
     r->colkey[0] = -1, r->colkey[1] = -2, r->n_cols = 2;
     for (int k = 0; k < s->n_keys; k++) {
-        if (k == r->seed_key || (!strcmp(s->section[k], "model") &&
-                                 (!strcmp(s->key[k], "pe") || !strcmp(s->key[k], "attention"))))
+        if (k == r->seed_key || k == r->data_seed_key ||
+            (!strcmp(s->section[k], "model") &&
+             (!strcmp(s->key[k], "pe") || !strcmp(s->key[k], "attention"))))
             continue;
         if (!strcmp(s->section[k], "task") && !strcmp(s->key[k], "name")) continue;
         snprintf(r->colname[r->n_cols], sizeof r->colname[0], "%s", s->column[k]);
@@ -524,10 +526,13 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
     return n;
 }
 
-int rl_rep_seeded(const struct rl_report *r)
+int rl_rep_seeds(const struct rl_report *r)
 {
-    return r->seed_key >= 0 && r->sw.n_values[r->seed_key] > 1;
+    return (r->seed_key >= 0 ? r->sw.n_values[r->seed_key] : 1) *
+           (r->data_seed_key >= 0 ? r->sw.n_values[r->data_seed_key] : 1);
 }
+
+int rl_rep_seeded(const struct rl_report *r) { return rl_rep_seeds(r) > 1; }
 
 int rl_rep_higher_better(char f) { return f == 'a' || f == 'e'; }
 

@@ -89,7 +89,12 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd, int seeds
         snprintf(buf, CELL, seeds ? "%s (1)" : "%s", a);
         return;
     }
-    fmt_value(b, sizeof b, f, sd);
+    /* the std with the mean's decimals: 9.889 ± 0.064, not 9.889 ± 0.06438 */
+    const char *dot = strchr(a, '.');
+    if (dot && !strpbrk(a, "eE"))
+        snprintf(b, sizeof b, "%.*f", (int)strlen(dot + 1), sd);
+    else
+        fmt_value(b, sizeof b, f, sd);
     snprintf(buf, CELL, seeds ? "%s ± %s (%d)" : "%s ± %s", a, b, n);
 }
 
@@ -328,8 +333,7 @@ static void mark_text(const struct rl_report *r, char f, struct rl_json_buf *b)
         "(fewer than 2 finished seeds on one side). With %d seeds this is a "
         "rough screen, not a test at a stated error rate: a standard "
         "deviation from so few values is itself uncertain.\n",
-        rl_rep_higher_better(f) ? "highest" : "lowest", metric_name(f),
-        r->sw.n_values[r->seed_key]);
+        rl_rep_higher_better(f) ? "highest" : "lowest", metric_name(f), rl_rep_seeds(r));
 }
 
 /* The comparison section of task t's headline field f under method m (seeds only). */
@@ -389,6 +393,19 @@ static void method_text(const struct rl_report *r, struct rl_json_buf *b)
                         "without RoPE are evaluated once, under none.\n");
 }
 
+/* What the cells of a table over seeds hold, and which seeds. */
+static void seed_text(const struct rl_report *r, struct rl_json_buf *b)
+{
+    rl_json_buf_puts(b, " Cells: mean ± sample standard deviation (n − 1) over ");
+    for (int k = 0; k < 2; k++) {
+        int key = k ? r->data_seed_key : r->seed_key;
+        if (key >= 0)
+            rl_json_buf_printf(b, "%s%s.%s = %s", k && r->seed_key >= 0 ? " × " : "",
+                               r->sw.section[key], r->sw.key[key], r->base.sweep.keys[key].values);
+    }
+    rl_json_buf_puts(b, ", and in parentheses the number of seeds that finished.");
+}
+
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
@@ -407,12 +424,7 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
                                 : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
                                                : "Loss: mean cross-entropy per scored target "
                                                  "(nats).");
-            if (rl_rep_seeded(r))
-                rl_json_buf_printf(b,
-                                   " Cells: mean ± sample standard deviation (n − 1) over "
-                                   "train.seed = %s, and in parentheses the number of seeds "
-                                   "that finished.",
-                                   r->base.sweep.keys[r->seed_key].values);
+            if (rl_rep_seeded(r)) seed_text(r, b);
             rl_json_buf_puts(b, "\n\n");
             if (metric_table(r, t, fs[i], m, i == 0, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
             table_markdown(&tb, b);
