@@ -232,9 +232,35 @@ static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
     }
 }
 
+/* The mean and sample std over group g's points of their loss at positions [lo, hi) of
+ * length M (each point's bins assigned by their first position, weighted by their
+ * targets); returns the number of points that have such bins. */
+static int range_loss(const struct rl_report *r, int g, int M, int lo, int hi, double *mean,
+                      double *sd)
+{
+    double sum = 0, s2 = 0;
+    int    n = 0;
+    for (int pass = 0; pass < 2; pass++) /* the mean, then the squared deviations */
+        for (long i = 0; i < r->n_points; i++) {
+            const struct rl_rep_point *p = &r->pt[i];
+            double                     s = 0, w = 0;
+            if (!p->done || p->group != g || p->pos_len != M) continue;
+            for (int j = 0; j < p->n_pos; j++)
+                if (p->pos0[j] >= lo && p->pos0[j] < hi && !isnan(p->pos_loss[j]))
+                    s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
+            if (w <= 0) continue;
+            if (pass == 0)
+                sum += s / w, n++;
+            else
+                s2 += (s / w - sum / n) * (s / w - sum / n);
+        }
+    if (n) *mean = sum / n, *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
+    return n;
+}
+
 /* LM tasks: the mean loss over position ranges [0, L), [L, 2L), [2L, 4L), ... at the
  * longest evaluation length (L = training length; from positions.csv, bins assigned by
- * their first position, weighted by their targets; over seeds, the mean). */
+ * their first position, weighted by their targets; over seeds, mean ± std (n)). */
 static rl_status position_table(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const int M = rl_rep_position_length(r, t), L = r->task_length[t];
@@ -258,21 +284,9 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
         for (int c = 0; c < r->n_cols; c++)
             snprintf(cell(&tb, row, c), CELL, "%s", r->grp[g].col[c]);
         for (int k = 0; k < ne; k++) {
-            double sum = 0;
-            int    npt = 0;
-            for (long i = 0; i < r->n_points; i++) {
-                const struct rl_rep_point *p = &r->pt[i];
-                double                     s = 0, w = 0;
-                if (!p->done || p->group != g || p->pos_len != M) continue;
-                for (int j = 0; j < p->n_pos; j++)
-                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] && !isnan(p->pos_loss[j]))
-                        s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
-                if (w > 0) sum += s / w, npt++;
-            }
-            if (npt)
-                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%.4f", sum / npt);
-            else
-                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%s", "-");
+            double mean = 0, sd = 0;
+            int    n = range_loss(r, g, M, edge[k], edge[k + 1], &mean, &sd);
+            fmt_cell(cell(&tb, row, r->n_cols + k), n, 'l', mean, sd, rl_rep_seeded(r));
         }
         row++;
     }
@@ -280,8 +294,8 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     rl_json_buf_printf(b,
                        "Mean loss (nats) of the positions in each range, training length %d: "
                        "the first column is what training saw, the others are beyond it "
-                       "(from each point's positions.csv; plot `%s-position.svg`).\n\n",
-                       L, r->task[t]);
+                       "(from each point's positions.csv; plot `%s-position.svg`)%s.\n\n",
+                       L, r->task[t], rl_rep_seeded(r) ? "; over the seeds, mean ± std (n)" : "");
     table_markdown(&tb, b);
     free(tb.cell);
     return RL_OK;
