@@ -5,8 +5,9 @@
  * judged) against hand-worked cases and the rule applied here, lower-is-better fields
  * marked like their higher-is-better mirror, the cells and the comparison table of
  * summary.md and of the printed table, error bars in the plot data, and a single-seed run
- * whose summary.md has the shape it has always had (no ±, no counts, no marks), and
- * train.data_seed aggregated like train.seed. */
+ * whose summary.md has the shape it has always had (no ±, no counts, no marks),
+ * train.data_seed aggregated like train.seed, and a character-LM run (perplexity marked
+ * lowest-best; the loss-by-position table over seeds against float64). */
 #include "config.h"
 #include "experiment/cfg.h"
 #include "experiment/report.h"
@@ -317,6 +318,92 @@ static void test_data_seed(void)
     free(s);
 }
 
+/* A character-LM run (perplexity: lower is better) with positions.csv: the marks of the
+ * headline table go to the lowest perplexity, the std takes the mean's decimals, and the
+ * loss-by-position table is mean ± std (n) over the seeds of each point's target-weighted
+ * range means. */
+static const double lm_ppl[2][NL][NSEED] = {{{9.8, 9.9, 10.0}, {10.5, 10.6, 10.7}},
+                                            {{7.3, 7.2, 7.4}, {10.4, 10.9, 10.9}}};
+/* bins of length 16: [0,4) [4,8) [8,16), their targets, and loss = base + seed step */
+static const int    bin0[3] = {0, 4, 8}, bin1[3] = {4, 8, 16}, bin_t[3] = {10, 30, 40};
+static const double bin_loss[2][3] = {{2.0, 2.2, 2.5}, {1.8, 1.9, 3.1}};
+
+static double lm_bin(int pe, int k, int seed) { return bin_loss[pe][k] + 0.05 * seed * (k + 1); }
+
+static void test_lm(void)
+{
+    char dir[300], path[1600], text[2048], name[RL_SWEEP_NAME];
+    snprintf(dir, sizeof dir, "%s/lm", tmp);
+    if (rl_mkdir_p(dir) != RL_OK) tap_bail("mkdir %s", dir);
+    snprintf(path, sizeof path, "%s/config.ini", dir);
+    write_text(path, "[experiment]\nname = lm\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n"
+                     "[task]\nname = charlm\nlength = 8\npath = corpus.txt\n[eval]\n"
+                     "lengths = 8, 16\n[sweep]\nmodel.pe = none, rope\ntrain.seed = 1, 2, 3\n");
+    static struct rl_cfg c;
+    struct rl_sweep     *sw = malloc(sizeof *sw);
+    rl_cfg_defaults(&c);
+    if (!sw || rl_cfg_load(&c, path) != RL_OK || rl_sweep_init(sw, &c) != RL_OK)
+        tap_bail("%s: %s", path, rl_last_error());
+    for (long p = 0; p < sw->n_points; p++) {
+        int pe = rl_sweep_value_index(sw, p, 0), seed = rl_sweep_value_index(sw, p, 1);
+        rl_sweep_point_name(sw, p, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (rl_mkdir_p(path) != RL_OK) tap_bail("mkdir %s", path);
+        snprintf(path, sizeof path, "%s/%s/config.ini", dir, name);
+        write_text(path, "[task]\nname = charlm\nlength = 8\npath = corpus.txt\n");
+        size_t n = (size_t)snprintf(text, sizeof text,
+                                    "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,"
+                                    "den_le_eps,note,rope_extend,rope_factor,stride\n");
+        for (int j = 0; j < NL; j++)
+            n += (size_t)snprintf(text + n, sizeof text - n,
+                                  "%s,softmax,%d,0.5,,%.9g,%.9g,1.5,,,none,1,0\n", pe_name[pe],
+                                  length[j], log(lm_ppl[pe][j][seed]), lm_ppl[pe][j][seed]);
+        snprintf(path, sizeof path, "%s/%s/results.csv", dir, name);
+        write_text(path, text);
+        n = (size_t)snprintf(text, sizeof text,
+                             "pe,attention,length,position_start,"
+                             "position_end,loss,targets,rope_extend\n");
+        for (int k = 0; k < 3; k++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s,softmax,16,%d,%d,%.9g,%d,none\n",
+                                  pe_name[pe], bin0[k], bin1[k], lm_bin(pe, k, seed), bin_t[k]);
+        snprintf(path, sizeof path, "%s/%s/positions.csv", dir, name);
+        write_text(path, text);
+    }
+    free(sw);
+    setenv("ROPELAB_GNUPLOT", "none", 1);
+    if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *s = slurp(path);
+    /* none 9.9 +- 0.1, rope 7.3 +- 0.1 at 8; none 10.6 +- 0.1, rope 10.733 +- 0.289 at 16 */
+    tap_ok(strstr(s, "\n| none | softmax | 9.9 ± 0.1 (3) | 10.6 ± 0.1 (3) * |\n") &&
+               strstr(s, "\n| rope | softmax | 7.3 ± 0.1 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
+               strstr(s, "the lowest perplexity"),
+           "perplexity: the lowest marked best, a difference within the spread marked ≈");
+    /* position ranges 0-8 (bins 0, 1) and 8-16 (bin 2), target-weighted per point */
+    char want[2][160];
+    for (int pe = 0; pe < 2; pe++) {
+        double m[2] = {0, 0}, q[2] = {0, 0}, v[2][NSEED];
+        for (int seed = 0; seed < NSEED; seed++) {
+            v[0][seed] = (lm_bin(pe, 0, seed) * bin_t[0] + lm_bin(pe, 1, seed) * bin_t[1]) /
+                         (bin_t[0] + bin_t[1]);
+            v[1][seed] = lm_bin(pe, 2, seed);
+            for (int k = 0; k < 2; k++)
+                m[k] += v[k][seed] / NSEED;
+        }
+        for (int k = 0; k < 2; k++)
+            for (int seed = 0; seed < NSEED; seed++)
+                q[k] += (v[k][seed] - m[k]) * (v[k][seed] - m[k]) / (NSEED - 1);
+        snprintf(want[pe], sizeof want[pe],
+                 "\n| %s | softmax | %.4f ± %.4f (3) | %.4f ± %.4f (3) |\n", pe_name[pe], m[0],
+                 sqrt(q[0]), m[1], sqrt(q[1]));
+    }
+    tap_ok(strstr(s, "\n| pe | attention | 0–8 | 8–16 |\n") && strstr(s, want[0]) &&
+               strstr(s, want[1]),
+           "loss by position over seeds: mean ± std (n) of the target-weighted ranges%s",
+           strstr(s, want[1]) ? "" : want[1]);
+    free(s);
+}
+
 int main(void)
 {
     snprintf(tmp, sizeof tmp, "%s/t_report.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -325,6 +412,7 @@ int main(void)
     test_summary();
     test_single_seed();
     test_data_seed();
+    test_lm();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) tap_diag("could not remove %s", tmp);
