@@ -89,6 +89,10 @@ dist_check_DATA += \
 check_PROGRAMS += tests/t_sweep
 tests_t_sweep_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
+## summary.md over seeds: mean ± std and the significance marks
+check_PROGRAMS += tests/t_report
+tests_t_report_LDADD = $(TEST_LIBS)
+dist_check_SCRIPTS += tests/t_seeds.sh
 
 ## --- scale-out under mpirun (skipped when built without MPI) ---
 dist_check_SCRIPTS += tests/t_mpi_sweep.sh tests/t_mpi_dp.sh

@@ -9,15 +9,18 @@
  * tables.  So `ropelab run` and `ropelab report` give byte-identical results.csv and
  * summary.md: run writes them through this same code, after its last point.
  *
- * summary.md: one table per task (rows: PE x attention x the other swept keys but
- * train.seed; columns: evaluation lengths; the cell is the accuracy, or the perplexity
- * for charlm/tokens, as the mean +- sample standard deviation over the swept seeds), a
- * loss table per task, and a timing table (training tokens/s; forward, backward,
- * optimizer ms per update -- means over metrics.jsonl's records weighted by the updates
- * each covers; evaluation ms per 1k tokens at each length).
+ * summary.md: one table per task (rows: PE x attention x the other swept keys but the
+ * seeds, train.seed and train.data_seed; columns: evaluation lengths; the cell is the
+ * accuracy, or the perplexity for charlm/tokens; with swept seeds "mean +- sample std
+ * (n)", marked against the best row of its attention kind: best, within the seeds'
+ * spread of it (not significant), or not judged; then a table of the differences from
+ * that best), a loss table per task, and a timing table (training tokens/s; forward,
+ * backward, optimizer ms per update -- means over metrics.jsonl's records weighted by the
+ * updates each covers; evaluation ms per 1k tokens at each length).
  *
  * Plots (RUN/plots/): <task>-<metric>.svg (metric vs evaluation length, one panel per
- * attention kind, one line per PE and other swept values), <task>-loss.svg (training
+ * attention kind, one line per PE and other swept values; with seeds the mean, with
+ * error bars of one sample std), <task>-loss.svg (training
  * loss curves from metrics.jsonl, same panels, seeds averaged), throughput.svg (training
  * tokens/s bars), each with its gnuplot script (.gp) and data (.dat) beside it.  gnuplot
  * is the one configure found (RL_GNUPLOT), or $ROPELAB_GNUPLOT ("none" = no plots); when

@@ -85,12 +85,13 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
     int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0;
-    int         cm = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
+    int cm         = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
     const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
         return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
                                           "%s: no header line with length, position_start, "
-                                          "position_end, loss, targets", path);
+                                          "position_end, loss, targets",
+                                          path);
     p->pos_method  = cm >= 0;
     p->pos_text    = strdup(data < text + len ? data : "");
     char **line    = malloc(lines * sizeof *line);
@@ -301,18 +302,20 @@ static int task_index(struct rl_report *r, const char *name, int lm)
     return r->n_tasks++;
 }
 
-/* Row columns: pe, attention, then every other swept key except train.seed and task.name
- * (a table per task, seeds aggregated). */
+/* Row columns: pe, attention, then every other swept key except train.seed,
+ * train.data_seed and task.name (a table per task, seeds aggregated). */
 static void set_columns(struct rl_report *r)
 {
     const struct rl_sweep *s = &r->sw;
     r->seed_key              = rl_sweep_find(s, "train", "seed");
+    r->data_seed_key         = rl_sweep_find(s, "train", "data_seed");
     snprintf(r->colname[0], sizeof r->colname[0], "pe");
     snprintf(r->colname[1], sizeof r->colname[1], "attention");
     r->colkey[0] = -1, r->colkey[1] = -2, r->n_cols = 2;
     for (int k = 0; k < s->n_keys; k++) {
-        if (k == r->seed_key || (!strcmp(s->section[k], "model") &&
-                                 (!strcmp(s->key[k], "pe") || !strcmp(s->key[k], "attention"))))
+        if (k == r->seed_key || k == r->data_seed_key ||
+            (!strcmp(s->section[k], "model") &&
+             (!strcmp(s->key[k], "pe") || !strcmp(s->key[k], "attention"))))
             continue;
         if (!strcmp(s->section[k], "task") && !strcmp(s->key[k], "name")) continue;
         snprintf(r->colname[r->n_cols], sizeof r->colname[0], "%s", s->column[k]);
@@ -514,11 +517,45 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
         if (!p->done || p->group != g) continue;
         for (int j = 0; j < p->n_rows; j++) {
             const struct rl_rep_row *w = &p->rows[j];
-            double x = row_value(w, f);
+            double                   x = row_value(w, f);
             if (w->length == L && !isnan(x) && (!method || !strcmp(w->method, method)))
                 s2 += (x - *mean) * (x - *mean);
         }
     }
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
     return n;
+}
+
+int rl_rep_seeds(const struct rl_report *r)
+{
+    return (r->seed_key >= 0 ? r->sw.n_values[r->seed_key] : 1) *
+           (r->data_seed_key >= 0 ? r->sw.n_values[r->data_seed_key] : 1);
+}
+
+int rl_rep_seeded(const struct rl_report *r) { return rl_rep_seeds(r) > 1; }
+
+int rl_rep_higher_better(char f) { return f == 'a' || f == 'e'; }
+
+void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
+                    struct rl_rep_cmp *c)
+{
+    double mean = 0, sd = 0, bm = 0, bsd = 0;
+    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
+    c->mark = RL_REP_NONE, c->best = -1, c->diff = c->spread = NAN;
+    if (n <= 0) return;
+    for (int k = 0; k < r->n_groups; k++) {
+        double m = 0, s = 0;
+        int    nk;
+        if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
+            continue;
+        if ((nk = rl_rep_stat(r, k, method, f, L, &m, &s)) <= 0) continue;
+        if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
+            c->best = k, bm = m, bsd = s, bn = nk;
+    }
+    c->diff   = mean - bm;
+    c->spread = sd + bsd;
+    c->mark   = c->best == g                 ? RL_REP_BEST
+                : n < 2 || bn < 2            ? RL_REP_FEW
+                : fabs(c->diff) <= c->spread ? RL_REP_NS
+                                             : RL_REP_SIG;
 }

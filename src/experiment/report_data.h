@@ -49,7 +49,7 @@ struct rl_rep_point {
 
 #define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)
 
-/* A table row: the points that differ only in train.seed. */
+/* A table row: the points that differ only in train.seed and train.data_seed. */
 struct rl_rep_group {
     int  task;
     char col[RL_REP_MAX_COLS][RL_SWEEP_VALUE]; /* values of rl_report.colname */
@@ -69,6 +69,7 @@ struct rl_report {
     char                 colname[RL_REP_MAX_COLS][96];
     int                  colkey[RL_REP_MAX_COLS]; /* sweep key index; -1 pe, -2 attention */
     int                  seed_key;                /* sweep index of train.seed, or -1 */
+    int                  data_seed_key;           /* sweep index of train.data_seed, or -1 */
     int                  n_groups;
     struct rl_rep_group *grp;
     int                  n_tasks;
@@ -91,6 +92,32 @@ int rl_rep_lengths(const struct rl_report *r, int t, int *lengths, int max);
  * there). */
 int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, int L, double *mean,
                 double *sd);
+/* The seeds of a row: the product of the numbers of values of the swept train.seed and
+ * train.data_seed (1 when neither is swept). */
+int rl_rep_seeds(const struct rl_report *r);
+/* Are seeds swept (rl_rep_seeds > 1)?  Then the tables' cells are "mean ± std (n)", the
+ * headline tables are marked and the plots have error bars. */
+int rl_rep_seeded(const struct rl_report *r);
+
+/* Is a higher value of field f better (accuracy, exact match)?  Else lower is (loss,
+ * perplexity, time, denominators). */
+int rl_rep_higher_better(char f);
+
+/* How a row compares at one length with the best row of its attention kind (the groups
+ * of the same task and attention whose field f has a mean there under method m):
+ * RL_REP_BEST it is that row (the first of equal means); RL_REP_NS the difference of the
+ * means is not larger than the seeds' spread, |mean - best mean| <= std + best std (not
+ * significant); RL_REP_SIG it is larger; RL_REP_FEW one of the two has fewer than 2
+ * values, so there is no spread to judge by; RL_REP_NONE the row has no mean there. */
+enum { RL_REP_NONE, RL_REP_BEST, RL_REP_NS, RL_REP_SIG, RL_REP_FEW };
+struct rl_rep_cmp {
+    int    mark;
+    int    best;         /* the best group, -1 for RL_REP_NONE */
+    double diff, spread; /* mean - best mean; std + best std */
+};
+void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
+                    struct rl_rep_cmp *c);
+
 /* The longest length in the positions.csv of task t's finished points (0: none). */
 int rl_rep_position_length(const struct rl_report *r, int t);
 

@@ -130,7 +130,7 @@ static int panels(const struct rl_report *r, int t, const char **att, int max)
  * the tables) and variant (the metric plot: per rope_extend method).  begin_plot opens
  * DIR/<task>-<name>.dat and starts the SVG's multiplot; plot_groups writes each curve's
  * data block through `data` (which returns the lines it wrote; a curve with none is left
- * out) and closes both. */
+ * out), plots it `using` the given columns and style ("1:2 with lines"), and closes both. */
 typedef int (*group_data)(const struct rl_report *r, int g, int v, FILE *f, const void *ctx);
 
 struct variants {
@@ -159,7 +159,7 @@ static int begin_plot(struct line_plot *lp, const struct rl_report *r, int t, st
 }
 
 static void plot_groups(struct line_plot *lp, const struct rl_report *r, int t,
-                        struct plot_files *pf, const char *style, const struct variants *vs,
+                        struct plot_files *pf, const char *using, const struct variants *vs,
                         group_data data, const void *ctx)
 {
     char lab[600], full[640];
@@ -175,8 +175,8 @@ static void plot_groups(struct line_plot *lp, const struct rl_report *r, int t,
                 snprintf(full, sizeof full, "%s%s%s", r->grp[g].line, vs && vs->label[v] ? " " : "",
                          vs && vs->label[v] ? vs->label[v] : "");
                 gp_label(lab, sizeof lab, full);
-                fprintf(pf->gp, "%s '%s' index %d using 1:2 with %s title '%s'", first ? "" : ",",
-                        lp->dat, block++, style, lab);
+                fprintf(pf->gp, "%s '%s' index %d using %s title '%s'", first ? "" : ",", lp->dat,
+                        block++, using, lab);
                 first = 0;
             }
         fputs(first ? " NaN notitle\n" : "\n", pf->gp);
@@ -201,7 +201,7 @@ static int metric_data(const struct rl_report *r, int g, int v, FILE *f, const v
     for (int j = 0; j < c->nl; j++) {
         double mean, sd;
         if (rl_rep_stat(r, g, m, c->field, c->L[j], &mean, &sd) > 0)
-            fprintf(f, "%d %.9g\n", c->L[j], mean), rows++;
+            fprintf(f, "%d %.9g %.9g\n", c->L[j], mean, sd), rows++;
     }
     return rows;
 }
@@ -224,7 +224,9 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
         for (int k = 0; k < vs.n; k++)
             vs.label[k] = r->method[k];
     }
-    plot_groups(&lp, r, t, pf, "linespoints", &vs, metric_data, &c);
+    /* with seeds: the mean, and error bars of one sample standard deviation */
+    plot_groups(&lp, r, t, pf, rl_rep_seeded(r) ? "1:2:3 with yerrorlines" : "1:2 with linespoints",
+                &vs, metric_data, &c);
 }
 
 /* Training loss: the mean over the group's points of each record (same steps). */
@@ -255,7 +257,7 @@ static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
     struct line_plot lp;
     if (!begin_plot(&lp, r, t, pf, "loss", "training loss")) return;
     fputs("set logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
-    plot_groups(&lp, r, t, pf, "lines", NULL, loss_data, NULL);
+    plot_groups(&lp, r, t, pf, "1:2 with lines", NULL, loss_data, NULL);
 }
 
 /* LM tasks: loss vs position at the longest evaluation length M (positions.csv), each bin
@@ -295,7 +297,7 @@ static void plot_positions(const struct rl_report *r, int t, struct plot_files *
     if (r->task_length[t] > 0)
         fprintf(pf->gp, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'gray'\n",
                 r->task_length[t], r->task_length[t]);
-    plot_groups(&lp, r, t, pf, "lines", NULL, position_data, &M);
+    plot_groups(&lp, r, t, pf, "1:2 with lines", NULL, position_data, &M);
 }
 
 static double group_tok_s(const struct rl_report *r, int g)

@@ -72,7 +72,8 @@ static void fmt_value(char *buf, size_t len, char f, double x)
         snprintf(buf, len, "%.2f", x);
 }
 
-static void fmt_cell(char *buf, int n, char f, double mean, double sd)
+/* A cell: "-" (no value), "n/a", the value, or with seeds "mean ± std (n)". */
+static void fmt_cell(char *buf, int n, char f, double mean, double sd, int seeds)
 {
     char a[28], b[28];
     if (n == 0) {
@@ -85,11 +86,22 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd)
     }
     fmt_value(a, sizeof a, f, mean);
     if (n == 1) {
-        snprintf(buf, CELL, "%s", a);
+        snprintf(buf, CELL, seeds ? "%s (1)" : "%s", a);
         return;
     }
-    fmt_value(b, sizeof b, f, sd);
-    snprintf(buf, CELL, "%s ± %s", a, b);
+    /* the std with the mean's decimals: 9.889 ± 0.064, not 9.889 ± 0.06438 */
+    const char *dot = strchr(a, '.');
+    if (dot && !strpbrk(a, "eE"))
+        snprintf(b, sizeof b, "%.*f", (int)strlen(dot + 1), sd);
+    else
+        fmt_value(b, sizeof b, f, sd);
+    snprintf(buf, CELL, seeds ? "%s ± %s (%d)" : "%s ± %s", a, b, n);
+}
+
+/* The mark of a headline cell (see mark_text). */
+static const char *mark_suffix(int mark)
+{
+    return mark == RL_REP_BEST ? " *" : mark == RL_REP_NS ? " ≈" : mark == RL_REP_FEW ? " ?" : "";
 }
 
 /* Is group g a row of task t's table of field f and rope_extend method m (NULL: any)?
@@ -109,8 +121,11 @@ static int in_table(const struct rl_report *r, int g, int t, char f, const char 
 }
 
 /* Rows: the groups of task t (under method m, NULL: any); columns: the row columns, then
- * the lengths.  Returns the number of rows but the header, -1 without memory. */
-static int metric_table(const struct rl_report *r, int t, char f, const char *m, struct table *tb)
+ * the lengths.  marks: with seeds, each cell gets its comparison with the best row of its
+ * attention kind (mark_suffix).  Returns the number of rows but the header, -1 without
+ * memory. */
+static int metric_table(const struct rl_report *r, int t, char f, const char *m, int marks,
+                        struct table *tb)
 {
     int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), rows = 1;
     for (int g = 0; g < r->n_groups; g++)
@@ -127,7 +142,13 @@ static int metric_table(const struct rl_report *r, int t, char f, const char *m,
         for (int j = 0; j < nl; j++) {
             double mean = 0, sd = 0;
             int    n = rl_rep_stat(r, g, m, f, L[j], &mean, &sd);
-            fmt_cell(cell(tb, row, r->n_cols + j), n, f, mean, sd);
+            char  *c = cell(tb, row, r->n_cols + j);
+            fmt_cell(c, n, f, mean, sd, rl_rep_seeded(r));
+            if (marks && rl_rep_seeded(r)) {
+                struct rl_rep_cmp cmp;
+                rl_rep_compare(r, g, m, f, L[j], &cmp);
+                snprintf(c + strlen(c), CELL - strlen(c), "%s", mark_suffix(cmp.mark));
+            }
         }
         row++;
     }
@@ -176,7 +197,7 @@ static int timing_table(const struct rl_report *r, struct table *tb)
         for (int j = 0; j < nl; j++) {
             double m = 0, sd = 0;
             int    n = rl_rep_stat(r, g, NULL, 'm', L[j], &m, &sd);
-            fmt_cell(cell(tb, g + 1, c0 + K + j), n > 0 ? 1 : n, 'm', m, sd);
+            fmt_cell(cell(tb, g + 1, c0 + K + j), n > 0 ? 1 : n, 'm', m, sd, 0);
         }
     }
     return 1;
@@ -211,9 +232,35 @@ static void summary_head(const struct rl_report *r, struct rl_json_buf *b)
     }
 }
 
+/* The mean and sample std over group g's points of their loss at positions [lo, hi) of
+ * length M (each point's bins assigned by their first position, weighted by their
+ * targets); returns the number of points that have such bins. */
+static int range_loss(const struct rl_report *r, int g, int M, int lo, int hi, double *mean,
+                      double *sd)
+{
+    double sum = 0, s2 = 0;
+    int    n = 0;
+    for (int pass = 0; pass < 2; pass++) /* the mean, then the squared deviations */
+        for (long i = 0; i < r->n_points; i++) {
+            const struct rl_rep_point *p = &r->pt[i];
+            double                     s = 0, w = 0;
+            if (!p->done || p->group != g || p->pos_len != M) continue;
+            for (int j = 0; j < p->n_pos; j++)
+                if (p->pos0[j] >= lo && p->pos0[j] < hi && !isnan(p->pos_loss[j]))
+                    s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
+            if (w <= 0) continue;
+            if (pass == 0)
+                sum += s / w, n++;
+            else
+                s2 += (s / w - sum / n) * (s / w - sum / n);
+        }
+    if (n) *mean = sum / n, *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
+    return n;
+}
+
 /* LM tasks: the mean loss over position ranges [0, L), [L, 2L), [2L, 4L), ... at the
  * longest evaluation length (L = training length; from positions.csv, bins assigned by
- * their first position, weighted by their targets; over seeds, the mean). */
+ * their first position, weighted by their targets; over seeds, mean ± std (n)). */
 static rl_status position_table(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
     const int M = rl_rep_position_length(r, t), L = r->task_length[t];
@@ -237,21 +284,9 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
         for (int c = 0; c < r->n_cols; c++)
             snprintf(cell(&tb, row, c), CELL, "%s", r->grp[g].col[c]);
         for (int k = 0; k < ne; k++) {
-            double sum = 0;
-            int    npt = 0;
-            for (long i = 0; i < r->n_points; i++) {
-                const struct rl_rep_point *p = &r->pt[i];
-                double                     s = 0, w = 0;
-                if (!p->done || p->group != g || p->pos_len != M) continue;
-                for (int j = 0; j < p->n_pos; j++)
-                    if (p->pos0[j] >= edge[k] && p->pos0[j] < edge[k + 1] && !isnan(p->pos_loss[j]))
-                        s += p->pos_loss[j] * p->pos_targets[j], w += p->pos_targets[j];
-                if (w > 0) sum += s / w, npt++;
-            }
-            if (npt)
-                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%.4f", sum / npt);
-            else
-                snprintf(cell(&tb, row, r->n_cols + k), CELL, "%s", "-");
+            double mean = 0, sd = 0;
+            int    n = range_loss(r, g, M, edge[k], edge[k + 1], &mean, &sd);
+            fmt_cell(cell(&tb, row, r->n_cols + k), n, 'l', mean, sd, rl_rep_seeded(r));
         }
         row++;
     }
@@ -259,8 +294,76 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     rl_json_buf_printf(b,
                        "Mean loss (nats) of the positions in each range, training length %d: "
                        "the first column is what training saw, the others are beyond it "
-                       "(from each point's positions.csv; plot `%s-position.svg`).\n\n",
-                       L, r->task[t]);
+                       "(from each point's positions.csv; plot `%s-position.svg`)%s.\n\n",
+                       L, r->task[t], rl_rep_seeded(r) ? "; over the seeds, mean ± std (n)" : "");
+    table_markdown(&tb, b);
+    free(tb.cell);
+    return RL_OK;
+}
+
+/* The difference of each row from the best row of its attention kind at each length, under
+ * the rows' columns: "best", "+0.012 n.s." (within the seeds' spread), "-0.301" (beyond
+ * it), "-0.050 ?" (fewer than 2 seeds on a side), "-" (no value).  Returns as
+ * metric_table. */
+static int compare_table(const struct rl_report *r, int t, char f, const char *m, struct table *tb)
+{
+    int rows = metric_table(r, t, f, m, 0, tb);
+    if (rows < 0) return -1;
+    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
+    for (int g = 0, row = 1; g < r->n_groups; g++) {
+        if (!in_table(r, g, t, f, m)) continue;
+        for (int j = 0; j < nl; j++) {
+            struct rl_rep_cmp c;
+            char             *out = cell(tb, row, r->n_cols + j), v[28];
+            rl_rep_compare(r, g, m, f, L[j], &c);
+            if (c.mark == RL_REP_NONE || c.mark == RL_REP_BEST) {
+                if (c.mark == RL_REP_BEST) snprintf(out, CELL, "best");
+                continue; /* else the "-" or "n/a" of metric_table */
+            }
+            fmt_value(v, sizeof v, f, fabs(c.diff));
+            snprintf(out, CELL, "%s%s%s",
+                     c.diff < 0   ? "-"
+                     : c.diff > 0 ? "+"
+                                  : "",
+                     v,
+                     c.mark == RL_REP_NS    ? " n.s."
+                     : c.mark == RL_REP_FEW ? " ?"
+                                            : "");
+        }
+        row++;
+    }
+    return rows;
+}
+
+/* The significance rule, under a headline table with seeds (docs/experiments.md). */
+static void mark_text(const struct rl_report *r, char f, struct rl_json_buf *b)
+{
+    rl_json_buf_printf(
+        b,
+        "\nMarks: `*` the best mean of its attention kind at that length (the %s %s); "
+        "`≈` not significantly different from it: the difference of the means "
+        "is within the seeds' spread, |mean − best mean| ≤ std + best std; "
+        "no mark: the difference is larger than that spread; `?` not judged "
+        "(fewer than 2 finished seeds on one side). With %d seeds this is a "
+        "rough screen, not a test at a stated error rate: a standard "
+        "deviation from so few values is itself uncertain.\n",
+        rl_rep_higher_better(f) ? "highest" : "lowest", metric_name(f), rl_rep_seeds(r));
+}
+
+/* The comparison section of task t's headline field f under method m (seeds only). */
+static rl_status compare_section(const struct rl_report *r, int t, char f, const char *m,
+                                 const char *suf, struct rl_json_buf *b)
+{
+    struct table tb;
+    if (compare_table(r, t, f, m, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_json_buf_printf(b, "\n## %s: %s compared with the best of each attention kind%s\n\n",
+                       r->task[t], metric_name(f), suf);
+    rl_json_buf_printf(b,
+                       "Mean %s minus the best mean among the rows of the same attention "
+                       "kind at that length. `n.s.`: not significant, the difference is at "
+                       "most the sum of the two rows' standard deviations over the seeds; "
+                       "`?`: fewer than 2 finished seeds on one side.\n\n",
+                       metric_name(f));
     table_markdown(&tb, b);
     free(tb.cell);
     return RL_OK;
@@ -279,13 +382,13 @@ static rl_status measured_table(const struct rl_report *r, int t, char f, const 
                                 const char *text, struct rl_json_buf *b)
 {
     struct table tb;
-    int          rows = metric_table(r, t, f, rl_rep_per_method(r) ? r->method[0] : NULL, &tb);
+    int          rows = metric_table(r, t, f, rl_rep_per_method(r) ? r->method[0] : NULL, 0, &tb);
     if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
     if (rows > 0) {
         char suf[48];
         method_suffix(suf, sizeof suf, r, r->method[0]);
         rl_json_buf_printf(b, "\n## %s: %s%s\n\n%s", r->task[t], title, suf, text);
-        if (r->seed_key >= 0) rl_json_buf_puts(b, " Cells: mean ± std over seeds.");
+        if (rl_rep_seeded(r)) rl_json_buf_puts(b, " Cells: mean ± std over seeds (n).");
         rl_json_buf_puts(b, "\n\n");
         table_markdown(&tb, b);
     }
@@ -302,6 +405,19 @@ static void method_text(const struct rl_report *r, struct rl_json_buf *b)
                         "interpolation (rope_scale = s); ntk, NTK-aware base scaling "
                         "(rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N). Points "
                         "without RoPE are evaluated once, under none.\n");
+}
+
+/* What the cells of a table over seeds hold, and which seeds. */
+static void seed_text(const struct rl_report *r, struct rl_json_buf *b)
+{
+    rl_json_buf_puts(b, " Cells: mean ± sample standard deviation (n − 1) over ");
+    for (int k = 0; k < 2; k++) {
+        int key = k ? r->data_seed_key : r->seed_key;
+        if (key >= 0)
+            rl_json_buf_printf(b, "%s%s.%s = %s", k && r->seed_key >= 0 ? " × " : "",
+                               r->sw.section[key], r->sw.key[key], r->base.sweep.keys[key].values);
+    }
+    rl_json_buf_puts(b, ", and in parentheses the number of seeds that finished.");
 }
 
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
@@ -322,16 +438,17 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
                                 : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
                                                : "Loss: mean cross-entropy per scored target "
                                                  "(nats).");
-            if (r->seed_key >= 0)
-                rl_json_buf_printf(b,
-                                   " Cells: mean ± sample standard deviation over train.seed = %s.",
-                                   r->base.sweep.keys[r->seed_key].values);
+            if (rl_rep_seeded(r)) seed_text(r, b);
             rl_json_buf_puts(b, "\n\n");
-            if (metric_table(r, t, fs[i], m, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
+            if (metric_table(r, t, fs[i], m, i == 0, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
             table_markdown(&tb, b);
             free(tb.cell);
             const char *na = na_note(r, t);
             if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
+            if (i == 0 && rl_rep_seeded(r)) {
+                mark_text(r, fs[i], b);
+                RL_TRY(compare_section(r, t, fs[i], m, suf, b));
+            }
         }
     if (r->task_lm[t])
         RL_TRY(position_table(r, t, b));
@@ -418,13 +535,19 @@ void rl_rep_print_table(const struct rl_report *r, FILE *f)
             method_suffix(suf, sizeof suf, r, m);
             fprintf(f, "\n%s: %s by evaluation length%s", r->task[t], metric_name(fm), suf);
             if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
-            if (r->seed_key >= 0) fputs(", mean ± std over seeds", f);
+            if (rl_rep_seeded(r)) fputs(", mean ± std (number of seeds)", f);
             fputs("\n", f);
-            if (metric_table(r, t, fm, m, &tb) < 0) return;
+            if (metric_table(r, t, fm, m, 1, &tb) < 0) return;
             table_text(&tb, f);
             free(tb.cell);
             const char *na = na_note(r, t);
             if (na) fprintf(f, "n/a (%s)\n", na);
+            if (rl_rep_seeded(r))
+                fprintf(f,
+                        "* %s %s of its attention kind; ≈ within the seeds' spread of it "
+                        "(|mean − best| <= std + best std): not significant; ? fewer than "
+                        "2 seeds\n",
+                        rl_rep_higher_better(fm) ? "highest" : "lowest", metric_name(fm));
         }
     if (!r->n_tasks) fputs("\nno finished points yet\n", f);
     fflush(f);
