@@ -2,7 +2,7 @@
 dist_noinst_DATA += \
 	experiments/quickstart.ini \
 	experiments/long_copy.ini experiments/long_reverse.ini experiments/long_sort.ini \
-	experiments/long_mqar.ini experiments/long_listops.ini experiments/long_charlm.ini \
+	experiments/long_listops.ini experiments/long_charlm.ini \
 	experiments/rope_linear_place.ini experiments/rope_linear_denominator.ini \
 	experiments/rope_linear_pe.ini experiments/rope_linear_base.ini \
 	experiments/rope_extend.ini

@@ -10,13 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
 
 static void point_dir(const struct rl_report *r, const struct rl_rep_point *p, char *buf,
                       size_t len)
@@ -75,7 +68,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     unsigned char *buf;
     size_t         len;
     snprintf(path, sizeof path, "%s/positions.csv", pdir);
-    if (!exists(path)) return RL_OK;
+    if (!rl_path_exists(path)) return RL_OK;
     RL_TRY(rl_read_file(&buf, &len, path));
     char  *text = (char *)buf, *save = NULL, *hdr = strtok_r(text, "\n", &save);
     size_t n = 0, lines = 1;
@@ -189,7 +182,7 @@ static void den_from_evals(struct rl_rep_point *p, const char *pdir)
     unsigned char *buf;
     size_t         len;
     snprintf(path, sizeof path, "%s/eval.jsonl", pdir);
-    if (!exists(path) || rl_read_file(&buf, &len, path) != RL_OK) return;
+    if (!rl_path_exists(path) || rl_read_file(&buf, &len, path) != RL_OK) return;
     size_t end = len;
     while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r'))
         end--;
@@ -217,7 +210,7 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
     unsigned char *buf;
     size_t         len;
     snprintf(path, sizeof path, "%s/results.csv", pdir);
-    if (!exists(path)) return RL_OK; /* not finished */
+    if (!rl_path_exists(path)) return RL_OK; /* not finished */
     RL_TRY(rl_read_file(&buf, &len, path));
     char     *text = (char *)buf, *save = NULL, *lines[RL_REP_MAX_ROWS];
     rl_status st = RL_OK;
@@ -255,7 +248,7 @@ static rl_status read_metrics(struct rl_rep_point *p, const char *pdir)
     size_t         len;
     p->tok_s = p->ms_fwd = p->ms_bwd = p->ms_opt = p->cpu_per_wall = NAN;
     snprintf(path, sizeof path, "%s/metrics.jsonl", pdir);
-    if (!exists(path)) return RL_OK;
+    if (!rl_path_exists(path)) return RL_OK;
     RL_TRY(rl_read_file(&buf, &len, path));
     size_t lines = 1;
     for (size_t i = 0; i < len; i++)
@@ -377,7 +370,7 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
     /* the training length, from the point's resolved configuration */
     snprintf(path, sizeof path, "%s/config.ini", pdir);
     rl_cfg_defaults(pc);
-    if (!r->task_length[p->task] && exists(path) && rl_cfg_load(pc, path) == RL_OK)
+    if (!r->task_length[p->task] && rl_path_exists(path) && rl_cfg_load(pc, path) == RL_OK)
         r->task_length[p->task] = pc->task.length;
     return RL_OK;
 }
@@ -429,7 +422,7 @@ rl_status rl_rep_load(struct rl_report **out, const char *dir)
     if (st == RL_OK) {
         snprintf(r->dir, sizeof r->dir, "%s", dir);
         snprintf(path, sizeof path, "%s/config.ini", dir);
-        if (!exists(path))
+        if (!rl_path_exists(path))
             st = rl_error_report(RL_EIO, __FILE__, __LINE__,
                                  "%s: no config.ini: not a ropelab run directory", dir);
     }
