@@ -5,4 +5,5 @@ dist_noinst_DATA += \
 	experiments/long_listops.ini experiments/long_charlm.ini \
 	experiments/rope_linear_place.ini experiments/rope_linear_denominator.ini \
 	experiments/rope_linear_pe.ini experiments/rope_linear_base.ini \
-	experiments/rope_extend.ini
+	experiments/rope_extend.ini \
+	experiments/rope_linear_charlm.ini experiments/rope_linear_charlm_den.ini
