@@ -7,3 +7,8 @@ dist_noinst_DATA += \
 	experiments/rope_linear_pe.ini experiments/rope_linear_base.ini \
 	experiments/rope_extend.ini \
 	experiments/rope_linear_charlm.ini experiments/rope_linear_charlm_den.ini
+dist_noinst_DATA += \
+	experiments/rope_extend_seeds.ini experiments/rope_extend_xpos.ini \
+	experiments/passkey.ini experiments/passkey_seeds.ini experiments/passkey_xpos.ini \
+	experiments/passkey_finetune_pi.ini experiments/passkey_finetune_yarn.ini \
+	experiments/passkey_finetune_plain.ini

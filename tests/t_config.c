@@ -249,6 +249,13 @@ static void test_resolve(void)
                          "r.ini:2: [task] length: the task's length is 64, not 32");
     expect_resolve_error("[task]\nvocab = 12\n", 64, 10, 0,
                          "r.ini:2: [task] vocab: the task's vocabulary is 10, not 12");
+    /* every causal task (not only the language-model ones) takes xPos with each method */
+    rl_cfg_defaults(&c);
+    st = rl_cfg_load(&c, write_ini("xp.ini", "[model]\nxpos = true\n[task]\nname = passkey\n"
+                                             "[eval]\nrope_extend = none, pi, ntk, yarn\n"));
+    st = st ? st : rl_cfg_resolve(&c, 64, 16, 0, 1);
+    tap_ok(st == RL_OK, "xpos with rope_extend on passkey (causal, not a language model)");
+    if (st != RL_OK) tap_diag("got: %s", rl_last_error());
 }
 
 static void test_round_trip(void)

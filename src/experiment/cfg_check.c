@@ -128,7 +128,7 @@ static rl_status check_eval(const struct rl_cfg *c)
     for (int i = 0; i < c->eval.n_extend; i++) {
         const enum rl_cfg_extend e = c->eval.extend[i];
         struct rl_model_config   mc;
-        rl_cfg_model_config(c, 2, rl_task_kind_lm(c->task.name), 0, &mc);
+        rl_cfg_model_config(c, 2, c->task.name != RL_TASK_LISTOPS, 0, &mc); /* causal */
         if (e == RL_CFG_EXTEND_PI) mc.attn.rope.scale = 2;
         if (e == RL_CFG_EXTEND_NTK) mc.attn.rope.ntk = 2;
         if (e == RL_CFG_EXTEND_YARN) mc.attn.rope.yarn = 2, mc.attn.rope.yarn_orig = c->task.length;
