@@ -1,10 +1,10 @@
 #!/bin/sh
 # bench_load.sh -- training time under load and with more threads than cores (not part of
-# make check: it takes about a minute and its numbers depend on the machine).
+# make check: it takes about two minutes and its numbers depend on the machine).
 #
 #   tests/bench_load.sh [ROPELAB] [REPEATS]
 #
-# The same small training (copy task, d_model 64, 2 layers, length 64, batch 16, 40
+# The same small training (copy task, d_model 64, 2 layers, length 64, batch 16, 200
 # updates) runs
 #   - with 1 and 2 threads while another process keeps one core busy (a shell loop), and
 #   - with 1, 2, 4 and 8 threads with nothing else started by this script,
@@ -31,10 +31,10 @@ layers = 2
 name = copy
 length = 64
 [train]
-steps = 40
+steps = 200
 batch = 16
 checkpoint_every = 0
-log_every = 40
+log_every = 200
 [eval]
 lengths = 64
 batches = 1

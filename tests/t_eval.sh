@@ -61,6 +61,9 @@ grep -q '^rope  *softmax' out && grep -q 'rope_extend = yarn' out; ok $? "the ta
 "$ROPELAB" eval $d -q --lengths=16,64 --stride 8 --rope-extend=none,pi,ntk,yarn >/dev/null 2>err &&
     [ -d $d/eval-2 ] && nots $d/eval-2/results.csv >c && cmp -s a c
 ok $? "--opt=value and --opt value; a second evaluation goes to RUN_DIR/eval-2"
+"$ROPELAB" eval $d -q --threads 2 --out $tmp/ev-t2 >/dev/null 2>err && nots $tmp/ev-t2/results.csv >c &&
+    cmp -s a c && grep -q '^threads = 2$' $tmp/ev-t2/config.ini
+ok $? "--threads 2: the same numbers (the run trained with 1 thread)"
 
 # --- one checkpoint ---
 ck="$d/pe=rope/checkpoints/step-6.safetensors"

@@ -38,12 +38,13 @@ static const char usage[] =
     "                         every tensor's shape (rope_*, xpos*, eps, ...), [task] path or\n"
     "                         valid_path (data that moved), [experiment] threads; anything\n"
     "                         else is an error naming the key\n"
+    "  --threads N            threads (experiment.threads; default the run's, at most the\n"
+    "                         cores; results do not depend on it)\n"
     "  --out DIR              output directory (default: RUN_DIR/eval, or ./eval-<name> for\n"
     "                         a checkpoint; -2, -3, ... appended when it exists)\n"
     "  -q, --quiet            no progress lines (the table is still printed)\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Threads: the run's experiment.threads (--set experiment.threads=N to change).\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
 
 /* "section.key=value" of --set into an override. */
@@ -72,6 +73,7 @@ static int parse_args(struct eval_args *a, int argc, char **argv)
                                          {"rope-factor", required_argument, NULL, 'F'},
                                          {"set", required_argument, NULL, 's'},
                                          {"out", required_argument, NULL, 'o'},
+                                         {"threads", required_argument, NULL, 'T'},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -92,6 +94,11 @@ static int parse_args(struct eval_args *a, int argc, char **argv)
             if (!(a->where[a->n] = malloc(strlen(name) + 3))) return RL_EXIT_FAIL;
             sprintf(a->where[a->n], "--%s", name);
             v->section = "eval", v->key = key[f - flag], v->value = optarg;
+            v->where = a->where[a->n++];
+        } else if (c == 'T') {
+            if (!(a->where[a->n] = malloc(16))) return RL_EXIT_FAIL;
+            sprintf(a->where[a->n], "--threads");
+            v->section = "experiment", v->key = "threads", v->value = optarg;
             v->where = a->where[a->n++];
         } else if (c == 's') {
             size_t n       = strlen(optarg);

@@ -1,8 +1,10 @@
 /* governor.c -- thread count by measurement; see governor.h. */
+#define _GNU_SOURCE 1 /* sched_setaffinity, CPU_SET */
 #include "config.h"
 #include "governor.h"
 #include "gemm.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +13,27 @@ enum { GAP_FIRST = 8, GAP_MAX = 512 };
 
 /* the share of its threads' cores the process used below which the lower count is tried */
 #define LOW_USE 0.75
+
+/* The calling thread's own CPU set at the start of the run (one core when the runtime
+ * binds threads): at the lower count the thread may run on any core, so it can leave the
+ * core another process is using; at the full count it goes back to its own. */
+static cpu_set_t home;
+static int       have_home;
+
+static void set_count(const struct rl_governor *g, int n)
+{
+    rl_threads_set(n);
+    if (!have_home) return;
+    if (n >= g->hi) {
+        sched_setaffinity(0, sizeof home, &home);
+        return;
+    }
+    cpu_set_t any;
+    CPU_ZERO(&any);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        CPU_SET(c, &any); /* the kernel keeps only the CPUs the process may use */
+    sched_setaffinity(0, sizeof any, &any);
+}
 
 static int enabled(void)
 {
@@ -24,7 +47,8 @@ void rl_governor_init(struct rl_governor *g, int threads)
     g->hi  = threads > 0 ? threads : 1;
     g->lo  = enabled() ? (g->hi + 1) / 2 : g->hi;
     g->cur = g->hi;
-    g->gap = GAP_FIRST;
+    g->gap = RL_GOVERNOR_WINDOW; /* a run that starts on a busy machine learns it early */
+    if (g->hi != g->lo) have_home = sched_getaffinity(0, sizeof home, &home) == 0;
 }
 
 int rl_governor_threads(const struct rl_governor *g)
@@ -47,17 +71,15 @@ static double median3(const double *v, int n)
 
 static void start_probe(struct rl_governor *g)
 {
-    g->probing = RL_GOVERNOR_WINDOW, g->np = 0, g->skip = 1;
-    rl_threads_set(rl_governor_threads(g));
+    g->probing = RL_GOVERNOR_WINDOW, g->np = 0;
+    set_count(g, rl_governor_threads(g));
 }
 
-static void end_probe(struct rl_governor *g)
+static void end_probe(struct rl_governor *g, int better)
 {
-    const int    n      = g->ns < RL_GOVERNOR_WINDOW ? g->ns : RL_GOVERNOR_WINDOW;
-    const double steady = median3(g->wall, n), other = median3(g->probe, g->np);
-    const int    from_hi = g->cur == g->hi;
-    g->probing           = 0;
-    if (other < 0.95 * steady) {
+    const int from_hi = g->cur == g->hi;
+    g->probing        = 0;
+    if (better) {
         g->cur = from_hi ? g->lo : g->hi;
         g->switches++;
         g->gap = GAP_FIRST;
@@ -65,11 +87,12 @@ static void end_probe(struct rl_governor *g)
         g->gap = g->gap * 2 < GAP_MAX ? g->gap * 2 : GAP_MAX;
     }
     g->ns = 0, g->since = 0, g->skip = 1;
-    rl_threads_set(g->cur);
+    set_count(g, g->cur);
 }
 
-/* Should the steady phase try the other count now?  At most every `gap` updates (8 after
- * a change of count, doubling after each probe that changed nothing, up to 512); from the
+/* Should the steady phase try the other count now?  At most every `gap` updates (3 at the
+ * start, 8 after a change of count, doubling after each probe that changed nothing, up
+ * to 512); from the
  * higher count only when its threads got clearly less than their cores' worth of CPU
  * time (another process is taking a core). */
 static int want_probe(const struct rl_governor *g)
@@ -90,12 +113,24 @@ void rl_governor_update(struct rl_governor *g, double wall_ms, double cpu_ms)
         return;
     }
     if (g->probing) {
-        g->probe[g->np++] = wall_ms;
-        if (--g->probing == 0) end_probe(g);
+        /* a probe update clearly slower than the steady ones ends the probe at once:
+         * on a busy machine a probe of the higher count costs one slow update, not 3 */
+        const double steady = median3(g->wall, RL_GOVERNOR_WINDOW);
+        g->probe[g->np++]   = wall_ms;
+        if (wall_ms > 1.1 * steady)
+            end_probe(g, 0);
+        else if (--g->probing == 0)
+            end_probe(g, median3(g->probe, g->np) < 0.95 * steady);
         return;
     }
     g->wall[g->ns % RL_GOVERNOR_WINDOW] = wall_ms;
     g->cpu[g->ns % RL_GOVERNOR_WINDOW]  = cpu_ms;
     g->ns++, g->since++;
     if (want_probe(g)) start_probe(g);
+}
+
+void rl_governor_end(struct rl_governor *g)
+{
+    if (g->hi > 0 && g->hi != g->lo) set_count(g, g->hi);
+    have_home = 0;
 }

@@ -6,9 +6,13 @@
  * busy, T threads are slower than fewer: at every parallel region the threads wait for
  * the one that shares its core.  The governor watches each update's wall time and the
  * process's CPU time.  When the threads get much less CPU time than T cores' worth, it
- * times a few updates at the other count (T and ceil(T/2)) and keeps the faster; from the
+ * times up to 3 updates at the other count (T and ceil(T/2); one, when that one is already
+ * 10 % slower than the steady updates) and keeps the faster; from the
  * smaller count it tries T again now and then (after 8 updates, then 16, 32, ... 512 while
- * T stays slower), so a load that goes away gives the cores back.
+ * T stays slower), so a load that goes away gives the cores back.  At the lower count the
+ * calling thread may run on any core (it is bound to one when the runtime binds
+ * threads), so it can leave a core another process keeps busy.  The first look is
+ * after 3 updates, so a run started on a busy machine spends few updates at T.
  *
  * Off when OMP_DYNAMIC=false (OpenMP's own switch for "the runtime may adjust the number
  * of threads") or when the count asked for is 1. */
@@ -32,6 +36,8 @@ void rl_governor_init(struct rl_governor *g, int threads);
 /* After each update: its wall time and the process's CPU time during it, in ms.  May call
  * rl_threads_set() for the next update. */
 void rl_governor_update(struct rl_governor *g, double wall_ms, double cpu_ms);
+/* At the end of the run: the count asked for, and the calling thread on its own CPUs. */
+void rl_governor_end(struct rl_governor *g);
 /* The count the next update runs with. */
 int rl_governor_threads(const struct rl_governor *g);
 

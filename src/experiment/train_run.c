@@ -298,7 +298,7 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *dir,
     if (st == RL_OK) st = rl_trainer_share(&r->tr);
     if (st == RL_OK) st = train_loop(r, res);
     if (st == RL_OK && r->tr.step == c->train.steps) st = finish(r, dir, res);
-    if (r->gov.hi) rl_threads_set(r->gov.hi); /* the count asked for, for the next run */
+    rl_governor_end(&r->gov); /* the count asked for, for the next run */
     rl_trainer_free(&r->tr);
     free(r);
     return st;
