@@ -38,6 +38,7 @@
 /* 16 floats, any alignment: GCC/clang vector extension, compiled per clone of
  * RL_SIMD_CLONES (one zmm on AVX-512, two ymm on AVX2, four xmm otherwise). */
 typedef float lin_v16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float lin_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 
 static size_t r16(size_t n) { return (n + 15) & ~(size_t)15; }
 static int    lanes(int Y) { return (Y + 31) & ~31; } /* state rows padded to 32 lanes */
@@ -121,6 +122,48 @@ static void scan_block(float *S, int Yp, const float *const *q, const float *con
     }
 }
 
+/* The same for CPUs with 16 vector registers of 256 bits (AVX2): a 4-row x 8-lane tile
+ * (4 W vectors, 4 accumulators, the state row and two broadcasts) stays in registers,
+ * where the 32-lane tile needs 36 and spills.  Every lane sees the same operations in
+ * the same order as in scan_block, so the results are the same. */
+#define LIN_ROW8(r, kx, qx) s0 += (kx)*w##r, a##r += (qx)*s0
+
+RL_SIMD_CLONES
+static void scan_block8(float *S, int Yp, const float *const *q, const float *const *k,
+                        const float *wb, float *ob, int X)
+{
+    for (int t = 0; t < Yp; t += 8) {
+        const float *w  = wb + t;
+        lin_v8       w0 = *(const lin_v8 *)w, w1 = *(const lin_v8 *)(w + Yp);
+        lin_v8       w2 = *(const lin_v8 *)(w + 2 * Yp), w3 = *(const lin_v8 *)(w + 3 * Yp);
+        lin_v8       a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int x = 0; x < X; x++) {
+            float *Sx = S + (size_t)x * Yp + t;
+            lin_v8 s0 = *(lin_v8 *)Sx;
+            LIN_ROW8(0, k[0][x], q[0][x]);
+            LIN_ROW8(1, k[1][x], q[1][x]);
+            LIN_ROW8(2, k[2][x], q[2][x]);
+            LIN_ROW8(3, k[3][x], q[3][x]);
+            *(lin_v8 *)Sx = s0;
+        }
+        float *o     = ob + t;
+        *(lin_v8 *)o = a0, *(lin_v8 *)(o + Yp) = a1;
+        *(lin_v8 *)(o + 2 * Yp) = a2, *(lin_v8 *)(o + 3 * Yp) = a3;
+    }
+}
+
+/* The 32-lane tile where the CPU has 32 vector registers of 512 bits, else 8 lanes. */
+static int wide_tile(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int wide = -1;
+    if (wide < 0) wide = __builtin_cpu_supports("avx512f") != 0;
+    return wide;
+#else
+    return 0;
+#endif
+}
+
 void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
                       const float *W, int l, int reverse, int fold)
 {
@@ -138,7 +181,10 @@ void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             else
                 memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
         }
-        scan_block(s->S, Yp, q, k, s->wb, s->ob, X);
+        if (wide_tile())
+            scan_block(s->S, Yp, q, k, s->wb, s->ob, X);
+        else
+            scan_block8(s->S, Yp, q, k, s->wb, s->ob, X);
         for (int r = 0; r < 4; r++)
             if (row[r] >= 0)
                 memcpy(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, (size_t)Y * sizeof(float));
