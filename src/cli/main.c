@@ -67,6 +67,7 @@ static void thread_env(char **argv)
         changed |= setenv("GOMP_SPINCOUNT", "10000", 1) == 0;
     if (!changed) return;
     setenv("ROPELAB_THREAD_ENV", "1", 1);
+    rl_affinity_widen_to_places(); /* else the new process inherits a one-core binding */
     fflush(NULL);
     execv("/proc/self/exe", argv); /* on failure: go on with the runtime's defaults */
 }

@@ -140,6 +140,25 @@ void rl_threads_set(int n)
 
 int rl_threads_get(void) { return rl_nthreads; }
 
+void rl_affinity_widen_to_places(void)
+{
+#ifdef _OPENMP
+    /* the places were made from the mask the process started with (taskset, container),
+     * before the runtime bound this thread to the first of them */
+    cpu_set_t set;
+    int       n = 0;
+    CPU_ZERO(&set);
+    for (int p = 0; p < omp_get_num_places(); p++) {
+        int k = omp_get_place_num_procs(p), ids[256];
+        if (k <= 0 || k > 256) continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < k; i++)
+            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE) CPU_SET(ids[i], &set), n++;
+    }
+    if (n > 0) sched_setaffinity(0, sizeof set, &set);
+#endif
+}
+
 int rl_threads_fit(void)
 {
     int had = rl_nthreads, cores = rl_cores_available();

@@ -42,6 +42,10 @@ void rl_threads_set(int n);
 int  rl_threads_get(void);
 /* Cores this process may run on (sched_getaffinity), >= 1. */
 int rl_cores_available(void);
+/* When the OpenMP runtime has bound the calling thread to one place (OMP_PROC_BIND), gives
+ * it back every CPU of the runtime's places (the process's CPUs at start): called before
+ * ropelab runs itself again, so the new process does not start bound to one core. */
+void rl_affinity_widen_to_places(void);
 /* Lowers the thread count to rl_cores_available() when it is above (threads that share a
  * core wait for each other; results do not depend on the count); returns the count it had. */
 int rl_threads_fit(void);
