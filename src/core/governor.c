@@ -15,7 +15,8 @@ enum { GAP_FIRST = 8, GAP_MAX = 512 };
 #define LOW_USE 0.75
 
 /* The calling thread's own CPU set at the start of the run (one core when the runtime
- * binds threads): at the lower count the thread may run on any core, so it can leave the
+ * binds threads): at the lower count the thread may run on any core the process had at
+ * start (rl_affinity_widen_to_places: a taskset still holds), so it can leave the
  * core another process is using; at the full count it goes back to its own. */
 static cpu_set_t home;
 static int       have_home;
@@ -28,11 +29,7 @@ static void set_count(const struct rl_governor *g, int n)
         sched_setaffinity(0, sizeof home, &home);
         return;
     }
-    cpu_set_t any;
-    CPU_ZERO(&any);
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        CPU_SET(c, &any); /* the kernel keeps only the CPUs the process may use */
-    sched_setaffinity(0, sizeof any, &any);
+    rl_affinity_widen_to_places(); /* the process's CPUs at start: taskset still holds */
 }
 
 static int enabled(void)
