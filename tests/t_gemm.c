@@ -139,8 +139,8 @@ int main(void)
     residual_check(256, 256, 256);
     strided_and_batched();
     rl_threads_set(1);
-    /* tiles: n a multiple of 16 (the vector kernel where AVX-512F exists: 8-row blocks, row
-     * tails, 32- and 16-wide column blocks) and not (BLIS) */
+    /* tiles: n a multiple of 16 (the vector kernel where AVX-512F or AVX2 exists: 8- or
+     * 6-row blocks, 4-row blocks, row tails, 32- and 16-wide column blocks) and not (BLIS) */
     const int tiles[][3] = {{8, 32, 32}, {13, 32, 256}, {256, 32, 100}, {7, 16, 5},
                             {9, 48, 3},  {5, 20, 7},    {1, 64, 1},     {16, 32, 0}};
     for (int s = 0; s < 8; s++)

@@ -1,12 +1,14 @@
 /* tilemm.c -- small products for attention tiles; see tilemm.h.
  *
- * The kernel keeps an MR x (16 NV) block of C in vector registers and streams k: per step
- * it loads NV vectors of a row of B and broadcasts MR entries of A, for MR * NV fused
- * multiply-adds (8 x 2: 16 accumulators, 10 loads per 16 FMAs).  No packing: B's rows are
- * read in place (a tile of 256 x 32 floats stays in L1/L2 between the steps), A's entries
- * through its strides, so A may be a transposed view (dV += P^T dO).  Written with GCC's
- * vector extensions and compiled for AVX-512F only; it runs where the CPU has AVX-512F,
- * and BLIS does the product everywhere else. */
+ * The kernel keeps an MR x (W NV) block of C in vector registers (W floats per vector)
+ * and streams k: per step it loads NV vectors of a row of B and broadcasts MR entries of
+ * A, for MR * NV fused multiply-adds (AVX-512F: 8 x 2 of 16 floats, 16 accumulators, 10
+ * loads per 16 FMAs; AVX2: 6 x 2 of 8 floats, 12 accumulators, 8 loads per 12 FMAs).  No
+ * packing: B's rows are read in place (a tile of 256 x 32 floats stays in L1/L2 between
+ * the steps), A's entries through its strides, so A may be a transposed view
+ * (dV += P^T dO).  Written once with GCC's vector extensions and compiled for each
+ * instruction set; the CPU's best one is chosen at run time, and BLIS does the product
+ * on CPUs with neither. */
 #include "config.h"
 #include "tilemm.h"
 #include "gemm.h"
@@ -22,23 +24,24 @@
 #if RL_TILE_VECTOR
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4))); /* unaligned access */
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
 
-#define VLOAD(p) (*(const v16u *)(p))
-#define VSTORE(p, x) (*(v16u *)(p) = (x))
-
-/* C[0..MR) x [0..16 NV) = alpha A B + beta C for one block. */
-#define TILE_KERNEL(NAME, MR, NV)                                                                  \
-    __attribute__((target("avx512f"))) static void NAME(                                           \
-        int k, float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, int ldb, \
-        float beta, float *C, int ldc)                                                             \
+/* C[0..MR) x [0..W NV) = alpha A B + beta C for one block, W-float vectors of type VT
+ * (unaligned twin VTU), compiled for TARGET. */
+#define TILE_KERNEL(NAME, TARGET, VT, VTU, W, MR, NV)                                              \
+    __attribute__((target(TARGET))) static void NAME(int k, float alpha, const float *A,           \
+                                                     ptrdiff_t rsa, ptrdiff_t csa, const float *B, \
+                                                     int ldb, float beta, float *C, int ldc)       \
     {                                                                                              \
-        v16 acc[MR][NV];                                                                           \
+        VT acc[MR][NV];                                                                            \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                       \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (v16){0};             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (VT){0};              \
         for (int p = 0; p < k; p++) {                                                              \
             const float *b = B + (size_t)p * ldb;                                                  \
-            v16          bv[NV];                                                                   \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = VLOAD(b + 16 * v);        \
+            VT           bv[NV];                                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] =                           \
+                *(const VTU *)(b + W * v);                                                         \
             _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                   \
             {                                                                                      \
                 const float a = A[r * rsa + p * csa];                                              \
@@ -48,38 +51,67 @@ typedef float v16u __attribute__((vector_size(64), aligned(4))); /* unaligned ac
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                       \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                   \
         {                                                                                          \
-            float *c = C + (size_t)r * ldc + 16 * v;                                               \
-            VSTORE(c, beta == 0.0f ? alpha * acc[r][v] : alpha * acc[r][v] + beta * VLOAD(c));     \
+            VTU *c = (VTU *)(C + (size_t)r * ldc + W * v);                                         \
+            *c     = beta == 0.0f ? alpha * acc[r][v] : alpha * acc[r][v] + beta * *c;             \
         }                                                                                          \
     }
 
-TILE_KERNEL(kernel_8x32, 8, 2)
-TILE_KERNEL(kernel_8x16, 8, 1)
-TILE_KERNEL(kernel_1x32, 1, 2)
-TILE_KERNEL(kernel_1x16, 1, 1)
+/* AVX-512F: 8 x 32 blocks (16 of the 32 zmm registers accumulate), 8 x 16 for a last
+ * 16-wide column block, single rows for the rest. */
+TILE_KERNEL(kernel_8x32, "avx512f", v16, v16u, 16, 8, 2)
+TILE_KERNEL(kernel_8x16, "avx512f", v16, v16u, 16, 8, 1)
+TILE_KERNEL(kernel_1x32, "avx512f", v16, v16u, 16, 1, 2)
+TILE_KERNEL(kernel_1x16, "avx512f", v16, v16u, 16, 1, 1)
+/* AVX2 + FMA (16 ymm registers): 6 x 16 blocks, 12 accumulators + 2 rows of B + the
+ * broadcast entry of A; 4 x 16 and single rows for the rest. */
+TILE_KERNEL(kernel2_6x16, "avx2,fma", v8, v8u, 8, 6, 2)
+TILE_KERNEL(kernel2_4x16, "avx2,fma", v8, v8u, 8, 4, 2)
+TILE_KERNEL(kernel2_1x16, "avx2,fma", v8, v8u, 8, 1, 2)
 
-static int have_avx512f(void)
+enum { ISA_NONE, ISA_AVX2, ISA_AVX512 };
+
+static int vector_isa(void)
 {
     static int known = -1;
-    if (known < 0) known = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (known < 0)
+        known = __builtin_cpu_supports("avx512f")                                 ? ISA_AVX512
+                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? ISA_AVX2
+                                                                                  : ISA_NONE;
     return known;
 }
 
 typedef void (*tile_kernel)(int, float, const float *, ptrdiff_t, ptrdiff_t, const float *, int,
                             float, float *, int);
 
-static void vector_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
+/* Rows [i, m) of one column block: blocks of `big` rows, then of `mid` rows, then single. */
+static void column_block(tile_kernel kbig, int big, tile_kernel kmid, int mid, tile_kernel k1,
+                         int m, int k, float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
+                         const float *B, int ldb, float beta, float *C, int ldc)
+{
+    int i = 0;
+    for (; i + big <= m; i += big)
+        kbig(k, alpha, A + i * rsa, rsa, csa, B, ldb, beta, C + (size_t)i * ldc, ldc);
+    for (; kmid && i + mid <= m; i += mid)
+        kmid(k, alpha, A + i * rsa, rsa, csa, B, ldb, beta, C + (size_t)i * ldc, ldc);
+    for (; i < m; i++)
+        k1(k, alpha, A + i * rsa, rsa, csa, B, ldb, beta, C + (size_t)i * ldc, ldc);
+}
+
+/* Every kernel accumulates each entry of C over p = 0 .. k-1 in order with fused
+ * multiply-adds, so both instruction sets give the same bits. */
+static void vector_gemm(int isa, int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
                         ptrdiff_t csa, const float *B, int ldb, float beta, float *C, int ldc)
 {
+    if (isa == ISA_AVX2) {
+        for (int j = 0; j < n; j += 16)
+            column_block(kernel2_6x16, 6, kernel2_4x16, 4, kernel2_1x16, m, k, alpha, A, rsa, csa,
+                         B + j, ldb, beta, C + j, ldc);
+        return;
+    }
     for (int j = 0; j < n; j += 32) { /* 32-wide column blocks, a 16-wide one last */
-        const int   wide  = n - j >= 32;
-        tile_kernel rows8 = wide ? kernel_8x32 : kernel_8x16,
-                    row1  = wide ? kernel_1x32 : kernel_1x16;
-        int i             = 0;
-        for (; i + 8 <= m; i += 8)
-            rows8(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j, ldc);
-        for (; i < m; i++)
-            row1(k, alpha, A + i * rsa, rsa, csa, B + j, ldb, beta, C + (size_t)i * ldc + j, ldc);
+        const int wide = n - j >= 32;
+        column_block(wide ? kernel_8x32 : kernel_8x16, 8, NULL, 0, wide ? kernel_1x32 : kernel_1x16,
+                     m, k, alpha, A, rsa, csa, B + j, ldb, beta, C + j, ldc);
     }
 }
 #endif
@@ -89,14 +121,15 @@ void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rs
 {
     if (m <= 0 || n <= 0) return;
 #if RL_TILE_VECTOR
-    if (n % 16 == 0 && have_avx512f()) {
+    const int isa = n % 16 == 0 ? vector_isa() : ISA_NONE;
+    if (isa != ISA_NONE) {
         if (k <= 0) { /* C = beta C */
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++)
                     C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
             return;
         }
-        vector_gemm(m, n, k, alpha, A, rsa, csa, B, ldb, beta, C, ldc);
+        vector_gemm(isa, m, n, k, alpha, A, rsa, csa, B, ldb, beta, C, ldc);
         return;
     }
 #endif

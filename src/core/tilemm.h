@@ -8,9 +8,10 @@
  *                    k x ldp matrix (ldp = roundup(n, 16)), zero past column n: then
  *                    A B^T = rl_tile_gemm(A, packed) over any prefix of the n columns.
  *
- * When n is a multiple of 16 and the CPU has AVX-512F (checked once at run time), a
- * register-blocked kernel written in GCC vector extensions and compiled for AVX-512F
- * runs; any other shape or CPU goes to BLIS.  With beta = 0, C is not read.  The
+ * When n is a multiple of 16 and the CPU has AVX-512F or AVX2 with FMA (checked once at
+ * run time), a register-blocked kernel written in GCC vector extensions runs; any other
+ * shape or CPU goes to BLIS.  Both instruction sets sum every entry over k in order with
+ * fused multiply-adds, so they give the same bits.  With beta = 0, C is not read.  The
  * results equal a float GEMM up to summation order. */
 #ifndef RL_TILEMM_H
 #define RL_TILEMM_H

@@ -14,7 +14,7 @@
  *   D_m = dout_m . o_m,  dv += p^T dout,  dp = dout v^T,  ds = p (dp - D),
  *   dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d),  drel[(n-m)+N-1] += ds[m,n].
  * The five products go through tilemm.h (a register-blocked kernel where the CPU has
- * AVX-512F and the widths are multiples of 16, BLIS otherwise); the elementwise passes
+ * AVX-512F or AVX2 and the widths are multiples of 16, BLIS otherwise); the elementwise passes
  * use the vectorisable exp of vexp.h.  Details, FLOP counts and timings: docs/attention.md. */
 #include "config.h"
 #include "attn_softmax.h"
