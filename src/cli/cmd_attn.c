@@ -88,17 +88,16 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
         {"rope-yarn", required_argument, NULL, 0}, {"rope-yarn-orig", required_argument, NULL, 0},
         {"xpos", no_argument, NULL, 0}, {"xpos-scale-base", required_argument, NULL, 0},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    struct rl_opt o;
     optind = 0, opterr = 0;
-    for (int c, li = 0; (c = getopt_long(argc, argv, ":h", longs, &li)) != -1;) {
-        const char *v = optarg;
+    for (int c; (c = rl_next_opt("attn", &o, argc, argv, ":h", longs)) != -1;) {
+        const char *a = o.name, *v = o.value;
         int         e = 0, iv = 0;
-        char        a[40];
+        if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
         if (c == 'h') {
             fputs(attn_usage, stdout);
             return RL_EXIT_OK;
         }
-        if (c != 0) return rl_getopt_error("attn", c, argv, optind);
-        snprintf(a, sizeof a, "--%s", longs[li].name);
         if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
         if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
         if (!strcmp(a, "--xpos")) { A->o.xpos = 1; continue; }

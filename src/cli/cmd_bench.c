@@ -217,13 +217,12 @@ static int bench_train(int argc, char **argv)
         {"train", no_argument, NULL, 0},         {"threads", required_argument, NULL, 0},
         {"steps", required_argument, NULL, 0},   {"warmup", required_argument, NULL, 0},
         {"out", required_argument, NULL, 0},     {NULL, 0, NULL, 0}};
+    struct rl_opt o;
     optind = 0, opterr = 0;
-    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
-        const char *v = optarg;
-        int         e = 0;
-        char        a[40];
-        if (c != 0) return rl_getopt_error("bench", c, argv, optind);
-        snprintf(a, sizeof a, "--%s", longs[li].name);
+    for (int c, e; (c = rl_next_opt("bench", &o, argc, argv, ":", longs)) != -1;) {
+        const char *a = o.name, *v = o.value;
+        if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
+        e = 0;
         if (!strcmp(a, "--train")) continue;
         if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
         else if (!strcmp(a, "--steps")) e = rl_parse_int("bench", a, v, 1, 100000, &steps);
@@ -313,13 +312,12 @@ static int bench_kernels(int argc, char **argv)
         {"dv", required_argument, NULL, 0},        {"reps", required_argument, NULL, 0},
         {"threads", required_argument, NULL, 0},   {"budget-s", required_argument, NULL, 0},
         {"mem-gb", required_argument, NULL, 0},    {NULL, 0, NULL, 0}};
+    struct rl_opt o;
     optind = 0, opterr = 0;
-    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
-        const char *v = optarg;
-        int         e = 0;
-        char        a[40];
-        if (c != 0) return rl_getopt_error("bench", c, argv, optind);
-        snprintf(a, sizeof a, "--%s", longs[li].name);
+    for (int c, e; (c = rl_next_opt("bench", &o, argc, argv, ":", longs)) != -1;) {
+        const char *a = o.name, *v = o.value;
+        if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
+        e = 0;
         if (!strcmp(a, "--causal")) { causal_sel = 1; continue; }
         if (!strcmp(a, "--non-causal")) { causal_sel = 0; continue; }
         if (!strcmp(a, "--attention")) attn = v;

@@ -64,12 +64,12 @@ static int rope_decay(int argc, char **argv)
         {"rope-decay", no_argument, NULL, 0},       {"dims", required_argument, NULL, 0},
         {"base", required_argument, NULL, 0},       {"max-distance", required_argument, NULL, 0},
         {"out", required_argument, NULL, 0},        {NULL, 0, NULL, 0}};
+    struct rl_opt opt;
     optind = 0, opterr = 0;
-    for (int c, li = 0; (c = getopt_long(argc, argv, ":", longs, &li)) != -1;) {
-        char o[40];
-        if (c != 0) return rl_getopt_error("report", c, argv, optind);
-        snprintf(o, sizeof o, "--%s", longs[li].name);
-        v = optarg;
+    for (int c; (c = rl_next_opt("report", &opt, argc, argv, ":", longs)) != -1;) {
+        const char *o = opt.name;
+        if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
+        v = opt.value;
         if (!strcmp(o, "--rope-decay")) continue;
         if (!strcmp(o, "--dims") && rl_parse_int("report", o, v, 2, 65536, &d))
             return RL_EXIT_USAGE;

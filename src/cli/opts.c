@@ -7,6 +7,7 @@
 #include "../core/util.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,20 @@ int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now)
     const char *arg = optind_now > 0 ? argv[optind_now - 1] : "?";
     if (c == ':') return rl_usage_error(cmd, "option '%s' needs an argument", arg);
     return rl_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int rl_next_opt(const char *cmd, struct rl_opt *o, int argc, char **argv, const char *shorts,
+                const struct option *longs)
+{
+    int li = 0, c = getopt_long(argc, argv, shorts, longs, &li);
+    o->value   = optarg;
+    o->name[0] = 0;
+    if (c == ':' || c == '?') {
+        rl_getopt_error(cmd, c, argv, optind);
+        return RL_OPT_ERROR;
+    }
+    if (c == 0) snprintf(o->name, sizeof o->name, "--%s", longs[li].name);
+    return c;
 }
 
 const char *rl_suggest(const char *word, const char *const *names)

@@ -16,6 +16,19 @@ int rl_parse_double(const char *cmd, const char *opt, const char *s, double *out
 /* getopt_long's error return (optstring starting with ':'): c is ':' for a missing
  * argument, '?' for an unknown option; prints the usage error, returns RL_EXIT_USAGE. */
 int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now);
+/* One step of getopt_long over a table whose long options all have val 0, for CMD:
+ * returns 0 for a long option (its "--name" in name, its argument or NULL in value), the
+ * letter of a short option of `shorts` (which starts with ':'), -1 at the end, and
+ * RL_OPT_ERROR after printing the usage error of an unknown option or a missing argument.
+ * Start with optind = 0. */
+#define RL_OPT_ERROR (-2)
+struct option;
+struct rl_opt {
+    char        name[40];
+    const char *value;
+};
+int rl_next_opt(const char *cmd, struct rl_opt *o, int argc, char **argv, const char *shorts,
+                const struct option *longs);
 /* rl_init with the thread count asked for (0: OMP_NUM_THREADS or all cores), lowered to
  * the cores this process may use, with a warning, when it asks for more (one process;
  * under MPI the launcher's binding decides). */

@@ -27,6 +27,15 @@ void rl_task_row_rng(struct rl_rng *r, const struct rl_task *t, int split, int64
     rl_rng_seed(r, h);
 }
 
+uint8_t *rl_task_put_row(struct rl_batch *b, int row, const int32_t *s, int N)
+{
+    const size_t off = (size_t)row * (size_t)N;
+    memcpy(b->inputs + off, s, (size_t)N * sizeof *s);
+    memcpy(b->targets + off, s + 1, (size_t)N * sizeof *s);
+    memset(b->mask + off, 0, (size_t)N);
+    return b->mask + off;
+}
+
 rl_status rl_task_scratch(struct rl_task *t, size_t n)
 {
     if (n <= t->scratch_len) return RL_OK;

@@ -41,6 +41,9 @@ struct rl_task {
 /* The generator of one row: splitmix64 hash of (seed, split, step, N, row). */
 void rl_task_row_rng(struct rl_rng *r, const struct rl_task *t, int split, int64_t step, int N,
                      int row);
+/* Row `row` of b from a sequence s[0 .. N] of N + 1 tokens: inputs s[0 .. N), targets
+ * s[1 .. N]; returns the row's loss mask, cleared, for the caller to mark. */
+uint8_t *rl_task_put_row(struct rl_batch *b, int row, const int32_t *s, int N);
 /* Make t->scratch hold at least n int32 (kept between calls). */
 rl_status rl_task_scratch(struct rl_task *t, size_t n);
 

@@ -107,14 +107,7 @@ rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, i
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
         make_row(s, q, pool, t, N, D, &r);
-        size_t   off = (size_t)row * (size_t)N;
-        int32_t *in = b->inputs + off, *tg = b->targets + off;
-        uint8_t *m = b->mask + off;
-        for (int i = 0; i < N; i++) {
-            in[i] = s[i];
-            tg[i] = s[i + 1];
-            m[i]  = 0;
-        }
+        uint8_t *m = rl_task_put_row(b, row, s, N);
         for (int i = 0; i < D; i++)
             m[q[i]] = 1;
     }

@@ -20,6 +20,8 @@
 #include "config.h"
 #include "task_passkey.h"
 
+#include <string.h>
+
 enum { PK_KEY = 10, PK_QUERY = 11, PK_FILL = 12, PK_DEFAULT_VOCAB = 16, PK_DEFAULT_DIGITS = 5 };
 
 int rl_task_passkey_min_length(const struct rl_task *t) { return 2 * t->digits + 2; }
@@ -75,14 +77,8 @@ rl_status rl_task_passkey_batch(struct rl_task *t, struct rl_batch *b, int split
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
         make_row(s, t, N, &r);
-        size_t   off = (size_t)row * (size_t)N;
-        int32_t *in = b->inputs + off, *tg = b->targets + off;
-        uint8_t *m = b->mask + off;
-        for (int i = 0; i < N; i++) {
-            in[i] = s[i];
-            tg[i] = s[i + 1];
-            m[i]  = i >= N - k;
-        }
+        uint8_t *m = rl_task_put_row(b, row, s, N);
+        memset(m + N - k, 1, (size_t)k); /* the key's digits */
     }
     return RL_OK;
 }

@@ -11,6 +11,7 @@
 #include "task_seq.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { SEQ_PAD = 0, SEQ_SEP = 1, SEQ_FIRST = 2 };
 
@@ -73,14 +74,8 @@ rl_status rl_task_seq_batch(struct rl_task *t, struct rl_batch *b, int split, in
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
         make_row(s, t->kind, t->symbols, N, &r);
-        size_t   off = (size_t)row * (size_t)N;
-        int32_t *in = b->inputs + off, *tg = b->targets + off;
-        uint8_t *m = b->mask + off;
-        for (int i = 0; i < N; i++) {
-            in[i] = s[i];
-            tg[i] = s[i + 1];
-            m[i]  = i >= L && i < 2 * L; /* the target is one of y_1 .. y_L */
-        }
+        uint8_t *m = rl_task_put_row(b, row, s, N);
+        memset(m + L, 1, (size_t)L); /* the target is one of y_1 .. y_L */
     }
     return RL_OK;
 }

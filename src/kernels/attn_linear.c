@@ -248,17 +248,25 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     }
 }
 
+/* The plan of one forward or backward call (Shen's map: its per-feature maxima too). */
+static void call_plan(struct lin_plan *p, const float *q, const float *k,
+                      const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
+                      int dv, float *scratch)
+{
+    RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && dv > 0);
+    RL_ASSERT(!rope || (rope->d == d && rope->n_pos >= N));
+    lin_plan(p, o, rope != NULL, N, d, dv, scratch);
+    p->rope = rope;
+    if (p->shen) shen_prepass(p, q, k);
+}
+
 void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q, const float *k,
                             const float *v, const struct rl_rope *rope,
                             const struct rl_attn_opts *o, int N, int d, int dv, float *scratch)
 {
     struct lin_plan p;
     long            bad = 0;
-    RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && dv > 0);
-    RL_ASSERT(!rope || (rope->d == d && rope->n_pos >= N));
-    lin_plan(&p, o, rope != NULL, N, d, dv, scratch);
-    p.rope = rope;
-    if (p.shen) shen_prepass(&p, q, k);
+    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
     if (o->causal)
         forward_causal(&p, out, den, &bad, q, k, v, o->eps);
     else
@@ -476,11 +484,7 @@ void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout
                              int dv, float *scratch)
 {
     struct lin_plan p;
-    RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && dv > 0);
-    RL_ASSERT(!rope || (rope->d == d && rope->n_pos >= N));
-    lin_plan(&p, o, rope != NULL, N, d, dv, scratch);
-    p.rope = rope;
-    if (p.shen) shen_prepass(&p, q, k);
+    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
     if (o->causal)
         backward_causal(&p, dq, dk, dvg, dout, out, den, q, k, v);
     else

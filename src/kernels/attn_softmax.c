@@ -242,6 +242,24 @@ static const float *packed(struct key_pack *kp, const float *x, int dims, int ld
     return kp->t;
 }
 
+/* The fields a forward and a backward call share. */
+static struct sm_call sm_call_common(const float *q, const float *k, const float *v,
+                                     const float *rel, const float *xlam, int N, int d, int dv,
+                                     int causal, float *scratch)
+{
+    return (struct sm_call){.q      = q,
+                            .k      = k,
+                            .v      = v,
+                            .rel    = rel,
+                            .N      = N,
+                            .d      = d,
+                            .dv     = dv,
+                            .causal = causal,
+                            .scale  = (float)(1.0 / sqrt((double)d)),
+                            .xlam   = xlam,
+                            .xs     = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
+}
+
 /* rel (or drel) slice seen by query i in a key tile starting at j0: entry b is r = j0+b-i */
 #define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->N - 1) : NULL)
 
@@ -250,9 +268,9 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
 {
     int bq, bk, ld;
     tile_dims(c->N, &bq, &bk, &ld);
-    float *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
+    float          *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
     struct key_pack kp = {scratch + 2 * (size_t)bq * ld + 3 * (size_t)bq, -1};
-    float *oi = c->out + (size_t)i0 * c->dv;
+    float          *oi = c->out + (size_t)i0 * c->dv;
     memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
     for (int a = 0; a < mb; a++)
         mrow[a] = -INFINITY, lrow[a] = 0.0f;
@@ -302,21 +320,11 @@ void rl_attn_softmax_forward_xpos(float *o, float *lse, const float *q, const fl
                                   const float *v, const float *rel, const float *xlam, int N, int d,
                                   int dv, int causal, float *scratch)
 {
-    const struct sm_call c = {.q       = q,
-                              .k       = k,
-                              .v       = v,
-                              .rel     = rel,
-                              .out     = o,
-                              .lse_out = lse,
-                              .N       = N,
-                              .d       = d,
-                              .dv      = dv,
-                              .causal  = causal,
-                              .scale   = (float)(1.0 / sqrt((double)d)),
-                              .xlam    = xlam,
-                              .xs      = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
+    struct sm_call c = sm_call_common(q, k, v, rel, xlam, N, d, dv, causal, scratch);
+    c.out            = o;
+    c.lse_out        = lse;
     const int bq = xlam ? xpos_rows_cap(xlam, d, query_block(N, causal)) : query_block(N, causal);
-    const unsigned       mode = ftz_on();
+    const unsigned mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += bq)
         forward_block(&c, i0, imin(bq, N - i0), scratch);
     ftz_restore(mode);
@@ -389,8 +397,8 @@ static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int n
                     row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
     rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, c->dvg + (size_t)j0 * dv, dv);
-    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, c->v, dv, ld, j0, nfull), ld,
-                 0.0f, dp, ld);
+    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, c->v, dv, ld, j0, nfull), ld, 0.0f, dp,
+                 ld);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel  =>  drel += ds along diagonals */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(c->drel, c, i0 + a, j0),
@@ -446,27 +454,17 @@ void rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *dre
                                    const float *xlam, int N, int d, int dv, int causal,
                                    float *scratch)
 {
-    const struct sm_call c = {.q      = q,
-                              .k      = k,
-                              .v      = v,
-                              .rel    = rel,
-                              .dout   = dout,
-                              .o      = o,
-                              .lse    = lse,
-                              .dq     = dq,
-                              .dk     = dk,
-                              .dvg    = dvg,
-                              .drel   = drel,
-                              .N      = N,
-                              .d      = d,
-                              .dv     = dv,
-                              .causal = causal,
-                              .scale  = (float)(1.0 / sqrt((double)d)),
-                              .xlam   = xlam,
-                              .xs     = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
-    int                  bq, bk, ld;
+    struct sm_call c = sm_call_common(q, k, v, rel, xlam, N, d, dv, causal, scratch);
+    c.dout           = dout;
+    c.o              = o;
+    c.lse            = lse;
+    c.dq             = dq;
+    c.dk             = dk;
+    c.dvg            = dvg;
+    c.drel           = drel;
+    int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
-    float *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
+    float          *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
     struct key_pack kp = {Drow + 3 * (size_t)bq, -1}, vp = {kp.t + (size_t)d * ld, -1};
     memset(dq, 0, sizeof(float) * (size_t)N * d);
     memset(dk, 0, sizeof(float) * (size_t)N * d);
