@@ -14,19 +14,19 @@ enum { GAP_FIRST = 8, GAP_MAX = 512 };
 /* the share of its threads' cores the process used below which the lower count is tried */
 #define LOW_USE 0.75
 
-/* The calling thread's own CPU set at the start of the run (one core when the runtime
- * binds threads): at the lower count the thread may run on any core the process had at
- * start (rl_affinity_widen_to_places: a taskset still holds), so it can leave the
- * core another process is using; at the full count it goes back to its own. */
-static cpu_set_t home;
-static int       have_home;
+_Static_assert(sizeof(cpu_set_t) <= sizeof(((struct rl_governor *)0)->home),
+               "rl_governor.home holds a cpu_set_t");
 
+/* The calling thread's own CPU set (one core when the runtime binds threads) is kept in
+ * g->home: at the lower count the thread may run on any core the process had at start
+ * (rl_affinity_widen_to_places: a taskset still holds), so it can leave the core another
+ * process is using; at the full count it goes back to its own. */
 static void set_count(const struct rl_governor *g, int n)
 {
     rl_threads_set(n);
-    if (!have_home) return;
+    if (!g->have_home) return;
     if (n >= g->hi) {
-        sched_setaffinity(0, sizeof home, &home);
+        sched_setaffinity(0, sizeof(cpu_set_t), (const cpu_set_t *)(const void *)g->home);
         return;
     }
     rl_affinity_widen_to_places(); /* the process's CPUs at start: taskset still holds */
@@ -45,7 +45,8 @@ void rl_governor_init(struct rl_governor *g, int threads)
     g->lo  = enabled() ? (g->hi + 1) / 2 : g->hi;
     g->cur = g->hi;
     g->gap = RL_GOVERNOR_WINDOW; /* a run that starts on a busy machine learns it early */
-    if (g->hi != g->lo) have_home = sched_getaffinity(0, sizeof home, &home) == 0;
+    if (g->hi != g->lo)
+        g->have_home = sched_getaffinity(0, sizeof(cpu_set_t), (cpu_set_t *)(void *)g->home) == 0;
 }
 
 int rl_governor_threads(const struct rl_governor *g)
@@ -129,5 +130,5 @@ void rl_governor_update(struct rl_governor *g, double wall_ms, double cpu_ms)
 void rl_governor_end(struct rl_governor *g)
 {
     if (g->hi > 0 && g->hi != g->lo) set_count(g, g->hi);
-    have_home = 0;
+    g->have_home = 0;
 }

@@ -29,6 +29,10 @@ struct rl_governor {
     int    ns, np;      /* timed updates in the steady ring and in the probe */
     double wall[RL_GOVERNOR_WINDOW], cpu[RL_GOVERNOR_WINDOW], probe[RL_GOVERNOR_WINDOW];
     long   switches; /* times the steady count changed */
+    /* The calling thread's own CPU set at the start of the run (a cpu_set_t, kept as
+     * bytes so this header needs no _GNU_SOURCE); have_home: it was read. */
+    unsigned long home[1024 / (8 * sizeof(unsigned long))];
+    int           have_home;
 };
 
 /* Starts at `threads` (the count asked for, in effect now). */
