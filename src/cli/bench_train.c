@@ -39,15 +39,12 @@ static void print_header(FILE *out, const struct peak *p, int steps)
             "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok", "GFLOP/s", "% peak");
 }
 
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
+int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int kind, const int *ns,
+                   int nn)
 {
-    static const struct {
-        enum rl_attn_kind kind;
-        int               N, B;
-    } cells[] = {{RL_ATTN_SOFTMAX, 256, 16},
-                 {RL_ATTN_LINEAR, 256, 16},
-                 {RL_ATTN_SOFTMAX, 4096, 1},
-                 {RL_ATTN_LINEAR, 4096, 1}};
+    static const int               default_ns[] = {256, 4096};
+    static const enum rl_attn_kind kinds[]      = {RL_ATTN_SOFTMAX, RL_ATTN_LINEAR};
+    if (nn <= 0) ns = default_ns, nn = 2;
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
     if (csv_path && !csv) {
         fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
@@ -60,8 +57,11 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path)
         fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
                      "ms_optimizer,ms_step,flops_per_token,gflops,peak_gflops,pct_peak\n");
     int rc = 0;
-    for (size_t i = 0; i < sizeof cells / sizeof cells[0] && !rc; i++) {
-        struct rl_bench_train_cell c = {.kind = cells[i].kind, .N = cells[i].N, .B = cells[i].B};
+    for (int i = 0; i < 2 * nn && !rc; i++) {
+        const enum rl_attn_kind k = kinds[i % 2];
+        if (kind >= 0 && (int)k != kind) continue;
+        struct rl_bench_train_cell c = {
+            .kind = k, .N = ns[i / 2], .B = ns[i / 2] < 4096 ? 4096 / ns[i / 2] : 1};
         if (rl_bench_train_cell(&c, warmup, steps) != RL_OK) {
             fprintf(stderr, "ropelab: %s\n", rl_last_error());
             rc = 1;
