@@ -109,6 +109,23 @@ mv moved.txt text.txt
     grep -q 'n/a (learned PE has max_len rows)' out
 ok $? "learned PE beyond its rows: n/a with the reason"
 
+# --- an interrupted run: its finished points are evaluated, the others skipped ---
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=half --stop-after 8 >/dev/null 2>&1
+"$ROPELAB" eval runs/half --out hv >out 2>&1; r=$?
+[ $r = 0 ] && grep -q 'pe=alibi: not finished in the run (no results.csv): skipped' out &&
+    [ -f hv/pe=rope/results.csv ] && [ ! -e hv/pe=alibi/results.csv ] &&
+    grep -A4 '^## Not finished' hv/summary.md | grep -q 'pe=alibi'
+ok $? "an interrupted run: the finished point evaluated, the other skipped and listed"
+if command -v gnuplot >/dev/null 2>&1; then
+    env -u ROPELAB_GNUPLOT "$ROPELAB" eval runs/half --out hvp >out 2>&1 && ! grep -q 'warning' out &&
+        [ -s hvp/plots/charlm-ppl.svg ] && [ -s hvp/plots/charlm-position.svg ] && [ ! -e hvp/plots/charlm-loss.svg ] &&
+        grep -q 'charlm-position.svg` (loss by position)\.$' hvp/summary.md
+    ok $? "an evaluation's plots: no training plots, the others made without warnings"
+fi
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=none0 --stop-after 3 >/dev/null 2>&1
+"$ROPELAB" eval runs/none0 --out hv0 >/dev/null 2>err; r=$?
+[ $r = 1 ] && grep -q 'no point of the run has finished' err; ok $? "no finished point: exit 1"
+
 # --- init_from before anything trains ---
 "$ROPELAB" run lm.ini --out runs -q --set experiment.name=ft --set "train.init_from=$ck" --set model.d_model=32 >/dev/null 2>err; r=$?
 [ $r = 1 ] && grep -q "\[train\] init_from: .*tensor 'embed.weight' has shape \[256, 16\], the model expects \[256, 32\]" err &&

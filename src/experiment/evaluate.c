@@ -169,25 +169,32 @@ static rl_status write_config(const struct rl_cfg *c, const char *dir)
     return st;
 }
 
-/* Point p of a run: its directory, its configuration and its latest checkpoint. */
-static rl_status run_point(const char *dir, const struct rl_sweep *sw, long p, struct rl_cfg *pc,
-                           char *pdir, size_t plen, char *name, size_t nlen, char *ck, size_t clen)
+/* Point p of a run: its name and directory; 1 when it finished (it has results.csv). */
+static int point_dir(const char *dir, const struct rl_sweep *sw, long p, char *pdir, size_t plen,
+                     char *name, size_t nlen)
+{
+    char path[4200];
+    name[0] = 0;
+    if (sw->n_keys) rl_sweep_point_name(sw, p, name, nlen);
+    snprintf(pdir, plen, "%s%s%s", dir, *name ? "/" : "", name);
+    snprintf(path, sizeof path, "%s/results.csv", pdir);
+    return rl_path_exists(path);
+}
+
+/* A finished point's configuration and latest checkpoint. */
+static rl_status run_point(const char *pdir, struct rl_cfg *pc, char *ck, size_t clen)
 {
     char    path[4200];
     int64_t k = -1;
-    name[0]   = 0;
-    if (sw->n_keys) rl_sweep_point_name(sw, p, name, nlen);
-    snprintf(pdir, plen, "%s%s%s", dir, *name ? "/" : "", name);
     snprintf(path, sizeof path, "%s/config.ini", pdir);
-    if (!rl_path_exists(path))
-        RL_FAIL(RL_EIO, "%s: no config.ini: the point was not run (finish the run first)", pdir);
+    if (!rl_path_exists(path)) RL_FAIL(RL_EIO, "%s: no config.ini: not a ropelab run point", pdir);
     rl_cfg_defaults(pc);
     RL_TRY(rl_cfg_load(pc, path));
     RL_TRY(rl_train_latest_checkpoint(pdir, INT64_MAX, &k, ck, clen));
     if (k < 0)
         RL_FAIL(RL_EIO,
-                "%s/checkpoints: no checkpoint step-<k>.safetensors: nothing to evaluate (an "
-                "interrupted or deleted run?)",
+                "%s/checkpoints: no checkpoint step-<k>.safetensors: nothing to evaluate "
+                "(deleted?)",
                 pdir);
     return RL_OK;
 }
@@ -212,11 +219,22 @@ static rl_status eval_run(const char *dir, const struct rl_evaluate_opts *o, cha
         else
             fresh_dir(out, len, path);
     }
+    long done = 0; /* points evaluated; an unfinished point of the run is skipped */
     for (long p = 0; st == RL_OK && p < sw.n_points; p++) {
-        st = run_point(dir, &sw, p, pc, pdir, sizeof pdir, name, sizeof name, ck, sizeof ck);
+        if (!point_dir(dir, &sw, p, pdir, sizeof pdir, name, sizeof name)) {
+            if (o->log)
+                fprintf(o->log, "%s: not finished in the run (no results.csv): skipped\n", pdir);
+            continue;
+        }
+        st = run_point(pdir, pc, ck, sizeof ck);
         snprintf(odir, sizeof odir, "%s%s%s", out, *name ? "/" : "", name);
-        if (st == RL_OK) st = eval_point(pc, ck, odir, o, name);
+        if (st == RL_OK) st = eval_point(pc, ck, odir, o, name), done++;
     }
+    if (st == RL_OK && done == 0)
+        st = rl_error_report(RL_EIO, __FILE__, __LINE__,
+                             "%s: no point of the run has finished (no results.csv): nothing to "
+                             "evaluate (finish it with ropelab run ... --resume)",
+                             dir);
     /* the experiment's configuration with the overrides: the report's view of OUT */
     if (st == RL_OK) st = apply(base, o);
     if (st == RL_OK) st = write_config(base, out);

@@ -476,6 +476,13 @@ int rl_rep_position_length(const struct rl_report *r, int t)
     return M;
 }
 
+int rl_rep_has_training(const struct rl_report *r, int t)
+{
+    for (long i = 0; i < r->n_points; i++)
+        if (r->pt[i].done && (t < 0 || r->pt[i].task == t) && r->pt[i].n_rec > 0) return 1;
+    return 0;
+}
+
 static double row_value(const struct rl_rep_row *w, char f)
 {
     return f == 'a'   ? w->acc

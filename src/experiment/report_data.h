@@ -120,6 +120,9 @@ void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f
 
 /* The longest length in the positions.csv of task t's finished points (0: none). */
 int rl_rep_position_length(const struct rl_report *r, int t);
+/* 1 when a finished point of task t (any task: t < 0) has training records
+ * (metrics.jsonl); an evaluation directory has none. */
+int rl_rep_has_training(const struct rl_report *r, int t);
 
 /* Read the run directory dir (its config.ini, then each point's files); *out is freed
  * with rl_rep_free. */

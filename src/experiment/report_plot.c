@@ -179,7 +179,7 @@ static void plot_groups(struct line_plot *lp, const struct rl_report *r, int t,
                         block++, using, lab);
                 first = 0;
             }
-        fputs(first ? " NaN notitle\n" : "\n", pf->gp);
+        fputs(first ? " [1:2] [1:2] NaN notitle\n" : "\n", pf->gp); /* an empty panel */
     }
     fputs("unset multiplot\n", pf->gp);
     fclose(lp->f);
@@ -255,6 +255,7 @@ static int loss_data(const struct rl_report *r, int g, int v, FILE *f, const voi
 static void plot_loss(const struct rl_report *r, int t, struct plot_files *pf)
 {
     struct line_plot lp;
+    if (!rl_rep_has_training(r, t)) return; /* an evaluation directory */
     if (!begin_plot(&lp, r, t, pf, "loss", "training loss")) return;
     fputs("set logscale y\nset xlabel 'update'\nset ylabel 'loss'\n", pf->gp);
     plot_groups(&lp, r, t, pf, "1:2 with lines", NULL, loss_data, NULL);
@@ -312,7 +313,10 @@ static double group_tok_s(const struct rl_report *r, int g)
 
 static void plot_throughput(const struct rl_report *r, struct plot_files *pf)
 {
-    FILE *f = open_dat(pf, "throughput.dat");
+    int any = 0;
+    for (int g = 0; g < r->n_groups && !any; g++)
+        any = !isnan(group_tok_s(r, g));
+    FILE *f = any ? open_dat(pf, "throughput.dat") : NULL; /* none: an evaluation directory */
     if (!f) return;
     for (int g = 0; g < r->n_groups; g++) {
         double x = group_tok_s(r, g);

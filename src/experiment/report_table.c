@@ -508,13 +508,19 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
     free(tb.cell);
     rl_json_buf_puts(b, "\n## Plots\n\nIn plots/ when gnuplot is available (`ropelab report` "
                         "remakes them):");
-    for (int t = 0; t < r->n_tasks; t++)
-        rl_json_buf_printf(b,
-                           " `%s-%s.svg` (%s vs evaluation length), `%s-loss.svg` "
-                           "(training loss),",
-                           r->task[t], r->task_lm[t] ? "ppl" : "acc",
-                           r->task_lm[t] ? "perplexity" : "accuracy", r->task[t]);
-    rl_json_buf_puts(b, " `throughput.svg` (training tokens/s).\n");
+    const char *sep = " ";
+    for (int t = 0; t < r->n_tasks; t++) {
+        rl_json_buf_printf(b, "%s`%s-%s.svg` (%s vs evaluation length)", sep, r->task[t],
+                           r->task_lm[t] ? "ppl" : "acc",
+                           r->task_lm[t] ? "perplexity" : "accuracy");
+        sep = ", ";
+        if (rl_rep_has_training(r, t))
+            rl_json_buf_printf(b, ", `%s-loss.svg` (training loss)", r->task[t]);
+        if (r->task_lm[t] && rl_rep_position_length(r, t))
+            rl_json_buf_printf(b, ", `%s-position.svg` (loss by position)", r->task[t]);
+    }
+    if (rl_rep_has_training(r, -1)) rl_json_buf_puts(b, ", `throughput.svg` (training tokens/s)");
+    rl_json_buf_puts(b, ".\n");
     if (r->n_done < r->n_points) {
         rl_json_buf_puts(b, "\n## Not finished\n\nNo results.csv yet (continue with "
                             "`ropelab run ... --resume`):\n\n");
