@@ -31,12 +31,20 @@
 #define RL_INLINE inline
 #endif
 
-/* RL_SIMD_CLONES on a hot elementwise loop: GCC compiles it for AVX-512F, AVX2 and the
- * baseline and picks one at load time by CPUID (function multiversioning, an ifunc), so a
- * portable build (no -march) still runs 16-lane exps where the CPU has them. */
+/* RL_SIMD_CLONES on a hot elementwise loop: GCC compiles it for AVX-512F, x86-64-v3 (AVX2
+ * with FMA) and the baseline and picks one at load time by CPUID (function
+ * multiversioning, an ifunc), so a portable build (no -march) still runs 16-lane exps
+ * where the CPU has them.  The middle one is x86-64-v3 rather than plain AVX2 because
+ * GCC's "avx2" target has no FMA: every a * b + c (the exp polynomial, GELU, LayerNorm)
+ * was a multiply and an add there, where the AVX-512 clone fuses them -- so AVX2 and
+ * AVX-512 CPUs now also round these the same way.  GCC before 12 knows no x86-64-v3. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&       \
     !defined(RL_NO_CLONES)
+#if __GNUC__ >= 12
+#define RL_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#else
 #define RL_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 #else
 #define RL_SIMD_CLONES
 #endif

@@ -26,14 +26,32 @@ static RL_INLINE void softmax_row(float *p, const float *x, int d)
         p[j] *= inv;
 }
 
+/* elu(v) + 1 = exp(min(v, 0)) + max(v, 0), the min and max taken on vexp.h's integer
+ * keys: a float select is a branch under GCC's default -ftrapping-math, and the loop would
+ * stay scalar wherever the CPU lacks AVX-512's masked instructions (measured: elu1 maps
+ * were 13 % of a linear-attention training step on Zen 3).  -0 gives exp(-0) + 0 = 1 as
+ * before, and NaN stays NaN. */
+static RL_INLINE float elu1_value(float v)
+{
+    const int32_t k = rl_f32_key_(v);
+    return rl_expf_inline(rl_f32_unkey_(k < 0 ? k : 0)) + rl_f32_unkey_(k > 0 ? k : 0);
+}
+
+/* d phi / dv of elu1: 1 where v > 0 (NaN is not), phi = exp(v) elsewhere; chosen on the
+ * bits, so dphi * slope is dphi itself above 0, bit for bit. */
+static RL_INLINE float elu1_slope(float v, float phi)
+{
+    const int32_t  k   = rl_f32_key_(v);
+    const uint32_t pos = -(uint32_t)((k > 0) & (k <= 0x7f800000)), b = rl_f32_bits_(phi);
+    return rl_f32_from_bits_(b ^ ((b ^ 0x3f800000u) & pos));
+}
+
 static RL_INLINE void elu1_or_exp(float *phi, const float *x, size_t n, int elu1)
 {
     if (elu1) {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i];
-            phi[i]  = rl_expf_inline(v > 0.0f ? 0.0f : v) + (v > 0.0f ? v : 0.0f);
-        }
+        for (size_t i = 0; i < n; i++)
+            phi[i] = elu1_value(x[i]);
     } else {
 #pragma omp simd
         for (size_t i = 0; i < n; i++)
@@ -60,7 +78,7 @@ void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const floa
         size_t total = (size_t)N * d;
 #pragma omp simd
         for (size_t i = 0; i < total; i++)
-            dx[i] = x[i] > 0 ? dphi[i] : dphi[i] * phi[i];
+            dx[i] = dphi[i] * elu1_slope(x[i], phi[i]);
         return;
     }
     for (int n = 0; n < N; n++) { /* softmax: dx_j = p_j (g_j - sum_i g_i p_i) */
@@ -106,8 +124,13 @@ void rl_fmap_k_backward(float *dx, const float *dphi, const float *x, const floa
                         int d, enum rl_fmap f)
 {
     size_t total = (size_t)N * d;
-    int    elu1  = f == RL_FMAP_ELU1;
+    if (f == RL_FMAP_ELU1) {
+#pragma omp simd
+        for (size_t i = 0; i < total; i++)
+            dx[i] = dphi[i] * elu1_slope(x[i], phi[i]);
+        return;
+    }
 #pragma omp simd
     for (size_t i = 0; i < total; i++)
-        dx[i] = (elu1 && x[i] > 0) ? dphi[i] : dphi[i] * phi[i];
+        dx[i] = dphi[i] * phi[i];
 }
