@@ -14,17 +14,9 @@ mpi_setup
 
 scratch t_mpi_dp
 
-cat >"$tmp/dp.ini" <<EOF
+tiny_ini "$tmp/dp.ini" dp <<EOF
 [experiment]
-name = dp
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 50
 batch = 8
