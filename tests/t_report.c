@@ -405,15 +405,12 @@ static void test_lm(void)
 
 int main(void)
 {
-    snprintf(tmp, sizeof tmp, "%s/t_report.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmp)) tap_bail("mkdtemp");
+    tap_scratch(tmp, sizeof tmp, "t_report");
     test_statistics();
     test_summary();
     test_single_seed();
     test_data_seed();
     test_lm();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd)) tap_diag("could not remove %s", tmp);
+    tap_scratch_remove(tmp);
     return tap_done();
 }
