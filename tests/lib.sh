@@ -5,6 +5,13 @@
 #   mpi_setup          skips the test (exit 0 with a TAP plan of 0) unless ropelab has MPI
 #                      built in and mpirun is found; sets the environment Open MPI needs in a
 #                      container; mpi2 ARGS... then runs `ropelab ARGS` on two ranks
+#   tiny_ini FILE NAME [TASK-LINE...] <<EOF ... EOF
+#                      writes the small experiment the run tests share to FILE: [experiment]
+#                      name = NAME; [model] d_model = 16, heads = 2, layers = 1; [task] the
+#                      TASK-LINEs (one key = value each; default: name = copy, length = 8);
+#                      then the here-document, the test's own sections ([train], [eval],
+#                      [sweep], or [experiment] / [model] opened again for more keys: a
+#                      section may be reopened, a key given twice is an error)
 # The test ends with: echo "1..$n"; exit $failed
 n=0; failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
@@ -30,3 +37,10 @@ mpi_setup() {
     mpienv="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 }
 mpi2() { env "$mpienv" "$MPIRUN" -np 2 --oversubscribe --bind-to none "$ROPELAB" "$@" </dev/null; }
+
+tiny_ini() {
+    printf '[experiment]\nname = %s\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n[task]\n' "$2" >"$1" || return
+    tiny_ini_file=$1; shift 2
+    [ $# -gt 0 ] || set -- 'name = copy' 'length = 8'
+    printf '%s\n' "$@" >>"$tiny_ini_file" && cat >>"$tiny_ini_file"
+}

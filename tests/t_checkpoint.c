@@ -47,6 +47,15 @@ static rl_model *make_model(int D, int layers, int learned)
 
 /* --- an independent minimal safetensors reader: string search in the header ------------ */
 
+/* the header length: the file's first 8 bytes, little-endian */
+static size_t header_len(const unsigned char *buf)
+{
+    size_t hl = 0;
+    for (int i = 7; i >= 0; i--)
+        hl = hl << 8 | buf[i];
+    return hl;
+}
+
 struct mini {
     char                *hdr; /* NUL-terminated copy */
     const unsigned char *data;
@@ -57,9 +66,7 @@ struct mini {
 static int mini_open(struct mini *r, const unsigned char *buf, size_t len)
 {
     if (len < 8) return 0;
-    r->hl = 0;
-    for (int i = 0; i < 8; i++)
-        r->hl |= (unsigned long long)buf[i] << (8 * i);
+    r->hl = header_len(buf);
     if (r->hl > len - 8) return 0;
     r->hdr = malloc(r->hl + 1);
     memcpy(r->hdr, buf + 8, r->hl);
@@ -242,6 +249,18 @@ static void write_st(const char *path, const char *json, size_t data)
     free(buf);
 }
 
+/* Saves m (with the moments am, av, or NULL for zeros) as update step to path; returns the
+ * file's bytes. */
+static unsigned char *save_reread(const char *path, rl_model *m, const float *am, const float *av,
+                                  int64_t step, size_t *len)
+{
+    unsigned char *buf;
+    if (rl_checkpoint_save(path, m, am, av, step, "c", "r") != RL_OK ||
+        rl_read_file(&buf, len, path) != RL_OK)
+        tap_bail("save and reread %s: %s", path, rl_last_error());
+    return buf;
+}
+
 static int refused(rl_model *m, const char *path, rl_status want, const char *needle)
 {
     size_t n    = rl_model_num_params(m);
@@ -261,13 +280,9 @@ static void test_refusals(void)
     char good[300], path[300];
     snprintf(good, sizeof good, "%s/good.safetensors", dir);
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
-    rl_checkpoint_save(good, m, NULL, NULL, 1, "c", "r");
-    unsigned char *buf;
     size_t         len;
-    rl_read_file(&buf, &len, good);
-    unsigned long long hl = 0;
-    for (int i = 0; i < 8; i++)
-        hl |= (unsigned long long)buf[i] << (8 * i);
+    unsigned char *buf = save_reread(good, m, NULL, NULL, 1, &len);
+    size_t         hl  = header_len(buf);
     /* truncations */
     size_t cuts[] = {0, 4, 7, 8, 9, 8 + hl / 2, 8 + hl, len / 2, len - 4, len - 1};
     int    ok     = 1;
@@ -450,14 +465,6 @@ static void cleanup(void)
 
 /* --- integrity: checksums, non-finite values, a huge header ----------------------------- */
 
-static size_t header_len(const unsigned char *buf)
-{
-    size_t hl = 0;
-    for (int i = 7; i >= 0; i--)
-        hl = hl << 8 | buf[i];
-    return hl;
-}
-
 static void test_integrity(void)
 {
     rl_model *m = make_model(8, 1, 0);
@@ -468,11 +475,9 @@ static void test_integrity(void)
     size_t n  = rl_model_num_params(m);
     float *am = calloc(n, 4), *av = calloc(n, 4);
     tap_fill_normal(am, n, 1e-2);
-    rl_checkpoint_save(good, m, am, av, 4, "c", "r");
-    unsigned char *buf;
     size_t         len;
-    if (rl_read_file(&buf, &len, good) != RL_OK) tap_bail("reread %s", good);
-    size_t hl = header_len(buf);
+    unsigned char *buf = save_reread(good, m, am, av, 4, &len);
+    size_t         hl  = header_len(buf);
     tap_ok(strstr((char *)buf + 8, "\"checksum\":\"crc32c\"") &&
                strstr((char *)buf + 8, "\"crc32c.embed.weight\":\""),
            "__metadata__ holds \"checksum\": \"crc32c\" and one crc32c.<tensor> per tensor");

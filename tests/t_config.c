@@ -421,8 +421,7 @@ static void test_docs(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/t_config.XXXXXX");
-    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    tap_scratch(tmpdir, sizeof tmpdir, "t_config");
     test_defaults();
     test_file_and_overrides();
     test_errors();
@@ -430,8 +429,6 @@ int main(void)
     test_round_trip();
     test_model_mapping();
     test_docs();
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    tap_scratch_remove(tmpdir);
     return tap_done();
 }

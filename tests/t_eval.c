@@ -353,15 +353,12 @@ static void test_init_from(void)
 int main(void)
 {
     rl_init(1);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/t_eval.XXXXXX");
-    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    tap_scratch(tmpdir, sizeof tmpdir, "t_eval");
     write_text();
     test_stride();
     test_extend();
     test_checks();
     test_init_from();
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    tap_scratch_remove(tmpdir);
     return tap_done();
 }

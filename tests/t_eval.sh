@@ -13,18 +13,9 @@ scratch t_eval
 cd "$tmp" || exit 99
 
 i=0; while [ $i -lt 300 ]; do echo "line $i of a small text: the quick brown fox jumps over the lazy dog"; i=$((i + 1)); done >text.txt
-cat >lm.ini <<EOF
+tiny_ini lm.ini lm "name = charlm" "path = $tmp/text.txt" "length = 16" <<EOF
 [experiment]
-name = lm
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = charlm
-path = $tmp/text.txt
-length = 16
 [train]
 steps = 6
 batch = 4

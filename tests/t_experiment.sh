@@ -11,17 +11,9 @@ OMP_NUM_THREADS=1; export OMP_NUM_THREADS
 . "$(dirname "$0")/lib.sh"
 scratch t_experiment
 
-cat >"$tmp/tiny.ini" <<EOF
+tiny_ini "$tmp/tiny.ini" tiny <<EOF
 [experiment]
-name = tiny
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 6
 batch = 4
@@ -143,18 +135,9 @@ ok $? "an impossible point: exit 2, file:line:key and the point, nothing written
 
 # --- a language-model sweep: per-position loss curve, combined and summarised ---
 i=0; while [ $i -lt 400 ]; do echo "line $i of a small text: the quick brown fox jumps over the lazy dog"; i=$((i + 1)); done >"$tmp/text.txt"
-cat >"$tmp/lm.ini" <<EOF
+tiny_ini "$tmp/lm.ini" lm "name = charlm" "path = $tmp/text.txt" "length = 16" <<EOF
 [experiment]
-name = lm
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = charlm
-path = $tmp/text.txt
-length = 16
 [train]
 steps = 4
 batch = 4

@@ -14,17 +14,9 @@ OMP_NUM_THREADS=1; export OMP_NUM_THREADS
 . "$(dirname "$0")/lib.sh"
 scratch t_kill
 
-cat >"$tmp/k.ini" <<END_INI
+tiny_ini "$tmp/k.ini" k <<END_INI
 [experiment]
-name = k
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 20
 batch = 4

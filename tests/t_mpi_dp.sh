@@ -14,17 +14,9 @@ mpi_setup
 
 scratch t_mpi_dp
 
-cat >"$tmp/dp.ini" <<EOF
+tiny_ini "$tmp/dp.ini" dp <<EOF
 [experiment]
-name = dp
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 50
 batch = 8
@@ -48,11 +40,18 @@ a="$tmp/one/runs/dp" b="$tmp/two/runs/dp" c="$tmp/again/runs/dp"
 
 # per-update loss: 50 records each, max relative difference
 loss() { sed -n 's/.*"loss": \([^,]*\),.*/\1/p' "$1"; }
-loss "$a/metrics.jsonl" >"$tmp/la"; loss "$b/metrics.jsonl" >"$tmp/lb"
-d=$(paste "$tmp/la" "$tmp/lb" | awk '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > m) m = r; k++ }
-    END { if (k != 50) print "records " k; else printf "%.3g\n", m }')
+# loss_diff A B: the largest relative difference of the losses of two metrics.jsonl files,
+# or "records N" when they do not hold 50 records each
+loss_diff() {
+    loss "$1" >"$tmp/la"; loss "$2" >"$tmp/lb"
+    paste "$tmp/la" "$tmp/lb" | awk '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > m) m = r; k++ }
+        END { if (k != 50) print "records " k; else printf "%.3g\n", m }'
+}
+# within TOL D: D is a number (not a message about the records) and at most TOL
+within() { awk -v t="$1" -v d="$2" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= t + 0) }'; }
+d=$(loss_diff "$a/metrics.jsonl" "$b/metrics.jsonl")
 echo "# per-update loss, max relative difference 2 ranks vs 1: $d"
-awk -v d="$d" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= 1e-5) }'
+within 1e-5 "$d"
 ok $? "per-update loss within 1e-5 relative of the one-process run over 50 updates"
 
 # the weights: the first tensors of the data, up to the first AdamW moment
@@ -68,7 +67,7 @@ weights "$b/checkpoints/step-50.safetensors" >"$tmp/wb"
 d=$(paste "$tmp/wa" "$tmp/wb" | awk '{ e = $1 - $2; if (e < 0) e = -e; if (e > m) m = e; k++ }
     END { if (k < 1000) print "weights " k; else printf "%.3g\n", m }')
 echo "# final weights ($(wc -l <"$tmp/wa") floats), max absolute difference: $d"
-awk -v d="$d" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= 1e-4) }'
+within 1e-4 "$d"
 ok $? "final weights within 1e-4 of the one-process run's"
 
 cmp -s "$b/checkpoints/step-50.safetensors" "$c/checkpoints/step-50.safetensors" &&
@@ -94,11 +93,9 @@ mkdir "$tmp/one3" "$tmp/three"
     (cd "$tmp/three" && env "$mpienv" "$MPIRUN" -np 3 --oversubscribe --bind-to none "$ROPELAB" run ../dp.ini \
         --out runs -q --set train.batch=24 </dev/null >out 2>err)
 ok $? "batch 24 on one process and on 3 ranks (4 rows per micro-batch)"
-loss "$tmp/one3/runs/dp/metrics.jsonl" >"$tmp/l3a"; loss "$tmp/three/runs/dp/metrics.jsonl" >"$tmp/l3b"
-d=$(paste "$tmp/l3a" "$tmp/l3b" | awk '{ r = ($1 - $2) / $1; if (r < 0) r = -r; if (r > m) m = r; k++ }
-    END { if (k != 50) print "records " k; else printf "%.3g\n", m }')
+d=$(loss_diff "$tmp/one3/runs/dp/metrics.jsonl" "$tmp/three/runs/dp/metrics.jsonl")
 echo "# 3 ranks: per-update loss, max relative difference: $d"
-awk -v d="$d" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= 1e-5) }'
+within 1e-5 "$d"
 ok $? "3 ranks: per-update loss within 1e-5 relative of the one-process run"
 
 (cd "$tmp/two" && mpi2 run ../dp.ini --out bad -q --set train.batch=6 >out 2>err)

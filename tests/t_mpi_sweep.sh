@@ -13,17 +13,9 @@ mpi_setup
 
 scratch t_mpi_sweep
 
-cat >"$tmp/tiny.ini" <<EOF
+tiny_ini "$tmp/tiny.ini" tiny <<EOF
 [experiment]
-name = tiny
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 12
 batch = 4
@@ -106,17 +98,9 @@ r=$?
 ok $? "2 ranks x $nc threads on $nc cores: one warning"
 
 # --- a rank that fails ends the job ---
-cat >"$tmp/fail.ini" <<EOF
+tiny_ini "$tmp/fail.ini" fail <<EOF
 [experiment]
-name = fail
 threads = 1
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
 [train]
 steps = 1000000
 batch = 4

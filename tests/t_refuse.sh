@@ -53,16 +53,7 @@ printf '[task]\nname = copy\n[train]\nbatch = 1073741824\n' >batch.ini
 expect 2 "training batch 1073741824 x" run batch.ini --out runs
 
 # a diverged run: flagged, not silent
-cat >lr.ini <<END_INI
-[experiment]
-name = lr
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = copy
-length = 8
+tiny_ini lr.ini lr <<END_INI
 [train]
 steps = 30
 batch = 4

@@ -110,6 +110,17 @@ static char *slurp(const char *path)
     return s;
 }
 
+/* Writes the report of the run in dir without plots (the table to table, if not NULL) and
+ * returns its summary.md. */
+static char *report_summary(const char *dir, FILE *table)
+{
+    char path[400];
+    setenv("ROPELAB_GNUPLOT", "none", 1);
+    if (rl_report_write(dir, table, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    return slurp(path);
+}
+
 /* The group of (pe, attention) in r, -1 if none. */
 static int group_of(const struct rl_report *r, int pe, int att)
 {
@@ -199,12 +210,9 @@ static void test_summary(void)
 {
     char dir[300], path[400];
     snprintf(dir, sizeof dir, "%s/seeds", tmp);
-    setenv("ROPELAB_GNUPLOT", "none", 1);
     FILE *table = tmpfile();
-    if (!table || rl_report_write(dir, table, NULL) != RL_OK)
-        tap_bail("report: %s", rl_last_error());
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    char *s = slurp(path);
+    if (!table) tap_bail("tmpfile failed");
+    char *s = report_summary(dir, table);
     tap_ok(strstr(s, "\n| pe | attention | 8 | 16 |\n") &&
                strstr(s, "\n| rope | softmax | 0.910 ± 0.010 (3) * | 0.500 ± 0.100 (3) |\n") &&
                strstr(s, "\n| alibi | softmax | 0.890 ± 0.030 (3) ≈ | 0.710 ± 0.010 (3) * |\n") &&
@@ -256,10 +264,7 @@ static void test_single_seed(void)
     char dir[300], path[400];
     snprintf(dir, sizeof dir, "%s/one", tmp);
     make_run(dir, "");
-    setenv("ROPELAB_GNUPLOT", "none", 1);
-    if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    char *s = slurp(path);
+    char *s = report_summary(dir, NULL);
     tap_ok(strstr(s, "\n| rope | softmax | 0.900 | 0.400 |\n") &&
                strstr(s, "\n| alibi | linear | 0.550 | 0.100 |\n") &&
                strstr(s, "\n| rope | softmax | 1.2000 | 2.2000 |\n"),
@@ -294,7 +299,7 @@ static void test_single_seed(void)
 /* train.data_seed swept instead: the same rows, means and marks. */
 static void test_data_seed(void)
 {
-    char dir[300], path[400];
+    char dir[300];
     snprintf(dir, sizeof dir, "%s/data_seed", tmp);
     make_run(dir, "train.data_seed = 1, 2, 3\n");
     struct rl_report *r;
@@ -308,10 +313,7 @@ static void test_data_seed(void)
                 ok &= c.mark == want_mark[att][pe][j];
             }
     rl_rep_free(r);
-    setenv("ROPELAB_GNUPLOT", "none", 1);
-    if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    char *s = slurp(path);
+    char *s = report_summary(dir, NULL);
     tap_ok(ok && strstr(s, "over train.data_seed = 1, 2, 3,") &&
                strstr(s, "\n| rope | softmax | 0.910 ± 0.010 (3) * | 0.500 ± 0.100 (3) |\n"),
            "a swept train.data_seed is aggregated like train.seed (rows, marks, summary.md)");
@@ -370,10 +372,7 @@ static void test_lm(void)
         write_text(path, text);
     }
     free(sw);
-    setenv("ROPELAB_GNUPLOT", "none", 1);
-    if (rl_report_write(dir, NULL, NULL) != RL_OK) tap_bail("report: %s", rl_last_error());
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    char *s = slurp(path);
+    char *s = report_summary(dir, NULL);
     /* none 9.9 +- 0.1, rope 7.3 +- 0.1 at 8; none 10.6 +- 0.1, rope 10.733 +- 0.289 at 16 */
     tap_ok(strstr(s, "\n| none | softmax | 9.9 ± 0.1 (3) | 10.6 ± 0.1 (3) * |\n") &&
                strstr(s, "\n| rope | softmax | 7.3 ± 0.1 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
@@ -406,15 +405,12 @@ static void test_lm(void)
 
 int main(void)
 {
-    snprintf(tmp, sizeof tmp, "%s/t_report.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmp)) tap_bail("mkdtemp");
+    tap_scratch(tmp, sizeof tmp, "t_report");
     test_statistics();
     test_summary();
     test_single_seed();
     test_data_seed();
     test_lm();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd)) tap_diag("could not remove %s", tmp);
+    tap_scratch_remove(tmp);
     return tap_done();
 }

@@ -36,16 +36,7 @@ printf '[task]\nname = tokens\npath = %s/nothing.npy\n' "$tmp" >"$tmp/nodata.ini
 run_expect 1 "nodata.ini: \[task\] path: $tmp/nothing.npy: cannot open" "$tmp/nodata.ini"
 
 # a small tokens run from the shipped fixture (3 rows of 4 ids: N = 3, vocab 12)
-cat >"$tmp/tok.ini" <<EOF
-[experiment]
-name = tok
-[model]
-d_model = 16
-heads = 2
-layers = 1
-[task]
-name = tokens
-path = $top_srcdir/tests/data/i32_tokens.npy
+tiny_ini "$tmp/tok.ini" tok "name = tokens" "path = $top_srcdir/tests/data/i32_tokens.npy" <<EOF
 [train]
 steps = 6
 batch = 2

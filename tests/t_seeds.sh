@@ -7,23 +7,14 @@
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
 ROPELAB_GNUPLOT=none; export ROPELAB_GNUPLOT
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_seeds.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+scratch t_seeds
 
-cat >"$tmp/seeds.ini" <<EOF2
+tiny_ini "$tmp/seeds.ini" seeds <<EOF2
 [experiment]
-name = seeds
 threads = 1
 [model]
-d_model = 16
-heads = 2
-layers = 1
 attention = softmax
-[task]
-name = copy
-length = 8
 [train]
 steps = 6
 batch = 4

@@ -673,8 +673,7 @@ static void test_bad_options(void)
 int main(void)
 {
     tap_seed(5);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/t_task.XXXXXX");
-    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    tap_scratch(tmpdir, sizeof tmpdir, "t_task");
     test_generated(RL_TASK_COPY, 64, 12);
     test_generated(RL_TASK_REVERSE, 64, 12);
     test_generated(RL_TASK_SORT, 64, 12);
@@ -688,6 +687,6 @@ int main(void)
     test_enwik8();
     test_tokens();
     test_bad_options();
-    rmdir(tmpdir);
+    tap_scratch_remove(tmpdir);
     return tap_done();
 }

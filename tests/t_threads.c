@@ -174,15 +174,11 @@ static void test_governor(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "%s/rl_threads_XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    tap_scratch(tmpdir, sizeof tmpdir, "t_threads");
     setenv("OMP_DYNAMIC", "false", 1); /* part 1 sets the counts itself */
     rl_init(1);
     test_independent();
     test_governor();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    tap_scratch_remove(tmpdir);
     return tap_done();
 }

@@ -539,8 +539,7 @@ static void test_resume(const char *data, int threads)
 int main(void)
 {
     rl_init(1);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/t_train.XXXXXX");
-    if (!mkdtemp(tmpdir)) tap_bail("mkdtemp failed");
+    tap_scratch(tmpdir, sizeof tmpdir, "t_train");
     test_tokens_task();
     const char *data = write_counting("count.npy", 64, 16);
     test_learns(data);
@@ -548,8 +547,6 @@ int main(void)
     test_learned_na();
     test_resume(data, 1);
     test_resume(data, 2);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    tap_scratch_remove(tmpdir);
     return tap_done();
 }

@@ -110,6 +110,21 @@ void tap_bail(const char *fmt, ...)
     exit(1);
 }
 
+void tap_scratch(char *dir, size_t size, const char *name)
+{
+    const char *base = getenv("TMPDIR");
+    if ((size_t)snprintf(dir, size, "%s/%s.XXXXXX", base && *base ? base : "/tmp", name) >= size ||
+        !mkdtemp(dir))
+        tap_bail("cannot make a scratch directory %s", dir);
+}
+
+void tap_scratch_remove(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) tap_diag("could not remove %s", dir);
+}
+
 int tap_done(void)
 {
     if (!tap_planned) printf("1..%d\n", tap_n);

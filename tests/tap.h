@@ -20,6 +20,10 @@ int  tap_close_scaled(const float *got, const double *ref, size_t n, double tol,
 void tap_skip(const char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tap_bail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* tap_scratch: a fresh directory NAME.XXXXXX under $TMPDIR (or /tmp) written to dir (bails
+ * if it cannot be made); tap_scratch_remove deletes it with everything in it. */
+void tap_scratch(char *dir, size_t size, const char *name);
+void tap_scratch_remove(const char *dir);
 int  tap_done(void); /* prints the plan if needed; returns the exit status (1 if any failed) */
 
 /* Deterministic high-entropy test data (splitmix64 + Box-Muller). */
