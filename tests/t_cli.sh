@@ -20,6 +20,7 @@ for c in run attn bench report eval; do
 done
 "$ROPELAB" --help | grep -q 'attn'; ok $? "--help lists the attn command"
 "$ROPELAB" --version | grep -q 'BLIS kernels'; ok $? "--version reports the BLIS kernel set"
+"$ROPELAB" --version | grep -q '^attention tile products: '; ok $? "--version says what runs the attention tile products"
 err=$("$ROPELAB" nosuchcmd 2>&1 >/dev/null)
 [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; ok $? "unknown command: one-line error ($err)"
 # getopt_long everywhere: --opt=value and --opt value, a suggestion for a misspelt command

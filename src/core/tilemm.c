@@ -136,6 +136,21 @@ void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rs
     rl_sgemm_strided(m, n, k, alpha, A, rsa, csa, B, ldb, 1, beta, C, ldc, 1);
 }
 
+const char *rl_tile_kernel(void)
+{
+#if RL_TILE_VECTOR
+    switch (vector_isa()) {
+    case ISA_AVX512:
+        return "AVX-512F, 8 x 32 blocks";
+    case ISA_AVX2:
+        return "AVX2 + FMA, 6 x 16 blocks";
+    default:
+        break;
+    }
+#endif
+    return "BLIS (no AVX2 + FMA or AVX-512F, or not built with GCC on x86-64)";
+}
+
 void rl_tile_pack_t(float *pack, int ldp, const float *B, int ldb, int n, int k)
 {
     for (int c = 0; c < k; c++) {

@@ -21,6 +21,9 @@
 void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa, ptrdiff_t csa,
                   const float *B, int ldb, float beta, float *C, int ldc);
 
+/* What runs the products on this CPU, e.g. "AVX2 + FMA, 6 x 16 blocks" or "BLIS". */
+const char *rl_tile_kernel(void);
+
 /* pack[c * ldp + j] = B[j * ldb + c] for c < k, j < n; 0 for n <= j < ldp. */
 void rl_tile_pack_t(float *pack, int ldp, const float *B, int ldb, int n, int k);
 
