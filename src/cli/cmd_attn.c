@@ -88,8 +88,7 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
         {"rope-yarn", required_argument, NULL, 0}, {"rope-yarn-orig", required_argument, NULL, 0},
         {"xpos", no_argument, NULL, 0}, {"xpos-scale-base", required_argument, NULL, 0},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    struct rl_opt o;
-    optind = 0, opterr = 0;
+    struct rl_opt o = {0};
     for (int c; (c = rl_next_opt("attn", &o, argc, argv, ":h", longs)) != -1;) {
         const char *a = o.name, *v = o.value;
         int         e = 0, iv = 0;

@@ -232,8 +232,7 @@ static int bench_train(int argc, char **argv)
         {"steps", required_argument, NULL, 0},   {"warmup", required_argument, NULL, 0},
         {"out", required_argument, NULL, 0},     {"attention", required_argument, NULL, 0},
         {"n", required_argument, NULL, 0},       {NULL, 0, NULL, 0}};
-    struct rl_opt o;
-    optind = 0, opterr = 0;
+    struct rl_opt o = {0};
     for (int c, e; (c = rl_next_opt("bench", &o, argc, argv, ":", longs)) != -1;) {
         const char *a = o.name, *v = o.value;
         if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
@@ -333,8 +332,7 @@ static int bench_kernels(int argc, char **argv)
         {"dv", required_argument, NULL, 0},        {"reps", required_argument, NULL, 0},
         {"threads", required_argument, NULL, 0},   {"budget-s", required_argument, NULL, 0},
         {"mem-gb", required_argument, NULL, 0},    {NULL, 0, NULL, 0}};
-    struct rl_opt o;
-    optind = 0, opterr = 0;
+    struct rl_opt o = {0};
     for (int c, e; (c = rl_next_opt("bench", &o, argc, argv, ":", longs)) != -1;) {
         const char *a = o.name, *v = o.value;
         if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;

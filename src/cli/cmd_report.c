@@ -64,8 +64,7 @@ static int rope_decay(int argc, char **argv)
         {"rope-decay", no_argument, NULL, 0},       {"dims", required_argument, NULL, 0},
         {"base", required_argument, NULL, 0},       {"max-distance", required_argument, NULL, 0},
         {"out", required_argument, NULL, 0},        {NULL, 0, NULL, 0}};
-    struct rl_opt opt;
-    optind = 0, opterr = 0;
+    struct rl_opt opt = {0};
     for (int c; (c = rl_next_opt("report", &opt, argc, argv, ":", longs)) != -1;) {
         const char *o = opt.name;
         if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;

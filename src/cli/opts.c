@@ -69,6 +69,7 @@ int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now)
 int rl_next_opt(const char *cmd, struct rl_opt *o, int argc, char **argv, const char *shorts,
                 const struct option *longs)
 {
+    if (!o->started) optind = 0, opterr = 0, o->started = 1; /* 0: glibc re-initialises */
     int li = 0, c = getopt_long(argc, argv, shorts, longs, &li);
     o->value   = optarg;
     o->name[0] = 0;

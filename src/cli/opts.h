@@ -20,12 +20,13 @@ int rl_getopt_error(const char *cmd, int c, char **argv, int optind_now);
  * returns 0 for a long option (its "--name" in name, its argument or NULL in value), the
  * letter of a short option of `shorts` (which starts with ':'), -1 at the end, and
  * RL_OPT_ERROR after printing the usage error of an unknown option or a missing argument.
- * Start with optind = 0. */
+ * Start with a zeroed struct rl_opt (the first call restarts getopt). */
 #define RL_OPT_ERROR (-2)
 struct option;
 struct rl_opt {
     char        name[40];
     const char *value;
+    int         started;
 };
 int rl_next_opt(const char *cmd, struct rl_opt *o, int argc, char **argv, const char *shorts,
                 const struct option *longs);
