@@ -118,11 +118,49 @@ static void choose_blis_arch(void)
 #endif
 }
 
+/* BLIS 0.9 sends every product with one dimension below a few hundred to its "sup" path
+ * (small / unpacked matrices: no packing, kernels that read A and B in place).  For the
+ * model's products -- thousands of rows by 128-512 columns, or weight gradients with a long
+ * inner dimension -- that is the slower choice on Zen 3: measured at one thread, with
+ * sup vs packed, 4096 x 384 x 128 (X W^T) 57 vs 77 GFLOP/s, 384 x 128 x 4096 (dY^T X) 49
+ * vs 67, 128 x 512 x 128 (every transposition) 48-54 vs 70; sup stays ahead only where a
+ * dimension is small: 4096 x 128 x 64 (72 vs 65), 256 x 32 x 256 (79 vs 55), 16 x 64 x 128
+ * (35 vs 18), and decoding's single rows.  So the packed path is taken from m, n >= 64
+ * and k >= 128 on.  The rule depends on the shape only, never on a timing or the thread
+ * count, so a run's numbers stay reproducible (the two paths round differently).
+ * ROPELAB_BLIS_SUP=on (BLIS's own choice everywhere) or off (packed everywhere) overrides
+ * it, to measure another CPU; --version says which holds. */
+enum { SUP_BY_SHAPE, SUP_ALWAYS, SUP_NEVER };
+static int sup_mode = SUP_BY_SHAPE; /* ROPELAB_BLIS_SUP=on|off|auto, read by rl_init */
+
+static int sup_path(int m, int n, int k)
+{
+    if (sup_mode != SUP_BY_SHAPE) return sup_mode == SUP_ALWAYS;
+    return m < 64 || n < 64 || k < 128;
+}
+
+static void choose_sup(void)
+{
+    const char *e = getenv("ROPELAB_BLIS_SUP");
+    sup_mode      = !e                  ? SUP_BY_SHAPE
+                    : !strcmp(e, "on")  ? SUP_ALWAYS
+                    : !strcmp(e, "off") ? SUP_NEVER
+                                        : SUP_BY_SHAPE;
+}
+
+const char *rl_blis_sup_policy(void)
+{
+    return sup_mode == SUP_ALWAYS  ? "BLIS's own choice for every product (ROPELAB_BLIS_SUP=on)"
+           : sup_mode == SUP_NEVER ? "packed for every product (ROPELAB_BLIS_SUP=off)"
+                                   : "sup where m or n < 64 or k < 128, packed otherwise";
+}
+
 void rl_init(int nthreads)
 {
     if (!rl_inited) {
         rl_inited = 1;
         choose_blis_arch();
+        choose_sup();
         /* BLIS must initialise its kernel registry before the arch id is queried: with
          * BLIS_ARCH_TYPE set, an early bli_arch_query_id() aborts in BLIS 0.9. */
         bli_init();
@@ -181,18 +219,6 @@ static int gemm_threads(void)
 #endif
     return rl_nthreads;
 }
-
-/* BLIS 0.9 sends every product with one dimension below a few hundred to its "sup" path
- * (small / unpacked matrices: no packing, kernels that read A and B in place).  For the
- * model's products -- thousands of rows by 128-512 columns, or weight gradients with a long
- * inner dimension -- that is the slower choice on Zen 3: measured at one thread, with
- * sup vs packed, 4096 x 384 x 128 (X W^T) 57 vs 77 GFLOP/s, 384 x 128 x 4096 (dY^T X) 49
- * vs 67, 128 x 512 x 128 (every transposition) 48-54 vs 70; sup stays ahead only where a
- * dimension is small: 4096 x 128 x 64 (72 vs 65), 256 x 32 x 256 (79 vs 55), 16 x 64 x 128
- * (35 vs 18), and decoding's single rows.  So the packed path is taken from m, n >= 64
- * and k >= 128 on.  The rule depends on the shape only, never on a timing or the thread
- * count, so a run's numbers stay reproducible (the two paths round differently). */
-static int sup_path(int m, int n, int k) { return m < 64 || n < 64 || k < 128; }
 
 void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
                       ptrdiff_t csa, const float *B, ptrdiff_t rsb, ptrdiff_t csb, float beta,

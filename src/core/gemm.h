@@ -52,5 +52,8 @@ int rl_threads_fit(void);
 /* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
 const char *rl_blis_arch(void);
 const char *rl_blis_arch_reason(void);
+/* Which of BLIS's two paths a product takes: its unpacked "sup" path for small shapes,
+ * the packed one otherwise (ROPELAB_BLIS_SUP=on|off overrides), as a sentence. */
+const char *rl_blis_sup_policy(void);
 
 #endif
