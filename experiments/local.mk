@@ -12,3 +12,4 @@ dist_noinst_DATA += \
 	experiments/passkey.ini experiments/passkey_seeds.ini experiments/passkey_xpos.ini \
 	experiments/passkey_finetune_pi.ini experiments/passkey_finetune_yarn.ini \
 	experiments/passkey_finetune_plain.ini
+dist_noinst_DATA += experiments/quickstart_seeds.ini
