@@ -13,3 +13,4 @@ dist_noinst_DATA += \
 	experiments/passkey_finetune_pi.ini experiments/passkey_finetune_yarn.ini \
 	experiments/passkey_finetune_plain.ini
 dist_noinst_DATA += experiments/quickstart_seeds.ini
+dist_noinst_DATA += experiments/passkey_linear_rope.ini experiments/passkey_linear_rope_den.ini
