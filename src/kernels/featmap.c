@@ -46,6 +46,15 @@ static RL_INLINE float elu1_slope(float v, float phi)
     return rl_f32_from_bits_(b ^ ((b ^ 0x3f800000u) & pos));
 }
 
+/* dx = dphi * elu1'(x), the backward of both sides' elu1 map */
+static RL_INLINE void elu1_backward(float *dx, const float *dphi, const float *x, const float *phi,
+                                    size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        dx[i] = dphi[i] * elu1_slope(x[i], phi[i]);
+}
+
 static RL_INLINE void elu1_or_exp(float *phi, const float *x, size_t n, int elu1)
 {
     if (elu1) {
@@ -75,10 +84,7 @@ void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const floa
                         int d, enum rl_fmap f)
 {
     if (f == RL_FMAP_ELU1) { /* phi = x + 1 (x > 0), exp(x) otherwise: phi' = 1 or exp(x) = phi */
-        size_t total = (size_t)N * d;
-#pragma omp simd
-        for (size_t i = 0; i < total; i++)
-            dx[i] = dphi[i] * elu1_slope(x[i], phi[i]);
+        elu1_backward(dx, dphi, x, phi, (size_t)N * d);
         return;
     }
     for (int n = 0; n < N; n++) { /* softmax: dx_j = p_j (g_j - sum_i g_i p_i) */
@@ -125,9 +131,7 @@ void rl_fmap_k_backward(float *dx, const float *dphi, const float *x, const floa
 {
     size_t total = (size_t)N * d;
     if (f == RL_FMAP_ELU1) {
-#pragma omp simd
-        for (size_t i = 0; i < total; i++)
-            dx[i] = dphi[i] * elu1_slope(x[i], phi[i]);
+        elu1_backward(dx, dphi, x, phi, total);
         return;
     }
 #pragma omp simd
