@@ -153,11 +153,24 @@ const char *rl_tile_kernel(void)
 
 void rl_tile_pack_t(float *pack, int ldp, const float *B, int ldb, int n, int k)
 {
-    for (int c = 0; c < k; c++) {
-        float *row = pack + (size_t)c * ldp;
-        for (int j = 0; j < n; j++)
-            row[j] = B[(size_t)j * ldb + c];
-        for (int j = n; j < ldp; j++)
-            row[j] = 0.0f;
+    /* eight rows of B at a time, each column of them written as 8 contiguous floats of one
+     * pack row: the reads stay within 8 lines of B and the writes go out whole (column by
+     * column over all n rows measured ~3x slower per element on Zen 3: one strided read
+     * per write) */
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const float *b = B + (size_t)j * ldb;
+        for (int c = 0; c < k; c++) {
+            float *o = pack + (size_t)c * ldp + j;
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; r++)
+                o[r] = b[(size_t)r * ldb + c];
+        }
     }
+    for (; j < n; j++)
+        for (int c = 0; c < k; c++)
+            pack[(size_t)c * ldp + j] = B[(size_t)j * ldb + c];
+    for (int c = 0; c < k; c++)
+        for (int r = n; r < ldp; r++)
+            pack[(size_t)c * ldp + r] = 0.0f;
 }

@@ -98,12 +98,19 @@ static RL_INLINE float rl_expf_inline(float x)
     const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     /* clamp to [-104, 88.8]: exp(-104) rounds to 0 and exp(88.8) overflows to +inf by
      * plain arithmetic below, so no select on the result is needed (a select lets GCC
-     * fold the clamped ends into constants and branch).  NaN keys clamp too; the NaN is
-     * restored by the last multiply. */
-    int32_t key = rl_f32_key_(x), klo = rl_f32_key_(-104.0f), khi = rl_f32_key_(88.8f);
-    key        = key > klo ? key : klo;
-    key        = key < khi ? key : khi;
-    float xc   = rl_f32_unkey_(key);
+     * fold the clamped ends into constants and branch).  Two integer minima on the bits:
+     * as unsigned, every float below -104 (-inf included) has larger bits than -104 and
+     * every other non-NaN float smaller ones; then, as signed, the floats above 88.8 are
+     * the only ones with larger bits than 88.8.  (Checked against a clamp on order keys
+     * for all 2^32 bit patterns: the same float for every non-NaN x.)  NaNs clamp too;
+     * the NaN is restored by the last multiply. */
+    const uint32_t blo = rl_f32_bits_(-104.0f);
+    const int32_t  bhi = (int32_t)rl_f32_bits_(88.8f);
+    uint32_t       bx  = rl_f32_bits_(x);
+    bx                 = bx < blo ? bx : blo;
+    int32_t sx         = (int32_t)bx;
+    sx                 = sx < bhi ? sx : bhi;
+    float xc           = rl_f32_from_bits_((uint32_t)sx);
     float n    = (xc * log2e + shift) - shift;
     float r    = (xc - n * c1) - n * c2;
     float p    = 1.0f / 5040.0f;
