@@ -124,9 +124,10 @@ static RL_INLINE float rl_expf_inline(float x)
     int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* -150 <= n <= 128 */
     float   y = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
               rl_f32_from_bits_((uint32_t)(n2 + 127) << 23);
-    /* y * 1, or y * NaN when x is NaN (branch-free: 1 when |x| bits exceed inf's) */
-    uint32_t is_nan = (0x7f800000u - (rl_f32_bits_(x) & 0x7fffffffu)) >> 31;
-    return y * rl_f32_from_bits_(0x3f800000u + is_nan * (0x7fc00000u - 0x3f800000u));
+    /* y, or a quiet NaN when x is NaN (|x| bits above inf's): the NaN bits OR-ed into y
+     * (+inf or 0 after the clamp) under an all-ones mask -- a compare and two bit ops */
+    uint32_t nan_mask = -(uint32_t)((int32_t)(rl_f32_bits_(x) & 0x7fffffffu) > 0x7f800000);
+    return rl_f32_from_bits_(rl_f32_bits_(y) | (nan_mask & 0x7fc00000u));
 }
 
 /* y[i] = exp(x[i]) for i < n; y may equal x. */
