@@ -93,6 +93,24 @@ static int query_block(int N, int causal)
     return causal && N <= SM_BK && bq >= 32 ? (bq + 3) / 4 : bq;
 }
 
+/* Rows per group of a causal tile that the diagonal crosses: each group's key range ends
+ * at its own last row, so about 3/8 of such a tile -- the masked part -- is never computed
+ * (diagonal tiles are 1/8 of the tiles at N = 4096 with 256-row tiles; at N <= BK
+ * query_block already cuts the one tile).  The groups of a tile share its key pack; xPos
+ * keeps whole blocks (its scaled queries and centre are the block's). */
+enum { SM_DIAG_ROWS = 64 };
+
+static int diag_group(int causal, int xpos, int i0, int mb, int j0, int nb)
+{
+    return causal && !xpos && j0 + nb > i0 + 1 && mb > SM_DIAG_ROWS ? SM_DIAG_ROWS : mb;
+}
+
+/* Key columns of tile [j0, j0+nb) that rows [i, i+rows) see together: up to the last row's. */
+static int group_cols(int causal, int i, int rows, int j0, int nb)
+{
+    return causal ? imin(nb, i + rows - j0) : nb;
+}
+
 /* xPos (Sun et al. 2022, as x-transformers' rotary_xpos): the score term of feature f is
  * multiplied by zeta_f^((m-n)/gamma) = exp((m-n) lam_f), lam_f = ln(zeta_f)/gamma <= 0.
  * It is split as q_m . exp((m-c) lam) and k_n . exp(-(n-c) lam) for a centre c that
@@ -298,15 +316,22 @@ static void forward_block(const struct sm_call *c, int i0, int mb, float *scratc
             kt = kp.t;
         } else
             kt = packed(&kp, c->k, c->d, ld, j0, imin(bk, c->N - j0));
-        rl_tile_gemm(mb, (nb + 15) & ~15, c->d, c->scale, qi, c->d, 1, kt, ld, 0.0f, s, ld);
-        for (int a = 0; a < mb; a++) {
-            float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
-                                     row_cols(c->causal, i0 + a, j0, nb), nb, mrow + a, lrow + a);
-            if (alpha != 1.0f) scale_row(oi + (size_t)a * c->dv, c->dv, alpha);
+        const int g = diag_group(c->causal, c->xlam != NULL, i0, mb, j0, nb);
+        for (int a0 = 0; a0 < mb; a0 += g) {
+            const int rows = imin(g, mb - a0), ng = group_cols(c->causal, i0 + a0, rows, j0, nb);
+            if (ng <= 0) continue; /* rows left of the tile: their state is unchanged */
+            float *sa = s + (size_t)a0 * ld, *oa = oi + (size_t)a0 * c->dv;
+            rl_tile_gemm(rows, (ng + 15) & ~15, c->d, c->scale, qi + (size_t)a0 * c->d, c->d, 1,
+                         kt, ld, 0.0f, sa, ld);
+            for (int a = a0; a < a0 + rows; a++) {
+                float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
+                                         row_cols(c->causal, i0 + a, j0, ng), ng, mrow + a, lrow + a);
+                if (alpha != 1.0f) scale_row(oi + (size_t)a * c->dv, c->dv, alpha);
+            }
+            /* o += p v */
+            rl_tile_gemm(rows, c->dv, ng, 1.0f, sa, ld, 1, c->v + (size_t)j0 * c->dv, c->dv, 1.0f,
+                         oa, c->dv);
         }
-        /* o += p v */
-        rl_tile_gemm(mb, c->dv, nb, 1.0f, s, ld, 1, c->v + (size_t)j0 * c->dv, c->dv, 1.0f, oi,
-                     c->dv);
     }
     for (int a = 0; a < mb; a++) { /* o = acc / l, lse = m + log l (l >= 1: the max term) */
         scale_row(oi + (size_t)a * c->dv, c->dv, 1.0f / lrow[a]);
@@ -481,8 +506,14 @@ void rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *dre
         if (xlam) /* q_m exp((m-c0) lam), c0 = i0 + mb/2 as in the forward */
             xpos_rows(c.xs, c.xs + (size_t)bq * d, q, xlam, i0, mb, d, i0 + mb / 2, 1.0f);
         const int jend = c.causal ? i0 + mb : N;
-        for (int j0 = 0; j0 < jend; j0 += bk)
-            backward_tile(&c, i0, mb, j0, imin(bk, jend - j0), Drow, p, dp, ld, &kp, &vp);
+        for (int j0 = 0; j0 < jend; j0 += bk) {
+            const int nb = imin(bk, jend - j0), g = diag_group(causal, xlam != NULL, i0, mb, j0, nb);
+            for (int a0 = 0; a0 < mb; a0 += g) {
+                const int rows = imin(g, mb - a0), ng = group_cols(causal, i0 + a0, rows, j0, nb);
+                if (ng > 0)
+                    backward_tile(&c, i0 + a0, rows, j0, ng, Drow + a0, p, dp, ld, &kp, &vp);
+            }
+        }
         if (xlam) xpos_dq(&c, i0, mb);
     }
     ftz_restore(mode);
