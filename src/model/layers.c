@@ -222,7 +222,7 @@ void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, cons
         rl_sgemm(RL_TRANS_N, RL_TRANS_N, T, C, OC, 1.0f, dout, OC, W, C,
                  accumulate_dx ? 1.0f : 0.0f, dx, C);
     /* dW (OC, C) += dout^T (OC, T) . x (T, C) */
-    rl_sgemm(RL_TRANS_T, RL_TRANS_N, OC, C, T, 1.0f, dout, OC, x, C, 1.0f, dW, C);
+    if (dW) rl_sgemm(RL_TRANS_T, RL_TRANS_N, OC, C, T, 1.0f, dout, OC, x, C, 1.0f, dW, C);
     if (db) rl_colsum_add(db, dout, T, OC);
 }
 

@@ -47,7 +47,7 @@ void rl_layernorm_backward(float *dx, float *dw, float *db, const float *dout, c
 void rl_linear_forward(float *out, const float *x, const float *W, const float *b, int T, int C,
                        int OC, int accumulate);
 /* dx (= or += by accumulate_dx) dout W;  dW += dout^T x;  db += sum over rows of dout.
- * dx and db may be NULL. */
+ * dx, dW and db may each be NULL (the product or sum is then skipped). */
 void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, const float *x,
                         const float *W, int T, int C, int OC, int accumulate_dx);
 /* db[c] += sum_t x[t,c] (column sums in row order). */

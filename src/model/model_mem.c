@@ -21,7 +21,7 @@ static double param_count(const struct rl_model_config *c)
 }
 
 /* Floats of the activation arena at (B, N): layout_acts in model.c, term by term. */
-static double act_floats(const struct rl_model_config *c, double B, double N)
+static double act_floats(const struct rl_model_config *c, double B, double N, int threads)
 {
     const double D = c->d_model, H = c->heads, L = c->layers, T = B * N;
     const double Vo   = c->n_classes > 0 ? c->n_classes : c->vocab;
@@ -30,7 +30,7 @@ static double act_floats(const struct rl_model_config *c, double B, double N)
     f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
     f += 3 * T * D + 7 * T * D + 4 * T * D;                /* qkv and the gradient scratch */
-    return f + 65536;                                      /* one MLP chunk */
+    return f + 65536.0 * (threads > 1 ? threads : 1);      /* an MLP chunk per thread */
 }
 
 /* Bytes of one attention plan at length N: per-thread kernel scratch, RoPE tables and
@@ -61,7 +61,7 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
     const double T = (double)B * N;
     /* the arena, the per-token integer buffers (tokens, targets, mask, row loss and
      * flag), a sinusoidal table, and the attention plan */
-    *call_bytes = 4 * act_floats(c, B, N) + T * (4 + 4 + 1 + 8 + 1) +
+    *call_bytes = 4 * act_floats(c, B, N, threads) + T * (4 + 4 + 1 + 8 + 1) +
                   (c->input_pe == RL_INPUT_PE_SINUSOIDAL ? 4.0 * N * c->d_model : 0) +
                   plan_bytes(c, N, threads > 0 ? threads : 1);
 }
