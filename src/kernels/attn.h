@@ -7,6 +7,10 @@
  * An rl_attn is a plan for one (options, H, N, d, dv): RoPE tables, relative-bias
  * buffers, FFTW plans and per-thread scratch are made once in rl_attn_create; forward
  * and backward never allocate.  OpenMP runs over heads; GEMMs inside run single-threaded.
+ * Called from inside a parallel region (a thread of a team, one call per thread at a
+ * time), a call runs its heads on that thread alone with that thread's buffers; the team
+ * must be at most rl_attn_threads() threads, and with pe=t5 (whose tables are refreshed
+ * on every call) only one call may run at a time.
  *
  * Forward writes o and `saved` (G*N floats: the softmax log-sum-exp per row, or the
  * linear-attention denominator per row) which the backward reads back.
@@ -28,6 +32,8 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len);
 
 rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv);
 void      rl_attn_free(rl_attn *a);
+/* The threads the plan has buffers for (the count in effect when it was created). */
+int       rl_attn_threads(const rl_attn *a);
 
 rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
                           const float *v, const float *t5, int G, struct rl_attn_stats *st);

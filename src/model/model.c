@@ -570,29 +570,53 @@ static int attn_seqs(const rl_model *m)
     return c < 1 ? 1 : c > m->B ? m->B : c;
 }
 
+/* Threads sharing out the attention half's chunks, as mlp_team: at most the attention
+ * plan's per-thread buffers, and 1 with T5 (its tables are refreshed, and its gradient
+ * summed, inside every attention call). */
+static int attn_team(const rl_model *m, const rl_attn *plan, int chunks)
+{
+    int t = rl_threads_get(), pt = rl_attn_threads(plan);
+    if (t > pt) t = pt;
+    if (m->c.attn.pe == RL_ATTN_PE_T5) t = 1;
+    return chunks > 1 && t > 1 ? (t < chunks ? t : chunks) : 1;
+}
+
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
 {
-    const int                B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m);
-    const struct block_view *p = &m->p.blk[l];
-    struct block_acts       *a = &m->a.blk[l];
-    const float             *x = m->a.x + (size_t)l * T * D;
-    float                   *y = m->a.x + (size_t)(l + 1) * T * D;
-    /* xmid = x + Wo . Attn(LN1(x)), sequences b0 .. b0+nb-1 at a time; qkv is chunk scratch */
-    for (int b0 = 0; b0 < B; b0 += S) {
-        const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
-        const size_t o1 = (size_t)t0 * D; /* also the offset of head b0*H in q, k, v, o */
+    const int B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m), nch = (B + S - 1) / S;
+    const int team               = attn_team(m, plan, nch);
+    const struct block_view *p   = &m->p.blk[l];
+    struct block_acts       *a   = &m->a.blk[l];
+    const float             *x   = m->a.x + (size_t)l * T * D;
+    float                   *y   = m->a.x + (size_t)(l + 1) * T * D;
+    long                     bad = 0;
+    rl_status                rc  = RL_OK;
+    /* xmid = x + Wo . Attn(LN1(x)), sequences b0 .. b0+nb-1 at a time (chunks independent);
+     * qkv: the first rows as chunk scratch alone, the chunk's own rows in a team */
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1) reduction(+ : bad)
+    for (int c = 0; c < nch; c++) {
+        const int    b0 = c * S, nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
+        const size_t o1  = (size_t)t0 * D; /* also the offset of head b0*H in q, k, v, o */
+        float       *qkv = m->a.qkv + (team > 1 ? 3 * o1 : 0);
         rl_layernorm_forward(a->ln1 + o1, a->mean1 + t0, a->rstd1 + t0, x + o1, p->ln1w, p->ln1b, n,
                              D);
-        rl_linear_forward(m->a.qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
-        rl_heads_split(a->q + o1, a->k + o1, a->v + o1, m->a.qkv, p->bqkv, nb, N, m->H, m->d);
+        rl_linear_forward(qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
+        rl_heads_split(a->q + o1, a->k + o1, a->v + o1, qkv, p->bqkv, nb, N, m->H, m->d);
         struct rl_attn_stats st = {0};
-        RL_TRY(rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, a->q + o1,
-                               a->k + o1, a->v + o1, p->t5, nb * m->H, &st));
-        m->bad_den += st.bad_denominators;
+        rl_status r = rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, a->q + o1,
+                                      a->k + o1, a->v + o1, p->t5, nb * m->H, &st);
+        if (r != RL_OK) {
+#pragma omp critical(rl_block_status)
+            rc = rc != RL_OK ? rc : r;
+            continue;
+        }
+        bad += st.bad_denominators;
         rl_heads_merge(a->om + o1, a->o + o1, nb, N, m->H, m->d);
         residual_bias(a->xmid + o1, x + o1, p->bo, n, D);
         rl_linear_forward(a->xmid + o1, a->om + o1, p->wo, NULL, n, D, D, 1);
     }
+    RL_TRY(rc);
+    m->bad_den += bad;
     mlp_forward(m, l, y);
     return RL_OK;
 }
@@ -649,33 +673,45 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
 
 static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
 {
-    const int                B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m);
-    const struct block_view *p = &m->p.blk[l];
-    const struct block_view *g = &m->g.blk[l];
-    struct block_acts       *a = &m->a.blk[l];
-    struct acts             *s = &m->a;
-    const float             *x = s->x + (size_t)l * T * D;
+    const int B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m), nch = (B + S - 1) / S;
+    const int team              = attn_team(m, plan, nch);
+    const struct block_view *p  = &m->p.blk[l];
+    const struct block_view *g  = &m->g.blk[l];
+    struct block_acts       *a  = &m->a.blk[l];
+    struct acts             *s  = &m->a;
+    const float             *x  = s->x + (size_t)l * T * D;
+    rl_status                rc = RL_OK;
     /* y = xmid + mlp(xmid): dres flows to xmid unchanged and through the MLP */
     mlp_backward(m, l);
     /* by sequence chunks as in the forward; dom, dout, dq, dk, dv, qkv (as dqkv) and dln
-     * hold one chunk */
-    for (int b0 = 0; b0 < B; b0 += S) {
-        const int    nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
-        const size_t o1   = (size_t)t0 * D;
-        float       *dres = s->dres + o1;
+     * hold one chunk (their first rows alone, the chunk's own rows in a team); what sums
+     * over rows -- Wo's, Wqkv's and LN1's parameter gradients -- is added in chunk order */
+#pragma omp parallel for ordered schedule(static, 1) num_threads(team) if (team > 1)
+    for (int c = 0; c < nch; c++) {
+        const int    b0 = c * S, nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
+        const size_t o1 = (size_t)t0 * D, w = team > 1 ? o1 : 0;
+        float       *dres = s->dres + o1, *dom = s->dom + w, *dout = s->dout + w;
+        float       *dq = s->dq + w, *dk = s->dk + w, *dv = s->dv + w, *dqkv = s->qkv + 3 * w;
+        float       *dln = s->dln + w;
         /* xmid = x + om Wo^T + bo */
-        rl_linear_backward(s->dom, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
-        rl_heads_split1(s->dout, s->dom, nb, N, m->H, m->d);
-        RL_TRY(rl_attn_backward(plan, s->dq, s->dk, s->dv, g->t5, s->dout, a->o + o1,
-                                a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1, a->v + o1,
-                                p->t5, nb * m->H));
+        rl_linear_backward(dom, NULL, NULL, dres, a->om + o1, p->wo, n, D, D, 0);
+        rl_heads_split1(dout, dom, nb, N, m->H, m->d);
+        rl_status r = rl_attn_backward(plan, dq, dk, dv, g->t5, dout, a->o + o1,
+                                       a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1,
+                                       a->v + o1, p->t5, nb * m->H);
         /* q|k|v = split(ln1 Wqkv^T + bqkv) */
-        rl_heads_merge3(s->qkv, s->dq, s->dk, s->dv, nb, N, m->H, m->d);
-        rl_linear_backward(s->dln, g->wqkv, g->bqkv, s->qkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
-        rl_layernorm_backward(dres, g->ln1w, g->ln1b, s->dln, x + o1, a->mean1 + t0, a->rstd1 + t0,
-                              p->ln1w, n, D);
+        rl_heads_merge3(dqkv, dq, dk, dv, nb, N, m->H, m->d);
+        rl_linear_backward(dln, NULL, NULL, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
+#pragma omp ordered
+        {
+            if (r != RL_OK) rc = rc != RL_OK ? rc : r;
+            rl_linear_backward(NULL, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
+            rl_linear_backward(NULL, g->wqkv, g->bqkv, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
+            rl_layernorm_backward(dres, g->ln1w, g->ln1b, dln, x + o1, a->mean1 + t0, a->rstd1 + t0,
+                                  p->ln1w, n, D);
+        }
     }
-    return RL_OK;
+    return rc;
 }
 
 rl_status rl_model_backward(rl_model *m, float scale)
