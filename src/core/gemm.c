@@ -178,6 +178,17 @@ void rl_threads_set(int n)
 
 int rl_threads_get(void) { return rl_nthreads; }
 
+int rl_thread_slot(void)
+{
+#ifdef _OPENMP
+    /* the nearest enclosing region with more than one thread: inactive (one-thread)
+     * regions -- an `if` clause that was false, a nested loop -- count as levels too */
+    for (int l = omp_get_level(); l > 0; l--)
+        if (omp_get_team_size(l) > 1) return omp_get_ancestor_thread_num(l);
+#endif
+    return 0;
+}
+
 void rl_affinity_widen_to_places(void)
 {
 #ifdef _OPENMP

@@ -40,6 +40,9 @@ void rl_init(int nthreads);
 /* Threads used by GEMMs outside parallel regions and by OpenMP outer loops. */
 void rl_threads_set(int n);
 int  rl_threads_get(void);
+/* The calling thread's number in the innermost active OpenMP team (0 outside any): the
+ * index of its per-thread buffers, also inside a one-thread region nested in a team. */
+int rl_thread_slot(void);
 /* Cores this process may run on (sched_getaffinity), >= 1. */
 int rl_cores_available(void);
 /* When the OpenMP runtime has bound the calling thread to one place (OMP_PROC_BIND), gives

@@ -214,15 +214,6 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     return RL_OK;
 }
 
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* T5: the relative vectors depend on the (learned) table, refreshed on every call. */
 static rl_status refresh_t5(rl_attn *a, const float *t5)
 {
@@ -259,7 +250,7 @@ static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const fl
 
 /* The threads of a call: the count in effect now (the trainer may lower it while the
  * machine is busy), at most the count the per-thread buffers were made for; 1 when the
- * caller is itself a thread of a team (outer(): its number, whose buffers the call uses). */
+ * caller is itself a thread of a team, whose buffers (rl_thread_slot) the call then uses. */
 static int team(const rl_attn *a)
 {
     int t = rl_threads_get();
@@ -267,15 +258,6 @@ static int team(const rl_attn *a)
     if (omp_in_parallel()) return 1;
 #endif
     return t < a->nthreads ? t : a->nthreads;
-}
-
-static int outer(void)
-{
-#ifdef _OPENMP
-    return omp_in_parallel() ? omp_get_thread_num() : -1;
-#else
-    return -1;
-#endif
 }
 
 int rl_attn_threads(const rl_attn *a) { return a->nthreads; }
@@ -287,10 +269,9 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, co
     RL_TRY(refresh_t5(a, t5));
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     long         bad = 0;
-    const int    up = outer();
-#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(team(a)) if (up < 0)
+#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(team(a))
     for (int g = 0; g < G; g++) {
-        int  t = up >= 0 ? up : thread_id();
+        int  t = rl_thread_slot();
         long b = 0;
         head_forward(a, o + g * sv, saved + (size_t)g * a->N, &b, q + g * sq, k + g * sq,
                      v + g * sv, g % a->H, a->scratch[t], a->toeplitz[t]);
@@ -343,11 +324,10 @@ rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *d
     const int    t5_grad = a->o.pe == RL_ATTN_PE_T5 && dt5 != NULL;
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     const size_t nrel = (size_t)a->H * (2 * (size_t)a->N - 1);
-    const int    up   = outer();
     if (!t5_grad) {
-#pragma omp parallel for schedule(static) num_threads(team(a)) if (up < 0)
+#pragma omp parallel for schedule(static) num_threads(team(a))
         for (int g = 0; g < G; g++) {
-            int t = up >= 0 ? up : thread_id();
+            int t = rl_thread_slot();
             head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, NULL, dout + g * sv,
                           o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,
                           v + g * sv, g % a->H, a->scratch[t], a->toeplitz[t]);
@@ -357,9 +337,9 @@ rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *d
     /* T5: one thread owns head h and adds the rows g = h, h + H, ... to h's relative
      * gradient in that order, so the sum is the same for every thread count */
     memset(a->drel, 0, nrel * sizeof(double));
-#pragma omp parallel for schedule(static) num_threads(team(a)) if (up < 0)
+#pragma omp parallel for schedule(static) num_threads(team(a))
     for (int h = 0; h < a->H; h++) {
-        int t = up >= 0 ? up : thread_id();
+        int t = rl_thread_slot();
         for (int g = h; g < G; g += a->H)
             head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, a->drel, dout + g * sv,
                           o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,

@@ -18,9 +18,6 @@
 #include "../core/util.h"
 
 #include <math.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,7 +370,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
     a->dom = carve(base, &off, T * D), a->dh = carve(base, &off, 4 * T * D);
-    a->gslots  = rl_threads_get() > 1 ? rl_threads_get() : 1;
+    a->gslots  = rl_threads_get();
     a->gbuf    = carve(base, &off, (size_t)a->gslots * 4 * (size_t)mlp_rows(m, (int)T) * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);
     a->dpooled = carve(base, &off, (size_t)B * D);
@@ -485,24 +482,16 @@ static int mlp_rows(const rl_model *m, int T)
     return r < 16 ? 16 : r > T ? T : r;
 }
 
-/* With several threads the chunks themselves are shared out, each a one-thread pass
- * (products with a 128-row side split poorly inside BLIS: 2 threads measured 1.6x one on
- * 32 products of 128 x 512 x 128, two chunks at once 1.9x).  Returns the team size; 1 runs
- * the chunks in order on the calling thread, each product on all threads. */
-static int mlp_team(const rl_model *m, int chunks)
+/* With several threads the chunks of a block themselves are shared out, each a one-thread
+ * pass (products with a 128-row side split poorly inside BLIS: 2 threads measured 1.6x one
+ * on 32 products of 128 x 512 x 128, two chunks at once 1.9x).  The team: the threads in
+ * effect, at most cap (the per-thread buffers there are) and the chunks; 1 runs the chunks
+ * in order on the calling thread, each product on all threads. */
+static int chunk_team(int cap, int chunks)
 {
     int t = rl_threads_get();
-    if (t > m->a.gslots) t = m->a.gslots;
+    if (t > cap) t = cap;
     return chunks > 1 && t > 1 ? (t < chunks ? t : chunks) : 1;
-}
-
-static int team_slot(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
 }
 
 /* y = xmid + fc2(gelu(fc1(LN2(xmid)))); rows are independent, so the chunks may run in
@@ -510,14 +499,14 @@ static int team_slot(void)
 static void mlp_forward(rl_model *m, int l, float *y)
 {
     const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T), nc = (T + R - 1) / R;
-    const int                team = mlp_team(m, nc);
+    const int                team = chunk_team(m->a.gslots, nc);
     const struct block_view *p    = &m->p.blk[l];
     struct block_acts       *a    = &m->a.blk[l];
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
     for (int c = 0; c < nc; c++) {
         const int    t0 = c * R, n = T - t0 < R ? T - t0 : R;
         const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
-        float       *g = m->a.gbuf + (size_t)team_slot() * 4 * R * D;
+        float       *g = m->a.gbuf + (size_t)rl_thread_slot() * 4 * R * D;
         rl_layernorm_forward(a->ln2 + o1, a->mean2 + t0, a->rstd2 + t0, a->xmid + o1, p->ln2w,
                              p->ln2b, n, D);
         rl_linear_forward(a->h + o4, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
@@ -535,7 +524,7 @@ static void mlp_forward(rl_model *m, int l, float *y)
 static void mlp_backward(rl_model *m, int l)
 {
     const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T), nc = (T + R - 1) / R;
-    const int                team = mlp_team(m, nc);
+    const int                team = chunk_team(m->a.gslots, nc);
     const struct block_view *p    = &m->p.blk[l];
     const struct block_view *g    = &m->g.blk[l];
     struct block_acts       *a    = &m->a.blk[l];
@@ -547,7 +536,7 @@ static void mlp_backward(rl_model *m, int l)
         /* dh and dln: the chunk's own rows in a team, the first rows (kept in cache) alone */
         float *dres = s->dres + o1, *dh = s->dh + (team > 1 ? o4 : 0);
         float *dln = s->dln + (team > 1 ? o1 : 0);
-        float *gb  = s->gbuf + (size_t)team_slot() * 4 * R * D;
+        float *gb  = s->gbuf + (size_t)rl_thread_slot() * 4 * R * D;
         rl_gelu_recompute(gb, a->h + o4, a->sig + o4, (size_t)n * 4 * D); /* g = gelu(h) */
         rl_linear_backward(dh, NULL, NULL, dres, gb, p->fc2w, n, 4 * D, D, 0);
         rl_gelu_backward(dh, dh, a->h + o4, a->sig + o4, (size_t)n * 4 * D);
@@ -570,15 +559,11 @@ static int attn_seqs(const rl_model *m)
     return c < 1 ? 1 : c > m->B ? m->B : c;
 }
 
-/* Threads sharing out the attention half's chunks, as mlp_team: at most the attention
- * plan's per-thread buffers, and 1 with T5 (its tables are refreshed, and its gradient
- * summed, inside every attention call). */
+/* The attention half's team (chunk_team): at most the attention plan's per-thread buffers,
+ * and 1 with T5 (its tables are refreshed, and its gradient summed, inside every call). */
 static int attn_team(const rl_model *m, const rl_attn *plan, int chunks)
 {
-    int t = rl_threads_get(), pt = rl_attn_threads(plan);
-    if (t > pt) t = pt;
-    if (m->c.attn.pe == RL_ATTN_PE_T5) t = 1;
-    return chunks > 1 && t > 1 ? (t < chunks ? t : chunks) : 1;
+    return m->c.attn.pe == RL_ATTN_PE_T5 ? 1 : chunk_team(rl_attn_threads(plan), chunks);
 }
 
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
