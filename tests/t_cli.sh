@@ -21,6 +21,22 @@ done
 "$ROPELAB" --help | grep -q 'attn'; ok $? "--help lists the attn command"
 "$ROPELAB" --version | grep -q 'BLIS kernels'; ok $? "--version reports the BLIS kernel set"
 "$ROPELAB" --version | grep -q '^attention tile products: '; ok $? "--version says what runs the attention tile products"
+# BLIS_ARCH_TYPE: BLIS 0.9 reads a number only and runs whatever set it names; ropelab
+# turns a name into its number and ignores, with a warning, a set this CPU cannot run
+# (knl: Xeon Phi's AVX-512 PF/ER) or that the build lacks (a64fx), instead of SIGILL/abort
+by_name=$(BLIS_ARCH_TYPE=generic "$ROPELAB" --version | sed -n 's/^BLIS kernels: \([a-z0-9]*\).*/\1/p')
+[ "$by_name" = generic ]; ok $? "BLIS_ARCH_TYPE=generic (a name) selects the generic set (got '$by_name')"
+for v in knl a64fx bogus ""; do
+    out=$(BLIS_ARCH_TYPE=$v "$ROPELAB" bench --attention softmax --pe none --causal --n 256 --reps 1 \
+        --heads 1 --threads 1 2>&1); st=$?
+    case "$out" in *"BLIS_ARCH_TYPE=$v ignored"*"BLIS chooses"*"GFLOP/s (1024^3)"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 0 ]; ok $(( $? | r )) "BLIS_ARCH_TYPE='$v': a warning, BLIS's own set, products run (exit $st)"
+done
+BLIS_ARCH_TYPE=knl "$ROPELAB" --version | grep -q '^BLIS settings: BLIS_ARCH_TYPE=knl ignored'
+ok $? "--version says which BLIS setting was ignored"
+out=$(ROPELAB_BLIS_SUP=maybe "$ROPELAB" --version)
+case "$out" in *"ROPELAB_BLIS_SUP=maybe ignored"*"packed otherwise"*) r=0 ;; *) r=1 ;; esac
+ok $r "an unknown ROPELAB_BLIS_SUP is reported and the paths go by shape"
 err=$("$ROPELAB" nosuchcmd 2>&1 >/dev/null)
 [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; ok $? "unknown command: one-line error ($err)"
 # getopt_long everywhere: --opt=value and --opt value, a suggestion for a misspelt command

@@ -134,7 +134,7 @@ int rl_cmd_eval(int argc, char **argv)
     a.where = calloc((size_t)argc + 1, sizeof *a.where);
     int rc  = a.ov && a.where ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
     if (rc == RL_EXIT_OK) {
-        rl_init(0);
+        rl_cli_threads("eval", 0);
         struct rl_evaluate_opts o = {
             .ov = a.ov, .n_ov = a.n, .out = a.out, .table = stdout, .log = a.quiet ? NULL : stdout};
         rl_status st = rl_evaluate(a.path, &o, out, sizeof out);

@@ -37,6 +37,7 @@ static int version(void)
     rl_init(0);
     printf("ropelab %s\n", PACKAGE_VERSION);
     printf("BLIS kernels: %s (%s)\n", rl_blis_arch(), rl_blis_arch_reason());
+    if (rl_blis_env_warning()) printf("BLIS settings: %s\n", rl_blis_env_warning());
     printf("BLIS paths: %s\n", rl_blis_sup_policy());
     printf("attention tile products: %s\n", rl_tile_kernel());
     printf("threads: %d\n", rl_threads_get());

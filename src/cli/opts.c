@@ -95,6 +95,8 @@ const char *rl_suggest(const char *word, const char *const *names)
 void rl_cli_threads(const char *cmd, int asked)
 {
     rl_init(asked);
+    const char *w = rl_blis_env_warning();
+    if (w && rl_mpi_rank() == 0) fprintf(stderr, "ropelab %s: warning: %s\n", cmd, w);
     if (rl_mpi_size() > 1) return;
     int had = rl_threads_fit();
     if (had > rl_threads_get())

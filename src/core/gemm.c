@@ -7,7 +7,8 @@
  *    faster than skx at the model's shapes.  So rl_init() asks BLIS what it would pick
  *    (in a short-lived child process, since the choice is fixed at BLIS's first call)
  *    and overrides it with BLIS_ARCH_TYPE=0 (skx) only when BLIS fell back to haswell
- *    or generic on a CPU with AVX-512F and DQ.  A BLIS_ARCH_TYPE set by the user wins.
+ *    or generic on a CPU with AVX-512 (F, DQ, BW, VL).  A BLIS_ARCH_TYPE set by the user
+ *    wins when it names (or numbers) a kernel set of this build that the CPU can run.
  *  - BLIS ignores omp_set_num_threads: thread counts go through an rntm_t. */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
@@ -17,9 +18,11 @@
 
 #include <blis.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -88,25 +91,172 @@ static void blis_own_choice(char *name, size_t len)
     }
 }
 
+/* The kernel sets of this BLIS build (its BLIS_CONFIG_* macros) and what each needs from
+ * the CPU.  BLIS 0.9 reads BLIS_ARCH_TYPE as a number only (a name such as "zen3" reads
+ * as 0, skx) and runs the set it names without asking whether the CPU has its
+ * instructions, so a wrong value ends in SIGILL or in BLIS's abort().  ropelab checks the
+ * value first: a name is turned into its number, a set this CPU cannot run is refused. */
+enum isa { ISA_ANY, ISA_SSSE3, ISA_AVX, ISA_AVX2_FMA, ISA_AVX_FMA4, ISA_AVX_FMA_FMA4, ISA_SKX, ISA_KNL };
+
+static const struct kernel_set {
+    arch_t   id;
+    enum isa needs;
+} kernel_sets[] = {
+#ifdef BLIS_CONFIG_SKX
+    {BLIS_ARCH_SKX, ISA_SKX},
+#endif
+#ifdef BLIS_CONFIG_KNL
+    {BLIS_ARCH_KNL, ISA_KNL},
+#endif
+#ifdef BLIS_CONFIG_HASWELL
+    {BLIS_ARCH_HASWELL, ISA_AVX2_FMA},
+#endif
+#ifdef BLIS_CONFIG_SANDYBRIDGE
+    {BLIS_ARCH_SANDYBRIDGE, ISA_AVX},
+#endif
+#ifdef BLIS_CONFIG_PENRYN
+    {BLIS_ARCH_PENRYN, ISA_SSSE3},
+#endif
+#ifdef BLIS_CONFIG_ZEN3
+    {BLIS_ARCH_ZEN3, ISA_AVX2_FMA},
+#endif
+#ifdef BLIS_CONFIG_ZEN2
+    {BLIS_ARCH_ZEN2, ISA_AVX2_FMA},
+#endif
+#ifdef BLIS_CONFIG_ZEN
+    {BLIS_ARCH_ZEN, ISA_AVX2_FMA},
+#endif
+#ifdef BLIS_CONFIG_EXCAVATOR
+    {BLIS_ARCH_EXCAVATOR, ISA_AVX_FMA_FMA4},
+#endif
+#ifdef BLIS_CONFIG_STEAMROLLER
+    {BLIS_ARCH_STEAMROLLER, ISA_AVX_FMA_FMA4},
+#endif
+#ifdef BLIS_CONFIG_PILEDRIVER
+    {BLIS_ARCH_PILEDRIVER, ISA_AVX_FMA_FMA4},
+#endif
+#ifdef BLIS_CONFIG_BULLDOZER
+    {BLIS_ARCH_BULLDOZER, ISA_AVX_FMA4},
+#endif
+#ifdef BLIS_CONFIG_GENERIC
+    {BLIS_ARCH_GENERIC, ISA_ANY},
+#endif
+};
+#define N_KERNEL_SETS (sizeof kernel_sets / sizeof kernel_sets[0])
+
+static int cpu_runs(enum isa n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (n) {
+    case ISA_ANY: return 1;
+    case ISA_SSSE3: return __builtin_cpu_supports("ssse3");
+    case ISA_AVX: return __builtin_cpu_supports("avx");
+    case ISA_AVX2_FMA: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case ISA_AVX_FMA4: return __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma4");
+    case ISA_AVX_FMA_FMA4:
+        return __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("fma4");
+    case ISA_SKX:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    case ISA_KNL:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512pf") &&
+               __builtin_cpu_supports("avx512er");
+    }
+    return 0;
+#else
+    return n == ISA_ANY; /* no way to ask here: only the portable set is known to run */
+#endif
+}
+
+/* The kernel sets this CPU runs, "zen3 (6), haswell (3), ...", for messages. */
+static void runnable_sets(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0]     = 0;
+    for (size_t i = 0; i < N_KERNEL_SETS && off < len; i++)
+        if (cpu_runs(kernel_sets[i].needs))
+            off += (size_t)snprintf(buf + off, len - off, "%s%s (%d)", off ? ", " : "",
+                                    bli_arch_string(kernel_sets[i].id), (int)kernel_sets[i].id);
+}
+
+/* what rl_init ignored of the user's BLIS settings (BLIS_ARCH_TYPE, ROPELAB_BLIS_SUP) and
+ * why, sentences joined by "; ", or "" */
+static char env_warning[768];
+
+static void warn_env(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn_env(const char *fmt, ...)
+{
+    size_t  off = strlen(env_warning);
+    va_list ap;
+    if (off && off + 2 < sizeof env_warning) strcpy(env_warning + off, "; "), off += 2;
+    va_start(ap, fmt);
+    vsnprintf(env_warning + off, sizeof env_warning - off, fmt, ap);
+    va_end(ap);
+}
+
+/* Checks the user's BLIS_ARCH_TYPE: 1 = kept (a name replaced by its number), 0 = removed
+ * from the environment, with the reason in env_warning. */
+static int check_user_arch(const char *value)
+{
+    char        num[24], sets[256];
+    const char *why = NULL;
+    long        id  = -1;
+    char       *end;
+    errno           = 0;
+    long v          = strtol(value, &end, 10);
+    if (end != value && *end == 0 && errno == 0)
+        id = v;
+    else
+        for (int i = 0; i < BLIS_NUM_ARCHS; i++)
+            if (!strcasecmp(value, bli_arch_string((arch_t)i))) id = i;
+    const struct kernel_set *k = NULL;
+    for (size_t i = 0; i < N_KERNEL_SETS; i++)
+        if (kernel_sets[i].id == id) k = &kernel_sets[i];
+    if (id < 0)
+        why = "neither a kernel set's name nor its number";
+    else if (!k)
+        why = "not a kernel set of this BLIS build";
+    else if (!cpu_runs(k->needs))
+        why = "a kernel set whose instructions this CPU does not have";
+    if (!why) {
+        snprintf(num, sizeof num, "%ld", id);
+        setenv("BLIS_ARCH_TYPE", num, 1);
+        return 1;
+    }
+    runnable_sets(sets, sizeof sets);
+    warn_env("BLIS_ARCH_TYPE=%.32s ignored: %s (this CPU runs %s); BLIS chooses", value, why,
+             sets);
+    unsetenv("BLIS_ARCH_TYPE");
+    return 0;
+}
+
 static void choose_blis_arch(void)
 {
-    static char why[160];
-    if (getenv("BLIS_ARCH_TYPE")) {
-        rl_arch_reason = "BLIS_ARCH_TYPE set by the user";
-        return;
+    static char why[200];
+    const char *user = getenv("BLIS_ARCH_TYPE");
+    if (user) {
+        char value[33];
+        snprintf(value, sizeof value, "%s", user);
+        if (check_user_arch(value)) {
+            snprintf(why, sizeof why, "BLIS_ARCH_TYPE=%s set by the user", value);
+            rl_arch_reason = why;
+            return;
+        }
     }
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) {
+    if (!cpu_runs(ISA_SKX)) {
         rl_arch_reason = "BLIS's own choice (no AVX-512 on this CPU)";
         return;
     }
     char own[32];
     blis_own_choice(own, sizeof own);
     if (!strcmp(own, "haswell") || !strcmp(own, "generic")) {
-        setenv("BLIS_ARCH_TYPE", "0", 0); /* 0 = skx in BLIS 0.9's arch_t */
+        snprintf(why, sizeof why, "%d", (int)BLIS_ARCH_SKX);
+        setenv("BLIS_ARCH_TYPE", why, 0);
         snprintf(why, sizeof why,
-                 "BLIS fell back to %s on an AVX-512 CPU; BLIS_ARCH_TYPE=0 (skx) set by ropelab",
-                 own);
+                 "BLIS fell back to %s on an AVX-512 CPU; BLIS_ARCH_TYPE=%d (skx) set by ropelab",
+                 own, (int)BLIS_ARCH_SKX);
         rl_arch_reason = why;
     } else {
         snprintf(why, sizeof why, "BLIS's own choice on this AVX-512 CPU (%s)",
@@ -146,6 +296,8 @@ static void choose_sup(void)
                     : !strcmp(e, "on")  ? SUP_ALWAYS
                     : !strcmp(e, "off") ? SUP_NEVER
                                         : SUP_BY_SHAPE;
+    if (e && strcmp(e, "on") && strcmp(e, "off") && strcmp(e, "auto"))
+        warn_env("ROPELAB_BLIS_SUP=%.32s ignored: not on, off or auto; the paths go by shape", e);
 }
 
 const char *rl_blis_sup_policy(void)
@@ -222,6 +374,8 @@ const char *rl_blis_arch(void)
 }
 
 const char *rl_blis_arch_reason(void) { return rl_arch_reason; }
+
+const char *rl_blis_env_warning(void) { return env_warning[0] ? env_warning : NULL; }
 
 static int gemm_threads(void)
 {

@@ -55,6 +55,10 @@ int rl_threads_fit(void);
 /* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
 const char *rl_blis_arch(void);
 const char *rl_blis_arch_reason(void);
+/* What rl_init ignored of the user's BLIS settings and why (a BLIS_ARCH_TYPE that is no
+ * kernel set of this BLIS or that this CPU cannot run, an unknown ROPELAB_BLIS_SUP), or
+ * NULL.  BLIS_ARCH_TYPE may be a set's name ("zen3") or BLIS's number for it. */
+const char *rl_blis_env_warning(void);
 /* Which of BLIS's two paths a product takes: its unpacked "sup" path for small shapes,
  * the packed one otherwise (ROPELAB_BLIS_SUP=on|off overrides), as a sentence. */
 const char *rl_blis_sup_policy(void);
