@@ -45,6 +45,16 @@ case "$err" in *"did you mean 'run'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt c
 err=$("$ROPELAB" reprot 2>&1 >/dev/null)
 case "$err" in *"did you mean 'report'?"*) r=0 ;; *) r=1 ;; esac; ok $r "misspelt command: $err"
 scratch t_cli
+# the kernel benchmark end to end with two threads: every kernel x PE x causality, each
+# point measured in a child process (it used to hang at the first point whenever the
+# parent had run a multi-threaded BLIS product before forking)
+out=$(timeout 300 "$ROPELAB" bench --n 128,256 --reps 1 --heads 2 --threads 2 --out "$tmp/b" 2>&1); st=$?
+[ $st = 0 ]; ok $? "ropelab bench, every kernel on 2 threads, finishes (exit $st)"
+cfgs=$(printf '%s\n' "$out" | grep -c 'slope log t')
+rows=$(tail -n +2 "$tmp/b/bench_attn.csv" 2>/dev/null | wc -l)
+bad=$(tail -n +2 "$tmp/b/bench_attn.csv" 2>/dev/null | awk -F, '!($7 == 2 && $8 > 0 && $10 >= $8 && $12 > 0)' | wc -l)
+[ "$cfgs" -ge 16 ] && [ "$rows" = $((2 * cfgs)) ] && [ "$bad" = 0 ]
+ok $? "bench_attn.csv: two timed rows for each of the $cfgs kernels ($rows rows, $bad implausible)"
 # the same usage error through both spellings proves the value reached the option
 for c in "attn --in $tmp --out $tmp/o --pe=nope" "attn --in $tmp --out $tmp/o --pe nope"; do
     err=$("$ROPELAB" $c 2>&1 >/dev/null)

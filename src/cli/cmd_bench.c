@@ -9,6 +9,7 @@
 #include "../experiment/train.h"
 #include "../core/util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -122,43 +123,78 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
     rl_free(dvv), rl_free(dout), rl_free(t5), rl_free(dt5);
 }
 
-static int measure_forked(struct point *p, const struct rl_attn_opts *o, int H, int N, int d,
-                          int dv, int reps)
+/* Every measurement runs in a child process: a point's peak RSS is then its own, and the
+ * parent never starts an OpenMP team.  GNU libgomp keeps a team's threads for the next
+ * region, and a child forked after that inherits the bookkeeping without the threads: its
+ * first parallel region waits for them forever (with more than one thread this bench
+ * used to hang at its first point, after the BLIS reference had run in the parent). */
+struct job {
+    void (*run)(struct job *);
+    const struct rl_attn_opts *o;
+    int                        H, N, d, dv, reps; /* an attention point */
+    int                        m, n, k;           /* a BLIS reference product */
+    struct point               p;                 /* results */
+    double                     gflops;
+};
+
+static int run_forked(struct job *j)
 {
     int fd[2];
-    memset(p, 0, sizeof *p);
     if (pipe(fd) != 0) return -1;
     fflush(stdout);
     pid_t pid = fork();
-    if (pid < 0) return -1;
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return -1;
+    }
     if (pid == 0) {
         close(fd[0]);
-        struct point r;
-        measure(&r, o, H, N, d, dv, reps);
-        ssize_t w = write(fd[1], &r, sizeof r);
-        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+        j->run(j);
+        ssize_t w = write(fd[1], j, sizeof *j);
+        _exit(w == (ssize_t)sizeof *j ? 0 : 1);
     }
     close(fd[1]);
-    ssize_t got = read(fd[0], p, sizeof *p);
+    struct job r;
+    ssize_t    got = read(fd[0], &r, sizeof r);
     close(fd[0]);
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (got != (ssize_t)sizeof *p || !WIFEXITED(status) || WEXITSTATUS(status)) p->ok = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
+    j->p = r.p, j->gflops = r.gflops;
     return 0;
 }
 
-static double sgemm_gflops(int m, int n, int k)
+static void point_job(struct job *j) { measure(&j->p, j->o, j->H, j->N, j->d, j->dv, j->reps); }
+
+static void measure_forked(struct point *p, const struct rl_attn_opts *o, int H, int N, int d,
+                           int dv, int reps)
 {
+    struct job j = {.run = point_job, .o = o, .H = H, .N = N, .d = d, .dv = dv, .reps = reps};
+    if (run_forked(&j) != 0) j.p.ok = 0;
+    *p = j.p;
+}
+
+static void sgemm_job(struct job *j)
+{
+    const int m = j->m, n = j->n, k = j->k;
     float *A = rl_alloc((size_t)m * k * 4), *B = rl_alloc((size_t)k * n * 4), *C = rl_alloc((size_t)m * n * 4);
     double best = 1e30;
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 5 && A && B && C; r++) {
         double t0 = rl_now_ms();
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, m, n, k, 1.0f, A, k, B, k, 0.0f, C, n);
         double t = rl_now_ms() - t0;
         best     = t < best ? t : best;
     }
     rl_free(A), rl_free(B), rl_free(C);
-    return 2.0 * m * n * k / (best * 1e6);
+    j->gflops = 2.0 * m * n * k / (best * 1e6);
+}
+
+/* GFLOP/s of one BLIS product (best of 5), NaN if it could not be measured. */
+static double sgemm_gflops(int m, int n, int k)
+{
+    struct job j = {.run = sgemm_job, .m = m, .n = n, .k = k};
+    return run_forked(&j) == 0 ? j.gflops : NAN;
 }
 
 /* The kernel x PE configurations benchmarked by default. */
@@ -408,8 +444,12 @@ static int bench_kernels(int argc, char **argv)
                         pts[i].flop_fwd / (pts[i].ms_fwd * 1e6), pts[i].ms_fb,
                         pts[i].flop_fb / (pts[i].ms_fb * 1e6), pts[i].rss_mb);
         }
-        printf("%-26s %-6s slope log t / log N (N >= 4096): fwd %.3f, fwd+bwd %.3f\n", cfg[c].label,
-               cfg[c].o.causal ? "causal" : "full", slope(ns, pts, nn, 0), slope(ns, pts, nn, 1));
+        int big = 0; /* the slope's points: N >= 4096 when two or more were measured */
+        for (int i = 0; i < nn; i++)
+            big += pts[i].ok && ns[i] >= 4096;
+        printf("%-26s %-6s slope log t / log N (%s): fwd %.3f, fwd+bwd %.3f\n", cfg[c].label,
+               cfg[c].o.causal ? "causal" : "full", big >= 2 ? "N >= 4096" : "all N",
+               slope(ns, pts, nn, 0), slope(ns, pts, nn, 1));
         fflush(stdout);
     }
     if (csv) fclose(csv);
