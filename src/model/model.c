@@ -30,9 +30,6 @@
 #ifndef ATTN_CHUNK_TOKENS
 #define ATTN_CHUNK_TOKENS 512 /* tokens of one chunk of the attention half of a block */
 #endif
-#ifndef MLP_CHUNK_FLOATS
-#define MLP_CHUNK_FLOATS 65536 /* floats of one MLP chunk of fc1 outputs (256 KiB) */
-#endif
 
 struct block_view { /* pointers into params or grads */
     float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
@@ -476,11 +473,7 @@ static void residual_bias(float *out, const float *x, const float *b, int T, int
 /* The MLP runs over the tokens in chunks of mlp_rows() rows: each chunk's fc1 output,
  * GELU and (backward) their gradients stay in cache between the GEMM and the elementwise
  * passes instead of streaming T x 4D arrays through memory several times. */
-static int mlp_rows(const rl_model *m, int T)
-{
-    int r = MLP_CHUNK_FLOATS / (4 * m->D);
-    return r < 16 ? 16 : r > T ? T : r;
-}
+static int mlp_rows(const rl_model *m, int T) { return rl_model_mlp_rows(m->D, T); }
 
 /* With several threads the chunks of a block themselves are shared out, each a one-thread
  * pass (products with a 128-row side split poorly inside BLIS: 2 threads measured 1.6x one

@@ -40,6 +40,16 @@ typedef struct rl_model rl_model;
 
 rl_status rl_model_create(rl_model **m, const struct rl_model_config *c);
 void      rl_model_free(rl_model *m);
+/* Rows of one MLP chunk: the MLP runs over the tokens in chunks whose fc1 outputs take
+ * about 256 KiB (65536 floats), so that a chunk's GEMM output, GELU and their gradients
+ * stay in cache; at least 16 rows, at most the T tokens there are.  Each thread has a
+ * buffer of one chunk's 4 * D-wide GELU outputs. */
+static inline int rl_model_mlp_rows(int d_model, long T)
+{
+    long r = 65536 / (4L * d_model);
+    return (int)(r < 16 ? 16 : r > T ? T : r);
+}
+
 /* Memory the model of c would take, from the configuration alone (nothing is allocated;
  * doubles, so absurd sizes do not overflow): *params_bytes for the parameters and their
  * gradients, *call_bytes for the activations, buffers and attention plan of one forward

@@ -30,7 +30,8 @@ static double act_floats(const struct rl_model_config *c, double B, double N, in
     f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
     f += 3 * T * D + 7 * T * D + 4 * T * D;                /* qkv and the gradient scratch */
-    return f + 65536.0 * (threads > 1 ? threads : 1);      /* an MLP chunk per thread */
+    const double mlp = 4 * D * rl_model_mlp_rows(c->d_model, T < 65536 ? (long)T : 65536);
+    return f + mlp * (threads > 1 ? threads : 1); /* an MLP chunk per thread */
 }
 
 /* Bytes of one attention plan at length N: per-thread kernel scratch, RoPE tables and
