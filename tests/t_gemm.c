@@ -1,11 +1,13 @@
 /* t_gemm.c -- the BLIS wrapper against the naive float64 loop: every transpose pair,
  * odd shapes, leading dimensions larger than the row, beta = 0 / 1, batched and
  * general strides, and a BLIS-style residual check on a large product; the attention-tile
- * products of tilemm.h against the same loop (vector kernel and BLIS fallback shapes). */
+ * products of tilemm.h against the same loop (vector kernel and BLIS fallback shapes);
+ * the product accounting that `ropelab bench --train` reports. */
 #include "config.h"
 #include "core/gemm.h"
 #include "tap.h"
 #include "core/tilemm.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -123,6 +125,44 @@ static void tile_case(int m, int n, int k, int ta, float beta, int nt)
     free(A), free(B), free(C), free(R), free(pack), free(ref), free(got), free(gf);
 }
 
+/* The product accounting: exact FLOP sums and call counts while on, nothing while off,
+ * thread time scaled by the threads a BLIS product ran on; a tile product counts once
+ * (its BLIS fallback through rl_sgemm_strided, otherwise the vector kernel). */
+static void products_accounting(void)
+{
+    float *A = calloc(200 * 300, sizeof *A), *B = calloc(300 * 64, sizeof *B);
+    float *C = calloc(200 * 64, sizeof *C);
+    rl_threads_set(1);
+    rl_products_count(1);
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, 200, 64, 300, 1.0f, A, 300, B, 64, 0.0f, C, 64);
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, 7, 5, 3, 1.0f, A, 7, B, 5, 1.0f, C, 5);
+    rl_tile_gemm(16, 32, 32, 1.0f, A, 32, 1, B, 32, 0.0f, C, 32);
+    rl_tile_gemm(5, 20, 7, 1.0f, A, 7, 1, B, 20, 0.0f, C, 20);
+    struct rl_products p = rl_products_counted();
+    double want = 2.0 * (200 * 64 * 300 + 7 * 5 * 3 + 16 * 32 * 32 + 5 * 20 * 7);
+    tap_ok(p.flops == want && p.calls == 4 && p.thread_ms > 0,
+           "products counted: %.0f FLOPs (want %.0f), %ld calls (want 4), %.3f thread-ms", p.flops,
+           want, p.calls, p.thread_ms);
+    rl_products_count(0);
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, 200, 64, 300, 1.0f, A, 300, B, 64, 0.0f, C, 64);
+    struct rl_products q = rl_products_counted();
+    tap_ok(q.flops == p.flops && q.calls == 4, "nothing counted while off (%ld calls)", q.calls);
+    /* the same product on 2 threads: at least ~2x its wall time is booked (generous bound:
+     * thread time >= wall time always; = 2 x wall by construction) */
+    rl_threads_set(2);
+    rl_products_count(1);
+    double t0 = rl_now_ms();
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, 200, 64, 300, 1.0f, A, 300, B, 64, 0.0f, C, 64);
+    double wall = rl_now_ms() - t0;
+    struct rl_products r = rl_products_counted();
+    rl_products_count(0);
+    tap_ok(r.calls == 1 && r.thread_ms <= 2 * wall + 1e-9 && r.thread_ms > wall,
+           "a 2-thread product books 2 x its wall time (%.4f thread-ms, wall %.4f ms)",
+           r.thread_ms, wall);
+    rl_threads_set(1);
+    free(A), free(B), free(C);
+}
+
 int main(void)
 {
     rl_init(1);
@@ -149,5 +189,6 @@ int main(void)
     const int nts[][3] = {{17, 256, 32}, {3, 40, 32}, {128, 128, 16}, {2, 5, 3}};
     for (int s = 0; s < 4; s++)
         tile_case(nts[s][0], nts[s][1], nts[s][2], 0, 0.0f, 1);
+    products_accounting();
     return tap_done();
 }

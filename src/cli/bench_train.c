@@ -41,9 +41,9 @@ static void print_header(FILE *out, const struct peak *p, int steps)
     fprintf(out, p->g256 > 0 ? "%.1f GFLOP/s" : "n/a", p->g256);
     fprintf(out, "; %% of peak below is of the column peak: the larger, or a higher rate measured "
                  "again before a cell\n");
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s %7s\n", "attention", "N",
-            "batch", "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok", "GFLOP/s",
-            "peak", "% peak");
+    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s %7s %8s %8s\n", "attention",
+            "N", "batch", "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok",
+            "GFLOP/s", "peak", "% peak", "in prod", "prod pk");
 }
 
 int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int kind, const int *ns,
@@ -62,8 +62,9 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int k
     print_header(out, &pk, steps);
     if (csv)
         fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
-                     "ms_optimizer,ms_step,flops_per_token,gflops,peak_gflops,pct_peak\n");
-    int rc = 0, ran = 0;
+                     "ms_optimizer,ms_step,flops_per_token,gflops,peak_gflops,pct_peak,"
+                     "products_time_pct,products_pct_peak\n");
+    int rc = 0, ran = 0, t = rl_threads_get();
     for (int i = 0; i < 2 * nn && !rc; i++) {
         const enum rl_attn_kind k = kinds[i % 2];
         if (kind >= 0 && (int)k != kind) continue;
@@ -77,17 +78,20 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int k
         }
         double      gf   = c.tokens_per_s * c.flops_per_token / 1e9;
         double      pct  = pk.best > 0 ? 100.0 * gf / pk.best : 0;
+        double      ppk  = pk.best > 0 ? 100.0 * c.products_gflops_per_thread * t / pk.best : 0;
         const char *name = c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear (elu1)";
         fprintf(out,
-                "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %7.1f %6.1f%%\n",
+                "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %7.1f %6.1f%% "
+                "%7.1f%% %7.1f%%\n",
                 name, c.N, c.B, c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer,
-                c.ms_step, c.flops_per_token / 1e6, gf, pk.best, pct);
+                c.ms_step, c.flops_per_token / 1e6, gf, pk.best, pct, 100.0 * c.products_time_share,
+                ppk);
         fflush(out);
         if (csv)
-            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f\n",
+            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
                     c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", c.N, c.B, rl_threads_get(),
                     c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step,
-                    c.flops_per_token, gf, pk.best, pct);
+                    c.flops_per_token, gf, pk.best, pct, 100.0 * c.products_time_share, ppk);
     }
     if (csv && fclose(csv) != 0) rc = 1;
     return rc;

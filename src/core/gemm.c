@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <unistd.h>
 #include "gemm.h"
+#include "util.h"
 
 #include <blis.h>
 #include <errno.h>
@@ -377,6 +378,30 @@ const char *rl_blis_arch_reason(void) { return rl_arch_reason; }
 
 const char *rl_blis_env_warning(void) { return env_warning[0] ? env_warning : NULL; }
 
+static int                counting;
+static struct rl_products counted;
+
+void rl_products_count(int on)
+{
+    if (on) memset(&counted, 0, sizeof counted);
+    counting = on;
+}
+
+struct rl_products rl_products_counted(void) { return counted; }
+
+int rl_products_counting(void) { return counting; }
+
+void rl_products_add(double flops, double thread_ms)
+{
+    if (!counting) return;
+#pragma omp atomic
+    counted.flops += flops;
+#pragma omp atomic
+    counted.thread_ms += thread_ms;
+#pragma omp atomic
+    counted.calls++;
+}
+
 static int gemm_threads(void)
 {
 #ifdef _OPENMP
@@ -398,11 +423,14 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
             }
         return;
     }
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(gemm_threads(), &rntm);
+    rntm_t    rntm = BLIS_RNTM_INITIALIZER;
+    const int nt   = gemm_threads();
+    bli_rntm_set_num_threads(nt, &rntm);
     if (!sup_path(m, n, k)) bli_rntm_disable_l3_sup(&rntm);
+    const double t0 = counting ? rl_now_ms() : 0;
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (float *)A, rsa, csa,
                  (float *)B, rsb, csb, &beta, C, rsc, csc, NULL, &rntm);
+    if (counting) rl_products_add(2.0 * m * n * k, (rl_now_ms() - t0) * nt);
 }
 
 void rl_sgemm(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha, const float *A,

@@ -30,6 +30,22 @@ void rl_sgemm_batched(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, f
                       ptrdiff_t stride_b, float beta, float *C, int ldc, ptrdiff_t stride_c,
                       int count);
 
+/* Product accounting, for benchmarks: between rl_products_count(1) (which zeroes the
+ * sums) and rl_products_count(0), every BLIS product (rl_sgemm*) and every vector attention
+ * tile product (rl_tile_gemm) adds its 2 m n k FLOPs and its wall time times the threads
+ * it ran on.  Off by default (then a product costs one branch more); switch it only
+ * outside parallel regions. */
+struct rl_products {
+    double flops;     /* 2 m n k summed */
+    double thread_ms; /* wall ms x threads of each product, summed */
+    long   calls;
+};
+void               rl_products_count(int on);
+struct rl_products rl_products_counted(void);
+/* Adds one product when counting is on (for product kernels outside gemm.c). */
+void rl_products_add(double flops, double thread_ms);
+int  rl_products_counting(void);
+
 /* The naive triple loop (double accumulation), the reference the tests compare against. */
 void rl_sgemm_ref(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);

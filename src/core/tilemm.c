@@ -12,6 +12,7 @@
 #include "config.h"
 #include "tilemm.h"
 #include "gemm.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -129,7 +130,10 @@ void rl_tile_gemm(int m, int n, int k, float alpha, const float *A, ptrdiff_t rs
                     C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
             return;
         }
+        const int    count = rl_products_counting();
+        const double t0    = count ? rl_now_ms() : 0;
         vector_gemm(isa, m, n, k, alpha, A, rsa, csa, B, ldb, beta, C, ldc);
+        if (count) rl_products_add(2.0 * m * n * k, rl_now_ms() - t0);
         return;
     }
 #endif

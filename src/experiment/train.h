@@ -132,6 +132,9 @@ struct rl_bench_train_cell {
     int               N, B;
     double            tokens_per_s, ms_forward, ms_backward, ms_optimizer, ms_step;
     double            flops_per_token; /* forward + backward, model/flops.h */
+    /* the matrix products of the timed updates (BLIS and attention tiles, recomputation
+     * included): their share of the threads' time and their FLOPs per thread-second */
+    double products_time_share, products_gflops_per_thread;
 };
 /* One cell of that benchmark (the same model), for callers that format themselves. */
 rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int steps);

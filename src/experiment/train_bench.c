@@ -47,7 +47,9 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
     rl_status st =
         mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
     const float scale = 1.0f / (float)((size_t)b->B * b->N);
+    double      total = 0; /* ms of the timed updates */
     for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
+        if (s == warmup) rl_products_count(1);
         double t0 = rl_now_ms(), ls;
         long   nt, nc;
         rl_model_zero_grad(m);
@@ -67,13 +69,18 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
         ms[steps + i]     = t3 - t2;               /* backward */
         ms[2 * steps + i] = (t1 - t0) + (t4 - t3); /* zero-grad, norm, clip, AdamW */
         ms[3 * steps + i] = t4 - t0;
+        total += t4 - t0;
     }
+    rl_products_count(0);
     if (st == RL_OK) {
-        cell->ms_forward   = median(ms, steps);
-        cell->ms_backward  = median(ms + steps, steps);
-        cell->ms_optimizer = median(ms + 2 * steps, steps);
-        cell->ms_step      = median(ms + 3 * steps, steps);
-        cell->tokens_per_s = (double)b->B * b->N / (cell->ms_step / 1000.0);
+        struct rl_products p             = rl_products_counted();
+        cell->products_time_share        = p.thread_ms / (total * rl_threads_get());
+        cell->products_gflops_per_thread = p.thread_ms > 0 ? p.flops / (p.thread_ms * 1e6) : 0;
+        cell->ms_forward                 = median(ms, steps);
+        cell->ms_backward                = median(ms + steps, steps);
+        cell->ms_optimizer               = median(ms + 2 * steps, steps);
+        cell->ms_step                    = median(ms + 3 * steps, steps);
+        cell->tokens_per_s               = (double)b->B * b->N / (cell->ms_step / 1000.0);
     }
     rl_free(mom);
     free(ms);
@@ -86,7 +93,7 @@ rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int 
     struct rl_model_config mc;
     bench_model_config(&mc, cell->kind);
     cell->flops_per_token = rl_model_train_flops_per_token(&mc, cell->N);
-    rl_model *m = NULL;
+    rl_model *m           = NULL;
     RL_TRY(rl_model_create(&m, &mc));
     rl_model_init_weights(m, 1);
     struct rl_batch b;
