@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char path_buf[4096];
@@ -125,6 +126,11 @@ static void round_trip(void)
     if (f) fclose(f);
     tap_ok(rl_npy_read(&a, "/nonexistent/x.npy") == RL_EIO, "missing file: %s", rl_last_error());
     unlink(p);
+    /* a directory named like the file: refused before its "size" (LONG_MAX) is allocated */
+    tap_ok(mkdir(p, 0755) == 0 && rl_npy_read(&a, p) == RL_EIO &&
+               strstr(rl_last_error(), "is a directory") != NULL,
+           "a directory in place of the file: %s", rl_last_error());
+    rmdir(p);
     rmdir(dir);
 }
 

@@ -19,6 +19,12 @@ rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
     *len    = 0;
     FILE *f = fopen(path, "rb");
     if (!f) RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* a directory opens, and seeking to its end reports a size near LONG_MAX */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        RL_FAIL(RL_EIO, "%s: is a directory, not a file", path);
+    }
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);
         RL_FAIL(RL_EIO, "%s: cannot seek", path);
