@@ -97,6 +97,16 @@ ok $? "without gnuplot: plots skipped (said so), the table still printed"
 "$ROPELAB" report --help | grep -q '^Usage: ropelab report'; ok $? "report --help"
 "$ROPELAB" report "$tmp/nothing" >/dev/null 2>"$tmp/err"; r=$?
 [ $r = 1 ] && grep -q 'not a ropelab run directory' "$tmp/err"; ok $? "report of a non-run: exit 1"
+# damaged results.csv: a field that is not a number, or no lines after the header
+cp -r "$d" "$tmp/dmg"; q="$tmp/dmg/pe=rope,attention=linear/results.csv"
+sed '2s/^\([^,]*,[^,]*,[^,]*\),[^,]*,/\1,abc,/' "$q" >"$q.x" && mv "$q.x" "$q"
+"$ROPELAB" report "$tmp/dmg" >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 1 ] && grep -q "pe=rope,attention=linear/results.csv: a line with a field that is not a number: 'rope,linear,8,abc," "$tmp/err"
+ok $? "report of a results.csv with 'abc' for a number: exit 1 naming file and line"
+head -1 "$d/pe=rope,attention=linear/results.csv" >"$q"
+"$ROPELAB" report "$tmp/dmg" >/dev/null 2>"$tmp/err"; r=$?
+[ $r = 1 ] && grep -q "pe=rope,attention=linear/results.csv: no result lines" "$tmp/err"
+ok $? "report of a results.csv with a header only: exit 1"
 
 # --- no overwrite ---
 "$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/a" >/dev/null 2>"$tmp/err"; r=$?

@@ -43,12 +43,16 @@ static int csv_col(const char *header, const char *name)
     return -1;
 }
 
-static double csv_num(const char *line, int col, int *na)
+/* A number field: NAN when absent or empty; "n/a" sets *na; text that is not a number
+ * (a damaged file) sets *bad rather than reading as 0. */
+static double csv_num(const char *line, int col, int *na, int *bad)
 {
-    char f[64];
+    char f[64], *end;
     if (col < 0 || !csv_field(line, col, f, sizeof f) || !f[0]) return NAN;
     if (!strcmp(f, "n/a")) return *na = 1, NAN;
-    return strtod(f, NULL);
+    double x = strtod(f, &end);
+    if (*end) *bad = 1;
+    return x;
 }
 
 /* The method whose loss-by-position curve the tables and plots show: none when the point
@@ -77,7 +81,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     const char *data = hdr ? hdr + strlen(hdr) + 1 : NULL;
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
-    int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0;
+    int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0, bad = 0;
     int cm         = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
     const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
@@ -104,12 +108,13 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
         if (!csv_field(line[i], cl, f, sizeof f) || atoi(f) != p->pos_len) continue;
         p->pos0[p->n_pos]        = atoi(csv_field(line[i], c0, f, sizeof f));
         p->pos1[p->n_pos]        = atoi(csv_field(line[i], c1, f, sizeof f));
-        p->pos_loss[p->n_pos]    = csv_num(line[i], cs, &na);
-        p->pos_targets[p->n_pos] = csv_num(line[i], ct, &na);
+        p->pos_loss[p->n_pos]    = csv_num(line[i], cs, &na, &bad);
+        p->pos_targets[p->n_pos] = csv_num(line[i], ct, &na, &bad);
         p->n_pos++;
     }
     free(line);
     free(buf);
+    if (bad) RL_FAIL(RL_EFORMAT, "%s: a loss or targets field is not a number", path);
     return RL_OK;
 }
 
@@ -156,17 +161,19 @@ static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *lin
 static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const char *line,
                                    const char *path)
 {
-    int  cl = csv_col(hdr, "length"), cn = csv_col(hdr, "note"), na = 0;
+    int  cl = csv_col(hdr, "length"), cn = csv_col(hdr, "note"), na = 0, bad = 0;
     char f[96];
     memset(w, 0, sizeof *w);
     if (cl < 0 || !csv_field(line, cl, f, sizeof f) || (w->length = atoi(f)) <= 0)
         RL_FAIL(RL_EFORMAT, "%s: a line without a length: '%.60s'", path, line);
-    w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na);
-    w->exact = csv_num(line, csv_col(hdr, "exact"), &na);
-    w->loss  = csv_num(line, csv_col(hdr, "loss"), &w->na);
-    w->ppl   = csv_num(line, csv_col(hdr, "ppl"), &w->na);
-    w->ms    = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na);
-    w->den   = csv_num(line, csv_col(hdr, "den_le_eps"), &na);
+    w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na, &bad);
+    w->exact = csv_num(line, csv_col(hdr, "exact"), &na, &bad);
+    w->loss  = csv_num(line, csv_col(hdr, "loss"), &w->na, &bad);
+    w->ppl   = csv_num(line, csv_col(hdr, "ppl"), &w->na, &bad);
+    w->ms    = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na, &bad);
+    w->den   = csv_num(line, csv_col(hdr, "den_le_eps"), &na, &bad);
+    if (bad)
+        RL_FAIL(RL_EFORMAT, "%s: a line with a field that is not a number: '%.60s'", path, line);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
     int cm = csv_col(hdr, "rope_extend");
     if (cm < 0 || !csv_field(line, cm, f, sizeof f) || !f[0]) snprintf(f, sizeof f, "none");
@@ -229,6 +236,8 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
     }
     if (st == RL_OK && (!hdr || csv_col(hdr, "length") < 0))
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no header line", path);
+    if (st == RL_OK && !p->n_rows) /* every point evaluates at least one length */
+        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no result lines", path);
     if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 && !strcmp(p->attention, "linear"))
         den_from_evals(p, pdir);
     /* the tails once every row is known (the lines are still in buf) */
