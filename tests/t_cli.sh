@@ -66,6 +66,18 @@ for c in "run x.ini --threads=0" "run x.ini --threads 0" "bench --train --steps=
     case "$err" in *"expected an"*) r=0 ;; *) r=1 ;; esac
     [ $st = 2 ]; ok $((r | $?)) "ropelab $c: exit 2, $err"
 done
+# bench: a head dimension RoPE cannot rotate is a usage error before anything is timed (it
+# used to time nothing, print "failed" and exit 0); budgets must be positive numbers
+for c in "--pe rope --d 3" "--pe all --d 5"; do
+    err=$("$ROPELAB" bench --attention softmax --causal --n 16 --reps 1 $c 2>&1 >"$tmp/bo"); st=$?
+    case "$err" in *"softmax+rope: pe=rope needs an even head dimension, got d="*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ] && [ ! -s "$tmp/bo" ]; ok $((r | $?)) "ropelab bench $c: exit 2, $err"
+done
+for c in "--budget-s -1" "--budget-s nan" "--mem-gb 0" "--mem-gb -2"; do
+    err=$("$ROPELAB" bench --attention softmax --pe none --causal --n 16 --reps 1 $c 2>&1 >/dev/null); st=$?
+    case "$err" in *"expected a number > 0"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ]; ok $((r | $?)) "ropelab bench $c: exit 2, $err"
+done
 err=$("$ROPELAB" run x.ini --out 2>&1 >/dev/null)
 case "$err" in *"option '--out' needs an argument"*) r=0 ;; *) r=1 ;; esac; ok $r "missing value: $err"
 err=$("$ROPELAB" attn --frob=1 2>&1 >/dev/null)

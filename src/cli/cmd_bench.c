@@ -389,6 +389,8 @@ static int bench_kernels(int argc, char **argv)
         if (e) return RL_EXIT_USAGE;
     }
     if (optind < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[optind]);
+    if (!(budget > 0)) return rl_usage_error("bench", "--budget-s: expected a number > 0, got %g", budget);
+    if (!(mem_gb > 0)) return rl_usage_error("bench", "--mem-gb: expected a number > 0, got %g", mem_gb);
     if (strcmp(attn, "all") && strcmp(attn, "softmax") && strcmp(attn, "linear"))
         return rl_usage_error("bench", "--attention: unknown value '%s'", attn);
     if (strcmp(pe, "all") && strcmp(pe, "none") && strcmp(pe, "rope") && strcmp(pe, "t5") && strcmp(pe, "alibi"))
@@ -396,6 +398,9 @@ static int bench_kernels(int argc, char **argv)
     rl_cli_threads("bench", threads);
     struct bench_cfg cfg[32];
     int              nc = make_configs(cfg, attn, pe, causal_sel);
+    for (int c = 0; c < nc; c++) /* a shape a kernel refuses (odd d with RoPE): before any timing */
+        if (rl_attn_opts_check(&cfg[c].o, H, d, dv) != RL_OK)
+            return rl_usage_error("bench", "%s: %s", cfg[c].label, rl_last_error());
     FILE            *csv = NULL;
     if (out) {
         char p[4096];
