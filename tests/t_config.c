@@ -138,6 +138,18 @@ static void test_errors(void)
     expect_error("e.ini", "[task]\nname = wiki\n", NULL, "[task] name: expected one of copy,");
     expect_error("e.ini", "[eval]\nlengths = 64, x\n", NULL,
                  "e.ini:2: [eval] lengths: expected a comma-separated list of positive integers");
+    /* an empty entry (a number left out) is an error, not skipped */
+    expect_error("e.ini", "[eval]\nlengths = 64,,256\n", NULL,
+                 "e.ini:2: [eval] lengths: expected a comma-separated list of positive integers");
+    expect_error("e.ini", "[eval]\nlengths = 64,\n", NULL,
+                 "e.ini:2: [eval] lengths: expected a comma-separated list of positive integers");
+    expect_error("e.ini", "[eval]\nrope_extend = none,,pi\n", NULL,
+                 "e.ini:2: [eval] rope_extend: expected a list of none, pi, ntk, yarn");
+    {   /* a value longer than the parser's buffer is refused, not cut (dropping 256 here) */
+        char set[1400];
+        snprintf(set, sizeof set, "eval.lengths=64,%1200s256", "");
+        expect_error(NULL, NULL, set, "[eval] lengths: value longer than");
+    }
     expect_error("e.ini", "[experiment]\nname = a/b\n", NULL,
                  "[experiment] name: expected a directory name");
     expect_error("e.ini", "[model]\n[modle]\nheads = 2\n", NULL,
