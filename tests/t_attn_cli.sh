@@ -72,6 +72,11 @@ status_of() { "$ROPELAB" attn "$@" >/dev/null 2>"$work/err"; echo $?; }
 [ "$(status_of --in x --out y --pe nosuch)" = 2 ]; ok $? "bad --pe value rejected (exit 2)"
 [ "$(status_of --in x --out y --rope-base)" = 2 ]; ok $? "missing option argument rejected (exit 2)"
 [ "$(status_of --in x --out y --frobnicate 1)" = 2 ]; ok $? "unknown option rejected (exit 2)"
+# an empty directory name: not the filesystem root (--in '' read /q.npy)
+[ "$(status_of --in '' --out "$work/o")" = 2 ] && grep -q "^ropelab attn: --in: expected a directory, got ''" "$work/err"
+ok $? "--in '' rejected (exit 2): $(cat "$work/err")"
+[ "$(status_of --in "$work/bad" --out '')" = 2 ] && grep -q "^ropelab attn: --out: expected a directory, got ''" "$work/err"
+ok $? "--out '' rejected (exit 2): $(cat "$work/err")"
 if [ $have_numpy = 1 ]; then
     "$PY" - "$work/bad" <<'PYEOF'
 import numpy as np, sys

@@ -131,6 +131,8 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
     }
     if (optind < argc) return rl_usage_error("attn", "unexpected argument '%s'", argv[optind]);
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
+    if (!A->in[0]) return rl_usage_error("attn", "--in: expected a directory, got ''");
+    if (!A->out[0]) return rl_usage_error("attn", "--out: expected a directory, got ''");
     return -1;
 }
 
