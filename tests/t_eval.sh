@@ -55,6 +55,15 @@ ok $? "--opt=value and --opt value; a second evaluation goes to RUN_DIR/eval-2"
 "$ROPELAB" eval $d -q --threads 2 --out $tmp/ev-t2 >/dev/null 2>err && nots $tmp/ev-t2/results.csv >c &&
     cmp -s a c && grep -q '^threads = 2$' $tmp/ev-t2/config.ini
 ok $? "--threads 2: the same numbers (the run trained with 1 thread)"
+# --out naming a training run (the run itself, or one of its points) would overwrite its
+# config.ini and results.csv: refused, the run left as it was
+cp $d/results.csv a; cp $d/config.ini b; cp $d/pe=rope/results.csv c
+for o in $d $d/pe=rope; do
+    "$ROPELAB" eval $d -q --lengths 16 --out $o >/dev/null 2>err; r=$?
+    [ $r != 0 ] && grep -q "^ropelab: $o holds a training run" err &&
+        cmp -s a $d/results.csv && cmp -s b $d/config.ini && cmp -s c $d/pe=rope/results.csv
+    ok $? "eval --out $o (a training run): refused (exit $r), the run unchanged"
+done
 
 # --- one checkpoint ---
 ck="$d/pe=rope/checkpoints/step-6.safetensors"

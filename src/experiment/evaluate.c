@@ -10,6 +10,7 @@
 #include "../core/gemm.h"
 #include "../core/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,42 @@ static void fresh_dir(char *buf, size_t len, const char *stem)
     snprintf(buf, len, "%s", stem);
     for (int k = 2; rl_path_exists(buf) && k < 100000; k++)
         snprintf(buf, len, "%s-%d", stem, k);
+}
+
+/* Does dir hold a training run: metrics.jsonl or checkpoints/, its own or a point's?  An
+ * evaluation writes neither, so an --out there would overwrite the run's config.ini and
+ * results.csv with the evaluation's. */
+static int holds_training(const char *dir)
+{
+    char p[4096 + 512];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    int found = rl_path_exists(p);
+    snprintf(p, sizeof p, "%s/checkpoints", dir);
+    found |= rl_path_exists(p);
+    DIR *d = found ? NULL : opendir(dir);
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue; /* ., .. (point names start with a key) */
+        snprintf(p, sizeof p, "%s/%s/metrics.jsonl", dir, e->d_name);
+        found = rl_path_exists(p);
+        snprintf(p, sizeof p, "%s/%s/checkpoints", dir, e->d_name);
+        found |= rl_path_exists(p);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* The output directory: o->out as given (unless it holds a training run), else stem,
+ * stem-2, stem-3, ... */
+static rl_status out_dir(char *buf, size_t len, const struct rl_evaluate_opts *o, const char *stem)
+{
+    if (!o->out) return fresh_dir(buf, len, stem), RL_OK;
+    if (holds_training(o->out))
+        RL_FAIL(RL_EINVAL,
+                "%s holds a training run: the evaluation would overwrite its config.ini and "
+                "results.csv; choose another --out",
+                o->out);
+    snprintf(buf, len, "%s", o->out);
+    return RL_OK;
 }
 
 /* May [section] key change in an evaluation?  [model] keys are checked against the
@@ -214,10 +251,7 @@ static rl_status eval_run(const char *dir, const struct rl_evaluate_opts *o, cha
     if (st == RL_OK) st = rl_sweep_init(&sw, base);
     if (st == RL_OK) {
         snprintf(path, sizeof path, "%s/eval", dir);
-        if (o->out)
-            snprintf(out, len, "%s", o->out);
-        else
-            fresh_dir(out, len, path);
+        st = out_dir(out, len, o, path);
     }
     long done = 0; /* points evaluated; an unfinished point of the run is skipped */
     for (long p = 0; st == RL_OK && p < sw.n_points; p++) {
@@ -267,10 +301,7 @@ static rl_status eval_file(const char *path, const struct rl_evaluate_opts *o, c
     rl_status st = rl_cfg_from_checkpoint(c, path, NULL);
     if (st == RL_OK) {
         snprintf(stem, sizeof stem, "eval-%s", c->experiment.name);
-        if (o->out)
-            snprintf(out, len, "%s", o->out);
-        else
-            fresh_dir(out, len, stem);
+        st = out_dir(out, len, o, stem);
     }
     if (st == RL_OK) st = eval_point(c, path, out, o, "");
     if (st == RL_OK) st = rl_report_write(out, o->table, o->log);
