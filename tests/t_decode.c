@@ -275,6 +275,18 @@ static void check_errors(void)
            "learned PE: the token past max_len is refused, named (%s)", rl_last_error());
     rl_decoder_free(dc);
     rl_model_free(m);
+    /* finite weights whose logits overflow float32: an error, not NaN logits that a
+     * sampler would read as token 0 */
+    m = make_model(&k);
+    const struct rl_tensor_info *h = rl_model_tensor_by_name(m, "head.weight");
+    for (size_t j = 0; h && j < h->count; j++)
+        rl_model_params(m)[h->offset + j] = j % 2 ? -3e38f : 3e38f;
+    st = h ? rl_decoder_create(&dc, m, RL_DECODE_RECURRENT, 4) : RL_EINVAL;
+    if (st == RL_OK) st = rl_decoder_step(dc, logits, 1);
+    tap_ok(st != RL_OK && strstr(rl_last_error(), "not finite"),
+           "logits that overflow are an error (%s)", st == RL_OK ? "accepted" : rl_last_error());
+    rl_decoder_free(dc);
+    rl_model_free(m);
     struct rl_model_config c;
     make_config(&c, &k);
     c.n_classes   = 3;

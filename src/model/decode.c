@@ -9,6 +9,7 @@
 #include "../kernels/attn_step.h"
 #include "../core/util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +237,18 @@ static rl_status block_step(rl_decoder *dc, int l)
     return RL_OK;
 }
 
+/* Logits that overflowed float32 (NaN or infinity): a sampler would read them as token 0. */
+static rl_status check_logits(const rl_decoder *dc, const float *logits)
+{
+    for (int j = 0; j < dc->V; j++)
+        if (!isfinite(logits[j]))
+            RL_FAIL(RL_EINVAL,
+                    "decoder: the logits after position %d are not finite (%g for token %d): "
+                    "the model overflows float32 on this input",
+                    dc->pos, logits[j], j);
+    return RL_OK;
+}
+
 rl_status rl_decoder_step(rl_decoder *dc, float *logits, int32_t tok)
 {
     if (tok < 0 || tok >= dc->V)
@@ -247,6 +260,7 @@ rl_status rl_decoder_step(rl_decoder *dc, float *logits, int32_t tok)
                 dc->c.max_len, dc->pos + 1, dc->pos);
     if (dc->recompute) {
         RL_TRY(step_full(dc, logits, tok));
+        RL_TRY(check_logits(dc, logits));
         dc->pos++;
         return RL_OK;
     }
@@ -257,6 +271,7 @@ rl_status rl_decoder_step(rl_decoder *dc, float *logits, int32_t tok)
     float mean, rstd;
     rl_layernorm_forward(dc->ln, &mean, &rstd, dc->x, dc->lnfw, dc->lnfb, 1, dc->D);
     rl_linear_forward(logits, dc->ln, dc->headw, dc->headb, 1, dc->D, dc->V, 0);
+    RL_TRY(check_logits(dc, logits));
     dc->pos++;
     return RL_OK;
 }
