@@ -67,6 +67,9 @@ END_INI
 grep -q '^warning: lr diverged' out && grep -q ',diverged\(,\|$\)' runs/lr/results.csv &&
     grep -q '^## Diverged' runs/lr/summary.md
 ok $? "lr = 10, clip = 0: 'diverged' in results.csv, summary.md and a warning line"
+"$ROPELAB" eval runs/lr --out ev-lr -q >/dev/null 2>err && grep -q ',diverged\(,\|$\)' ev-lr/results.csv &&
+    grep -q '^## Diverged' ev-lr/summary.md
+ok $? "ropelab eval of that run flags it too"
 sed -i 's/^lr = 10/lr = 3e-3/; s/^clip = 0//; s/^name = lr/name = fine/' lr.ini
 "$ROPELAB" run lr.ini --out runs -q >out 2>err
 ! grep -q diverged out runs/fine/results.csv runs/fine/summary.md

@@ -190,6 +190,30 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, in
     return st != RL_OK ? st : back;
 }
 
+/* A diverged model: its evaluation loss at the training length (or the shortest length
+ * evaluated) is more than twice a uniform guess's ln(V) -- the loss a freshly initialised
+ * model starts from -- or a loss or perplexity is not finite.  Every row's note says so
+ * (results.csv, summary.md). */
+void rl_trainer_mark_diverged(const struct rl_cfg *c, rl_task *task, struct rl_eval_row *rows,
+                              int n)
+{
+    const int classes = rl_task_n_classes(task) > 0 ? rl_task_n_classes(task) : rl_task_vocab(task);
+    const double limit = 2 * log(classes > 1 ? classes : 2);
+    int          ref = -1, bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].na) continue;
+        if (ref < 0 || rows[i].length == c->task.length ||
+            (rows[ref].length != c->task.length && rows[i].length < rows[ref].length))
+            ref = i;
+        bad |= !isfinite(rows[i].loss) || (rl_task_causal(task) && !isfinite(rows[i].ppl));
+    }
+    if (ref >= 0) bad |= rows[ref].loss > limit;
+    for (int i = 0; bad && i < n; i++) {
+        size_t at = strlen(rows[i].note);
+        snprintf(rows[i].note + at, sizeof rows[i].note - at, "%sdiverged", at ? "; " : "");
+    }
+}
+
 rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, const char *path,
                                        struct rl_train_result *r, int64_t *step)
 {
@@ -198,6 +222,7 @@ rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, co
     RL_TRY(rl_trainer_init(&tr, c, task));
     rl_status st = rl_checkpoint_load(path, tr.m, NULL, NULL, step, NULL, NULL);
     if (st == RL_OK) st = rl_trainer_evaluate(&tr, r->eval, &r->n_eval);
+    if (st == RL_OK) rl_trainer_mark_diverged(c, task, r->eval, r->n_eval); /* as the run did */
     rl_trainer_free(&tr);
     return st;
 }

@@ -43,6 +43,10 @@ rl_status rl_trainer_update(struct rl_trainer *t, struct rl_update_stats *s);
 /* Evaluate at every eval length, under every rope_extend method (RoPE points; once for
  * the others), into rows: *n_rows of them, method-major (train_eval.c). */
 rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, int *n_rows);
+/* "diverged" appended to every row's note when the loss at the training length (or the
+ * shortest length) exceeds twice ln(classes), or a loss or perplexity is not finite. */
+void rl_trainer_mark_diverged(const struct rl_cfg *c, rl_task *task, struct rl_eval_row *rows,
+                              int n);
 /* Data parallel: 1 on the rank that writes the run's files and evaluates (rank 0), 0 on
  * the others; 1 without data parallelism (every rank writes its own points). */
 int rl_trainer_writer(const struct rl_trainer *t);

@@ -241,35 +241,12 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     return RL_OK;
 }
 
-/* A diverged model: its evaluation loss at the training length (or the shortest length
- * evaluated) is more than twice a uniform guess's ln(V) -- the loss a freshly initialised
- * model starts from -- or a loss or perplexity is not finite.  Every row's note says so
- * (results.csv, summary.md). */
-static void mark_diverged(const struct rl_cfg *c, rl_task *task, struct rl_eval_row *rows, int n)
-{
-    const int classes = rl_task_n_classes(task) > 0 ? rl_task_n_classes(task) : rl_task_vocab(task);
-    const double limit = 2 * log(classes > 1 ? classes : 2);
-    int          ref = -1, bad = 0;
-    for (int i = 0; i < n; i++) {
-        if (rows[i].na) continue;
-        if (ref < 0 || rows[i].length == c->task.length ||
-            (rows[ref].length != c->task.length && rows[i].length < rows[ref].length))
-            ref = i;
-        bad |= !isfinite(rows[i].loss) || (rl_task_causal(task) && !isfinite(rows[i].ppl));
-    }
-    if (ref >= 0) bad |= rows[ref].loss > limit;
-    for (int i = 0; bad && i < n; i++) {
-        size_t at = strlen(rows[i].note);
-        snprintf(rows[i].note + at, sizeof rows[i].note - at, "%sdiverged", at ? "; " : "");
-    }
-}
-
 static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
 {
     const struct rl_cfg *c = r->tr.c;
     if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 evaluates */
     RL_TRY(rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval));
-    mark_diverged(c, r->tr.task, res->eval, res->n_eval);
+    rl_trainer_mark_diverged(c, r->tr.task, res->eval, res->n_eval);
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
     RL_TRY(write_eval_record(r, res->eval, res->n_eval));
     RL_TRY(rl_write_results_csv(dir, c, res->eval, res->n_eval));
