@@ -150,6 +150,19 @@ static void test_errors(void)
         snprintf(set, sizeof set, "eval.lengths=64,%1200s256", "");
         expect_error(NULL, NULL, set, "[eval] lengths: value longer than");
     }
+    {   /* a value config.ini could not hold on one INI line (libinih: 198 characters) */
+        char set[400], list[300];
+        snprintf(set, sizeof set, "experiment.out=runs/%200s", "x");
+        for (char *q = set; *q; q++)
+            *q = *q == ' ' ? 'd' : *q;
+        expect_error(NULL, NULL, set, "--set experiment.out=runs/ddd");
+        expect_error(NULL, NULL, set, "[experiment] out: the line 'out = ...' would be 211 characters");
+        int at = 0;
+        for (int v = 1001; v <= 1060; v++)
+            at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", at ? "," : "", v);
+        snprintf(set, sizeof set, "sweep.train.seed=%s", list);
+        expect_error(NULL, NULL, set, "[sweep] train.seed: the line 'train.seed = ...' would be");
+    }
     expect_error("e.ini", "[experiment]\nname = a/b\n", NULL,
                  "[experiment] name: expected a directory name");
     expect_error("e.ini", "[model]\n[modle]\nheads = 2\n", NULL,

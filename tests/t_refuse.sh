@@ -51,6 +51,11 @@ printf '[task]\nname = copy\n[eval]\nlengths = 64, 100000000\n' >evl.ini
 expect 2 "evaluation at length 100000000" run evl.ini --out runs
 printf '[task]\nname = copy\n[train]\nbatch = 1073741824\n' >batch.ini
 expect 2 "training batch 1073741824 x" run batch.ini --out runs
+# an --out that config.ini could not hold on one INI line: refused before training (it used
+# to train, then fail to read its own config.ini back, as report, eval and --resume did)
+long=dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd
+expect 2 "the line 'out = ...' would be 2.. characters in config.ini" run ok.ini --out "lo/$long/$long/$long"
+[ ! -e lo ]; ok $? "... and nothing written"
 
 # a diverged run: flagged, not silent
 tiny_ini lr.ini lr <<END_INI

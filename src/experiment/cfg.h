@@ -137,6 +137,9 @@ rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key,
                          const char *where);
 /* Combination checks that need no data. */
 rl_status rl_cfg_check(const struct rl_cfg *c);
+/* Every line of the INI text rl_cfg_render writes (with [sweep]) fits libinih's line, so
+ * that the run's config.ini reads back; rl_cfg_check includes it. */
+rl_status rl_cfg_check_lines(const struct rl_cfg *c);
 /* Fill the automatic values from the task (its training length and the largest length it
  * can generate, 0 = unlimited) and check what depends on them. */
 rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int task_max_length,

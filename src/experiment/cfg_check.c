@@ -5,6 +5,7 @@
 #include "cfg_keys.h"
 #include "../core/mpi.h"
 
+#include <ini.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -66,8 +67,40 @@ static rl_status check_rope(const struct rl_cfg *c)
     return RL_OK;
 }
 
+/* Every line of the config.ini a run writes must read back: libinih holds INI_MAX_LINE
+ * characters with the newline.  A longer value (a long --out or path, a long swept list,
+ * possible through --out and --set) would leave the run unable to read its own config.ini
+ * (report, eval, --resume) after training. */
+rl_status rl_cfg_check_lines(const struct rl_cfg *c)
+{
+    char *text = malloc(1 << 16), sec[64] = "", key[128];
+    if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_cfg_render(c, text, 1 << 16, 0);
+    size_t n = 0;
+    for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        n = (size_t)(nl - line);
+        if (line[0] == '[' && n >= 2) snprintf(sec, sizeof sec, "%.*s", (int)n - 2, line + 1);
+        if (line[0] == '[' || n <= INI_MAX_LINE - 2) continue;
+        const char *eq = strstr(line, " = ");
+        snprintf(key, sizeof key, "%.*s", eq && eq < nl ? (int)(eq - line) : 0, line);
+        break;
+    }
+    free(text);
+    if (n <= INI_MAX_LINE - 2) return RL_OK;
+    const char *where = c->file[0] ? c->file : "(defaults)";
+    int         i     = rl_cfg_find_key(sec, key);
+    if (i >= 0 && c->where[i][0]) where = c->where[i];
+    for (int j = 0; j < c->sweep.n_keys && strcmp(sec, "sweep") == 0; j++)
+        if (!strcmp(c->sweep.keys[j].key, key)) where = c->sweep.keys[j].where;
+    RL_FAIL(RL_EINVAL,
+            "%s: [%s] %s: the line '%s = ...' would be %zu characters in config.ini, more "
+            "than the %d an INI line holds: shorten the value",
+            where, sec, key, key, n, INI_MAX_LINE - 2);
+}
+
 rl_status rl_cfg_check(const struct rl_cfg *c)
 {
+    RL_TRY(rl_cfg_check_lines(c));
     if (c->model.d_model % c->model.heads)
         CHECK_FAIL("model", "heads", "model", "d_model",
                    "d_model = %d is not divisible by heads = %d", c->model.d_model, c->model.heads);

@@ -69,6 +69,7 @@ rl_status rl_experiment_prepare(rl_experiment **out, const struct rl_cfg *c)
         snprintf(e->dir, sizeof e->dir, "%s/%s", c->experiment.out, c->experiment.name);
         st = rl_sweep_init(&e->sw, c);
     }
+    if (st == RL_OK) st = rl_cfg_check_lines(c); /* the experiment's config.ini, with [sweep] */
     if (st == RL_OK && rl_sweep_find(&e->sw, "train", "data_parallel") >= 0)
         st = rl_error_report(RL_EINVAL, __FILE__, __LINE__,
                              "%s: [sweep] train.data_parallel: cannot be swept (it decides "
