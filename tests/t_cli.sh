@@ -78,6 +78,12 @@ for c in "--budget-s -1" "--budget-s nan" "--mem-gb 0" "--mem-gb -2"; do
     case "$err" in *"expected a number > 0"*) r=0 ;; *) r=1 ;; esac
     [ $st = 2 ]; ok $((r | $?)) "ropelab bench $c: exit 2, $err"
 done
+# report --rope-decay --base: an empty item is an error, not skipped
+for b in 10,,20 10,; do
+    err=$("$ROPELAB" report --rope-decay --out "$tmp/rd" --base $b 2>&1 >/dev/null); st=$?
+    case "$err" in *"--base: expected a number, got ''"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ] && [ ! -e "$tmp/rd" ]; ok $((r | $?)) "ropelab report --rope-decay --base $b: exit 2, $err"
+done
 err=$("$ROPELAB" run x.ini --out 2>&1 >/dev/null)
 case "$err" in *"option '--out' needs an argument"*) r=0 ;; *) r=1 ;; esac; ok $r "missing value: $err"
 err=$("$ROPELAB" attn --frob=1 2>&1 >/dev/null)

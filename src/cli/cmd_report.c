@@ -41,10 +41,12 @@ static const char usage[] =
 
 static int parse_bases(const char *s, double *b, int *n)
 {
-    char buf[256], *save = NULL;
+    char buf[256], *next;
+    if (strlen(s) >= sizeof buf) return rl_usage_error("report", "--base: value too long");
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (char *t = buf; t; t = next) { /* every item, empty ones too (unlike strtok) */
+        if ((next = strchr(t, ','))) *next++ = 0;
         if (*n == MAX_BASES)
             return rl_usage_error("report", "--base: at most %d values", MAX_BASES);
         if (rl_parse_double("report", "--base", t, &b[*n])) return RL_EXIT_USAGE;
