@@ -134,6 +134,33 @@ static void round_trip(void)
     rmdir(dir);
 }
 
+/* A file without a trustworthy size -- a pipe (/dev/fd/N, like /dev/stdin), which cannot
+ * seek -- is read to its end: 50 000 bytes through a 4 KiB buffer that grows. */
+static void stream_read(void)
+{
+    int fd[2];
+    if (pipe(fd) != 0) {
+        tap_ok(0, "pipe()");
+        return;
+    }
+    static unsigned char data[50000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char)(i * 131 + 7);
+    ssize_t w = write(fd[1], data, sizeof data); /* below the pipe's 64 KiB: no reader needed */
+    close(fd[1]);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", fd[0]);
+    unsigned char *b = NULL;
+    size_t         n = 0;
+    rl_status      st = rl_read_file(&b, &n, path);
+    tap_ok(w == (ssize_t)sizeof data && st == RL_OK && n == sizeof data &&
+               memcmp(b, data, n) == 0 && b[n] == 0,
+           "a pipe is read to its end (%zu bytes of %zu; %s)", n, sizeof data,
+           st == RL_OK ? "ok" : rl_last_error());
+    free(b);
+    close(fd[0]);
+}
+
 int main(void)
 {
     tap_seed(3);
@@ -160,5 +187,6 @@ int main(void)
     bad("bad_magic.npy", "magic");
     hand_built();
     round_trip();
+    stream_read();
     return tap_done();
 }

@@ -13,6 +13,36 @@
 #include <time.h>
 #include <unistd.h>
 
+#define STREAM_MAX ((size_t)256 << 20) /* the most read from a pipe or device */
+
+/* A file without a size to trust (a pipe, a FIFO, /dev/stdin, a /proc file that reports
+ * 0 bytes): read until its end, growing the buffer, at most STREAM_MAX bytes. */
+static rl_status read_stream(unsigned char **buf, size_t *len, FILE *f, const char *path)
+{
+    size_t         cap = 4096, n = 0;
+    unsigned char *b   = malloc(cap + 1);
+    for (;;) {
+        if (!b) RL_FAIL(RL_ENOMEM, "%s: cannot allocate %zu bytes", path, cap + 1);
+        size_t want = cap - n, got = fread(b + n, 1, want, f);
+        n += got;
+        if (got < want) break; /* the end, or an error: fread stops early for nothing else */
+        if (cap >= STREAM_MAX) {
+            free(b);
+            RL_FAIL(RL_EFORMAT, "%s: longer than %zu MiB", path, STREAM_MAX >> 20);
+        }
+        unsigned char *g = realloc(b, 2 * cap + 1);
+        if (!g) free(b);
+        b = g, cap *= 2;
+    }
+    if (ferror(f)) {
+        free(b);
+        RL_FAIL(RL_EIO, "%s: read error: %s", path, strerror(errno));
+    }
+    b[n] = 0;
+    *buf = b, *len = n;
+    return RL_OK;
+}
+
 rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
 {
     *buf    = NULL;
@@ -24,6 +54,11 @@ rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
     if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
         fclose(f);
         RL_FAIL(RL_EIO, "%s: is a directory, not a file", path);
+    }
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
+        rl_status st = read_stream(buf, len, f, path);
+        fclose(f);
+        return st;
     }
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);
