@@ -60,6 +60,11 @@ for c in "attn --in $tmp --out $tmp/o --pe=nope" "attn --in $tmp --out $tmp/o --
     err=$("$ROPELAB" $c 2>&1 >/dev/null)
     case "$err" in *"--pe: unknown value 'nope'"*) r=0 ;; *) r=1 ;; esac; ok $r "ropelab $c: $err"
 done
+for c in "bench --train --decode" "bench --decode --train"; do
+    err=$("$ROPELAB" $c 2>&1 >/dev/null); st=$?
+    case "$err" in *"--train and --decode exclude each other"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ]; ok $(( $? | r )) "ropelab $c: exit $st, $err"
+done
 for c in "run x.ini --threads=0" "run x.ini --threads 0" "bench --train --steps=0" "bench --train --steps 0" \
     "bench --reps=99" "bench --reps 99" "report --rope-decay --dims=3 --out $tmp" "report --rope-decay --dims 3 --out=$tmp"; do
     err=$("$ROPELAB" $c 2>&1 >/dev/null); st=$?

@@ -302,15 +302,16 @@ static int bench_train(int argc, char **argv)
 
 int rl_cmd_bench(int argc, char **argv)
 {
+    int train = 0, decode = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(bench_usage, stdout);
             return RL_EXIT_OK;
         }
-        if (!strcmp(argv[i], "--train")) return bench_train(argc, argv);
-        if (!strcmp(argv[i], "--decode")) return rl_bench_decode(argc, argv);
+        train |= !strcmp(argv[i], "--train"), decode |= !strcmp(argv[i], "--decode");
     }
-    return bench_kernels(argc, argv);
+    if (train && decode) return rl_usage_error("bench", "--train and --decode exclude each other");
+    return train ? bench_train(argc, argv) : decode ? rl_bench_decode(argc, argv) : bench_kernels(argc, argv);
 }
 
 static int parse_n_list(const char *s, int *ns, int max)
