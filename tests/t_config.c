@@ -444,6 +444,21 @@ static void test_docs(void)
     free(doc);
 }
 
+/* A UTF-8 byte-order mark (as some editors save) is skipped; elsewhere it is no key. */
+static void test_bom(void)
+{
+    struct rl_cfg *c = malloc(sizeof *c);
+    rl_cfg_defaults(c);
+    rl_status st = rl_cfg_load(c, write_ini("bom.ini", "\xEF\xBB\xBF[train]\nsteps = 17\n"));
+    tap_ok(st == RL_OK && c->train.steps == 17, "a leading UTF-8 BOM is skipped (steps %d: %s)",
+           (int)c->train.steps, st == RL_OK ? "ok" : rl_last_error());
+    rl_cfg_defaults(c);
+    st = rl_cfg_load(c, write_ini("bom2.ini", "[train]\n\xEF\xBB\xBFsteps = 17\n"));
+    tap_ok(st != RL_OK && strstr(rl_last_error(), "bom2.ini:2"), "a BOM inside the file is refused: %s",
+           rl_last_error());
+    free(c);
+}
+
 int main(void)
 {
     tap_scratch(tmpdir, sizeof tmpdir, "t_config");
@@ -454,6 +469,7 @@ int main(void)
     test_round_trip();
     test_model_mapping();
     test_docs();
+    test_bom();
     tap_scratch_remove(tmpdir);
     return tap_done();
 }

@@ -700,6 +700,7 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
 {
     struct parse_state *ps = calloc(1, sizeof *ps);
     if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     rl_status st = parse(ps);
     free(ps);
