@@ -174,6 +174,25 @@ grep -A7 '^## charlm: loss by position at evaluation length 64' "$l/summary.md" 
     [ "$(grep -A7 '^## charlm: loss by position' "$l/summary.md" | grep -c '^| \(rope\|alibi\) | softmax | [0-9]')" = 2 ]
 ok $? "summary.md: loss by position range at the longest length, training length first"
 
+# --- one process at a time in a run directory ---
+tiny_ini "$tmp/long.ini" long <<EOF
+[experiment]
+threads = 1
+[train]
+steps = 1000000
+EOF
+"$ROPELAB" run "$tmp/long.ini" --out "$tmp/lk" -q >/dev/null 2>&1 &
+first=$!
+i=0
+while [ ! -f "$tmp/lk/long/.lock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.5
+err=$("$ROPELAB" run "$tmp/long.ini" --out "$tmp/lk" --resume --stop-after 1 2>&1 >/dev/null); st=$?
+case "$err" in *"is in use by another ropelab process"*) r=0 ;; *) r=1 ;; esac
+[ $st = 1 ]; ok $(( $? | r )) "a second run in a directory in use stops before training: exit $st, $err"
+kill $first; wait $first 2>/dev/null
+"$ROPELAB" run "$tmp/long.ini" --out "$tmp/lk" --resume --stop-after 1 >/dev/null 2>&1
+ok $? "once the first process is gone (killed), --resume takes the directory"
+
 # --- RoPE long-term decay ---
 ROPELAB_GNUPLOT=none "$ROPELAB" report --rope-decay --out "$tmp/decay" --dims 128 --base 10000,500000 --max-distance 300 >/dev/null
 ok $? "report --rope-decay"

@@ -10,9 +10,12 @@
 #include "../core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 struct rl_experiment {
@@ -378,7 +381,41 @@ static rl_status run_points(const rl_experiment *e, struct run_state *rs, struct
     return RL_OK;
 }
 
+static rl_status experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts,
+                                int *stopped);
+
+/* One process at a time in an experiment directory: two runs (or a run and its --resume)
+ * would both train and write the same checkpoints, metrics.jsonl and results.  Rank 0
+ * holds an flock on the empty file DIR/.lock (the file stays; the lock goes with the
+ * process, also when it is killed). */
+static rl_status lock_dir(const char *dir, int *fd)
+{
+    char path[4096];
+    RL_TRY(rl_mkdir_p(dir));
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0) RL_FAIL(RL_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return RL_OK;
+    int busy = errno == EWOULDBLOCK, err = errno;
+    close(*fd), *fd = -1;
+    if (busy)
+        RL_FAIL(RL_EINVAL,
+                "%s is in use by another ropelab process: wait for it to end, or choose "
+                "another --out",
+                dir);
+    RL_FAIL(RL_EIO, "%s: cannot lock: %s", path, strerror(err));
+}
+
 rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts, int *stopped)
+{
+    int lock = -1;
+    if (rl_mpi_rank() == 0) RL_TRY(lock_dir(e->dir, &lock));
+    rl_status st = experiment_run(e, opts, stopped);
+    if (lock >= 0) close(lock);
+    return st;
+}
+
+static rl_status experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts, int *stopped)
 {
     const int                 dp = e->base.train.data_parallel, rank = rl_mpi_rank();
     struct rl_experiment_opts mine = *opts, *o = &mine;
