@@ -3,6 +3,7 @@
  * with a message instead of a crash. */
 #include "config.h"
 #include "core/npy.h"
+#include "core/util.h"
 #include "tap.h"
 
 #include <stdio.h>
