@@ -133,7 +133,7 @@ ok $? "the interrupted point resumed from update 2: records 2, 4, 6 once each"
 cut -d, -f1-6 "$d/results.csv" >"$tmp/x"; cut -d, -f1-6 "$b/results.csv" >"$tmp/y"
 cmp -s "$tmp/x" "$tmp/y"; ok $? "resumed sweep: acc, loss, ppl equal the uninterrupted run's"
 "$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume --set train.lr=0.5 >/dev/null 2>"$tmp/err"; r=$?
-[ $r = 1 ] && grep -q 'configuration differs from the finished point.s (train.lr' "$tmp/err"
+[ $r = 1 ] && grep -q 'configuration differs from the run.s (train.lr' "$tmp/err"
 ok $? "--resume with a changed key: exit 1 naming the key"
 
 # --- impossible combination: nothing runs ---
@@ -192,6 +192,13 @@ case "$err" in *"is in use by another ropelab process"*) r=0 ;; *) r=1 ;; esac
 kill $first; wait $first 2>/dev/null
 "$ROPELAB" run "$tmp/long.ini" --out "$tmp/lk" --resume --stop-after 1 >/dev/null 2>&1
 ok $? "once the first process is gone (killed), --resume takes the directory"
+
+"$ROPELAB" run "$tmp/long.ini" --out "$tmp/lk" --resume --set sweep.model.pe=rope,alibi >/dev/null 2>"$tmp/err"; st=$?
+[ $st = 1 ] && grep -q 'configuration differs from the run.s (' "$tmp/err" && [ ! -d "$tmp/lk/long/pe=rope" ]
+ok $? "a single run resumed as a sweep is refused before anything is written: $(head -c 160 "$tmp/err")"
+"$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume --set sweep.model.pe=learned,rope,alibi >/dev/null 2>"$tmp/err"; st=$?
+[ $st = 1 ] && grep -q 'configuration differs from the run.s (sweep.model.pe' "$tmp/err"
+ok $? "a sweep resumed with other values is refused, naming the key"
 
 # --- RoPE long-term decay ---
 ROPELAB_GNUPLOT=none "$ROPELAB" report --rope-decay --out "$tmp/decay" --dims 128 --base 10000,500000 --max-distance 300 >/dev/null

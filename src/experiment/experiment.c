@@ -171,6 +171,27 @@ static void warn_diverged(FILE *f, const struct rl_train_result *res, const char
 
 /* ---- the experiment directory ---- */
 
+/* The configuration in `path` (a config.ini written before) against the one rendered now:
+ * any key but the runtime ones (threads, output) that differs is an error naming it. */
+static rl_status same_config(const char *path, const char *now, const char *whose)
+{
+    unsigned char *then;
+    size_t         len;
+    char           msg[1024];
+    RL_TRY(rl_read_file(&then, &len, path));
+    int diff = rl_cfg_text_diff((const char *)then, now, msg, sizeof msg);
+    free(then);
+    if (diff)
+        RL_FAIL(RL_EINVAL,
+                "%s: the configuration differs from the %s (%s; then vs now): resume with the "
+                "same configuration, or start a new run with another name or --out",
+                path, whose, msg);
+    return RL_OK;
+}
+
+/* The experiment's directory and its config.ini; on --resume the configuration must be the
+ * one the run was started with (a sweep's keys and lists included: a single run resumed
+ * as a sweep, or a sweep with other values, would write its results over the run's). */
 static rl_status open_dir(const rl_experiment *e, int resume)
 {
     char path[4096];
@@ -185,8 +206,10 @@ static rl_status open_dir(const rl_experiment *e, int resume)
     if (!text) RL_FAIL(RL_ENOMEM, "out of memory");
     int       n  = rl_cfg_render(&e->base, text, 1 << 16, 0);
     rl_status st = n < (1 << 16)
-                       ? rl_write_file_atomic(path, text, (size_t)n, NULL, 0)
+                       ? RL_OK
                        : rl_error_report(RL_EINVAL, __FILE__, __LINE__, "configuration too long");
+    if (st == RL_OK && resume && rl_path_exists(path)) st = same_config(path, text, "run's");
+    if (st == RL_OK) st = rl_write_file_atomic(path, text, (size_t)n, NULL, 0);
     free(text);
     return st;
 }
@@ -194,27 +217,14 @@ static rl_status open_dir(const rl_experiment *e, int resume)
 /* A finished point is skipped only if it was made with the configuration it gets now. */
 static rl_status check_finished(const struct rl_cfg *pc, const char *pdir)
 {
-    char           path[4096], msg[1024];
-    unsigned char *then;
-    size_t         len;
+    char  path[4096];
+    char *now = malloc(1 << 16);
+    if (!now) RL_FAIL(RL_ENOMEM, "out of memory");
     snprintf(path, sizeof path, "%s/config.ini", pdir);
-    RL_TRY(rl_read_file(&then, &len, path));
-    char *now  = malloc(1 << 16);
-    char *told = realloc(then, len + 1);
-    if (!now || !told)
-        return free(now), free(then),
-               rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
-    told[len] = 0;
     rl_cfg_render(pc, now, 1 << 16, 0);
-    int diff = rl_cfg_text_diff(told, now, msg, sizeof msg);
-    free(now), free(told);
-    if (diff)
-        RL_FAIL(RL_EINVAL,
-                "%s: the configuration differs from the finished point's (%s; point vs now): "
-                "resume with the same configuration, or start a new run with another name or "
-                "--out",
-                path, msg);
-    return RL_OK;
+    rl_status st = same_config(path, now, "finished point's");
+    free(now);
+    return st;
 }
 
 struct run_state {
