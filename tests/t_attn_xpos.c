@@ -50,12 +50,13 @@ static void pair_of(const struct refcase *c, int i, int *p, int *q)
     *q = c->halves ? i + c->R / 2 : 2 * i + 1;
 }
 
-/* y = amp R_m x (inverse: amp R_m^T x) on the rotated features; the rest copied */
+/* y = amp R_m x (inverse: amp R_m^T x): the pass-through features of partial rotary are
+ * multiplied by amp too (YaRN's factor scales the scores by amp^2 for any R) */
 static void ref_rot(double *y, const double *x, const struct refcase *c, int m, int inverse)
 {
     double amp = c->yarn > 1 ? 0.1 * log(c->yarn) + 1 : 1.0, sg = inverse ? -1.0 : 1.0;
     for (int f = 0; f < c->d; f++)
-        y[f] = x[f];
+        y[f] = amp * x[f];
     for (int i = 0; i < c->R / 2; i++) {
         int    p, q;
         double a = m * ref_theta(c, i), co = cos(a), si = sg * sin(a);

@@ -158,7 +158,9 @@ static void yarn_ramp_general(int R, double base, double s, int L)
 }
 
 /* The table and the rotation with YaRN frequencies, both layouts, partial rotary, and
- * the attention factor (rl_rope_scale) on the rotated features only. */
+ * the attention factor (rl_rope_scale) on every feature, the pass-through ones included
+ * (so that q.k scales by a^2): a R_m x out of place, then a R_m^T in place (the
+ * backward's use, where the pass-through features used to be left alone). */
 static void yarn_rotation(int d, int R, int halves)
 {
     const int           N = 200, L = 1000;
@@ -179,7 +181,7 @@ static void yarn_rotation(int d, int R, int halves)
         const float *xr  = x + (size_t)m * d;
         double      *out = ref + (size_t)m * d;
         for (int j = 0; j < d; j++)
-            out[j] = xr[j];
+            out[j] = a * xr[j];
         for (int i = 0; i < R / 2; i++) {
             double ang = m * ref_yarn_theta(i, R, base, s, L);
             int    p = halves ? i : 2 * i, q = halves ? i + R / 2 : 2 * i + 1;
@@ -188,8 +190,15 @@ static void yarn_rotation(int d, int R, int halves)
         }
     }
     tap_close(y, ref, (size_t)N * d, 0, 4e-6,
-              "YaRN rotation d=%d R=%d %s (s=8, a=%.4f on rotated dims) vs float64", d, R,
+              "YaRN rotation d=%d R=%d %s (s=8, a=%.4f on every feature) vs float64", d, R,
               halves ? "halves" : "pairs", a);
+    /* in place, inverse: y <- a R_m^T y = a^2 x */
+    rl_rope_rotate(&r, y, d, y, d, N, 0, 1);
+    for (size_t j = 0; j < (size_t)N * d; j++)
+        ref[j] = a * a * x[j];
+    tap_close(y, ref, (size_t)N * d, 0, 8e-6,
+              "YaRN d=%d R=%d %s: a R_m^T in place after a R_m gives a^2 x", d, R,
+              halves ? "halves" : "pairs");
     free(x), free(y), free(ref);
     rl_rope_free(&r);
 }

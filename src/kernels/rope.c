@@ -62,6 +62,7 @@ void rl_rope_scale(struct rl_rope *r, double a)
         r->cos[t] = (float)(r->cos[t] * a);
         r->sin[t] = (float)(r->sin[t] * a);
     }
+    r->pass = (float)(r->pass * a);
 }
 
 rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope_opts *o)
@@ -90,7 +91,7 @@ rl_status rl_rope_init(struct rl_rope *r, int n_pos, int d, const struct rl_rope
         rl_rope_free(r);
         RL_FAIL(RL_ENOMEM, "rope: cannot allocate a %d x %d table", n_pos, h);
     }
-    r->n_pos = n_pos, r->d = d, r->dims = R, r->layout = o->layout;
+    r->n_pos = n_pos, r->d = d, r->dims = R, r->layout = o->layout, r->pass = 1.0f;
     for (int i = 0; i < h; i++) {
         double th = rl_rope_theta(&oy, R, i);
         for (int m = 0; m < n_pos; m++) {
@@ -152,7 +153,10 @@ void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x
                 o[i + h] = xa * si + xb * c[i];
             }
         }
-        if (o != xr)
+        if (r->pass != 1.0f)
+            for (int j = r->dims; j < d; j++)
+                o[j] = r->pass * xr[j];
+        else if (o != xr)
             for (int j = r->dims; j < d; j++)
                 o[j] = xr[j];
     }

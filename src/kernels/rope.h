@@ -11,8 +11,10 @@
  *   ramp_i = clamp((i - lo) / (hi - lo), 0, 1)
  *   theta'_i = (theta_i / s) ramp_i + theta_i (1 - ramp_i)
  * (fast pairs i <= lo keep theta_i, slow pairs i >= hi are interpolated by s).  The
- * attention factor a = 0.1 ln s + 1 is not part of the table: softmax attention applies it
- * with rl_rope_scale (linear attention changes the frequencies only).
+ * attention factor a = 0.1 ln s + 1 (scores scale by a^2) is not part of the frequencies:
+ * softmax attention applies it with rl_rope_scale, to every feature of q and k, the
+ * pass-through ones of partial rotary included (linear attention changes the frequencies
+ * only).
  * Layouts (the pair that rotates by theta_i):
  *   RL_ROPE_LAYOUT_PAIRS  : (2i, 2i+1)     -- RoFormer paper, GPT-J, ggml NORMAL (default)
  *   RL_ROPE_LAYOUT_HALVES : (i, i + R/2)   -- GPT-NeoX / HF "rotate_half"
@@ -41,6 +43,7 @@ struct rl_rope {
     int                 d, dims;
     enum rl_rope_layout layout;
     float              *cos, *sin; /* (n_pos, dims/2) each, owned */
+    float               pass;      /* the pass-through features' factor (rl_rope_scale); 1 */
 };
 
 void rl_rope_opts_default(struct rl_rope_opts *o);
@@ -55,8 +58,10 @@ void      rl_rope_free(struct rl_rope *r);
 void rl_rope_rotate(const struct rl_rope *r, float *out, int ldo, const float *x, int ldx,
                     int n_rows, int pos0, int inverse);
 
-/* Multiplies the table by a: rl_rope_rotate then applies a R_m (inverse: a R_m^T) to the
- * rotated dimensions; the pass-through ones stay as they are.  (YaRN's attention factor.) */
+/* Multiplies the table and the pass-through factor by a: rl_rope_rotate then applies a R_m
+ * (inverse: a R_m^T) to the whole row, the pass-through features of partial rotary
+ * multiplied by a too, so that q.k scales by a^2 for any rope_dims.  (YaRN's attention
+ * factor.) */
 void rl_rope_scale(struct rl_rope *r, double a);
 
 /* The frequency theta_i (or YaRN's theta'_i) in double precision (for references and tests).

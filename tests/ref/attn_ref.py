@@ -62,13 +62,14 @@ def yarn_theta(th, i, R, base, s, L):
 
 
 def rope_rotate(x, o, amp=1.0):
-    """amp R_m x for rows m = 0..N-1 of x (N, d) (amp on the rotated features only)."""
+    """amp R_m x for rows m = 0..N-1 of x (N, d) (amp on every feature: the pass-through
+    ones of partial rotary too, so that q.k scales by amp**2)."""
     N, d = x.shape
     R = o["rope_dims"] or d
     base = o["rope_base"]
     if o["rope_ntk"] != 1.0:
         base *= o["rope_ntk"] ** (R / (R - 2))
-    out = x.copy()
+    out = amp * x
     m = np.arange(N, dtype=np.float64) / o["rope_scale"]
     for i in range(R // 2):
         th = base ** (-2.0 * i / R)
