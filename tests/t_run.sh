@@ -33,7 +33,10 @@ run_expect 2 "ropelab: --set train.lr=x: \[train\] lr: expected a number > 0, go
 run_expect 2 "--threads: expected an integer" "$tmp/ok.ini" --threads 0
 run_expect 2 "no_such.ini: cannot open" "$tmp/no_such.ini"
 printf '[task]\nname = tokens\npath = %s/nothing.npy\n' "$tmp" >"$tmp/nodata.ini"
-run_expect 1 "nodata.ini: \[task\] path: $tmp/nothing.npy: cannot open" "$tmp/nodata.ini"
+run_expect 1 "nodata.ini:3: \[task\] path: $tmp/nothing.npy: cannot open" "$tmp/nodata.ini"
+printf '[task]\nname = tokens\npath = %s/i32_tokens.npy\n' "$top_srcdir/tests/data" >"$tmp/fdata.ini"
+run_expect 1 "ropelab: --set task.path=$tmp/nodata.ini: \[task\] path: $tmp/nodata.ini: " \
+    "$tmp/fdata.ini" --set "task.path=$tmp/nodata.ini"
 
 # a small tokens run from the shipped fixture (3 rows of 4 ids: N = 3, vocab 12)
 tiny_ini "$tmp/tok.ini" tok "name = tokens" "path = $top_srcdir/tests/data/i32_tokens.npy" <<EOF

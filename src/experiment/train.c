@@ -7,6 +7,7 @@
 #include "../core/mpi.h"
 #include "../core/gemm.h"
 #include "../core/util.h"
+#include "cfg_keys.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -206,6 +207,18 @@ static rl_status check_memory(const struct rl_cfg *c, rl_task *task)
             gib(tokens * per_token + train_call), eval_n, gib(eval_call), gib(avail), gib(total));
 }
 
+/* Where a task error's key got its value: the tasks name it as "[task] KEY: ...", and the
+ * user is pointed at that line ("exp.ini:12", or the --set that gave it), as for errors
+ * of the configuration itself; the file alone when the key kept its default. */
+static const char *task_error_where(const struct rl_cfg *c, const char *msg)
+{
+    char key[64];
+    int  i = -1;
+    if (sscanf(msg, "[task] %63[a-z_]:", key) == 1) i = rl_cfg_find_key("task", key);
+    if (i >= 0 && c->where[i][0]) return c->where[i];
+    return c->file[0] ? c->file : "(config)";
+}
+
 rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
 {
     struct rl_task_opts o;
@@ -216,7 +229,7 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
     if (st != RL_OK) {
         char m[1024];
         snprintf(m, sizeof m, "%s", rl_last_error());
-        RL_FAIL(st, "%s: %s", c->file[0] ? c->file : "(config)", m);
+        RL_FAIL(st, "%s: %s", task_error_where(c, m), m);
     }
     st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
                         rl_task_min_length(*task));
