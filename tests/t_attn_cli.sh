@@ -96,6 +96,25 @@ PYEOF
     [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --rope-yarn 0.5)" = 2 ]; ok $? "--rope-yarn < 1 rejected (exit 2): $(cat "$work/err")"
     [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --xpos)" = 2 ]; ok $? "--xpos without --causal rejected (exit 2): $(cat "$work/err")"
     [ "$(status_of --in "$work/bad" --out "$work/o" --attention linear --pe rope --rope-dims 2 --causal --xpos)" = 2 ]; ok $? "--xpos with linear attention rejected (exit 2): $(cat "$work/err")"
+    # float64 and big-endian float32 inputs are read and rounded to float32 (attn --help):
+    # the output equals the little-endian float32 run's bit for bit
+    mkdir -p "$work/f32" "$work/f64" "$work/be"
+    "$PY" - "$work" <<'PYEOF'
+import numpy as np, sys
+w = sys.argv[1]
+r = np.random.default_rng(1)
+for n, s in (("q", (2, 7, 4)), ("k", (2, 7, 4)), ("v", (2, 7, 3))):
+    x = r.standard_normal(s).astype(np.float32)
+    np.save(w + "/f32/" + n + ".npy", x)
+    np.save(w + "/f64/" + n + ".npy", x.astype(np.float64))
+    np.save(w + "/be/" + n + ".npy", x.astype(">f4"))
+PYEOF
+    for kind in f64 be; do
+        "$ROPELAB" attn --in "$work/$kind" --out "$work/o_$kind" --causal --threads 1 >/dev/null 2>&1 &&
+            "$ROPELAB" attn --in "$work/f32" --out "$work/o_f32" --causal --threads 1 >/dev/null 2>&1 &&
+            "$PY" -c "import numpy as np, sys; sys.exit(0 if np.array_equal(np.load('$work/o_$kind/out.npy'), np.load('$work/o_f32/out.npy')) else 1)"
+        ok $? "$kind inputs give the float32 run's output bit for bit"
+    done
 fi
 echo "1..$n"
 exit $failed
