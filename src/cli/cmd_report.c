@@ -7,6 +7,7 @@
 #include "../experiment/report.h"
 #include "../experiment/report_plot.h"
 #include "../core/status.h"
+#include "../core/util.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -41,12 +42,12 @@ static const char usage[] =
 
 static int parse_bases(const char *s, double *b, int *n)
 {
-    char buf[256], *next;
+    char buf[256];
     if (strlen(s) >= sizeof buf) return rl_usage_error("report", "--base: value too long");
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
-    for (char *t = buf; t; t = next) { /* every item, empty ones too (unlike strtok) */
-        if ((next = strchr(t, ','))) *next++ = 0;
+    for (char *rest = buf, *t; rest;) { /* every item, empty ones too (unlike strtok) */
+        t = rl_list_item(&rest);
         if (*n == MAX_BASES)
             return rl_usage_error("report", "--base: at most %d values", MAX_BASES);
         if (rl_parse_double("report", "--base", t, &b[*n])) return RL_EXIT_USAGE;

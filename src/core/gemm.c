@@ -253,8 +253,9 @@ static void choose_blis_arch(void)
     char own[32];
     blis_own_choice(own, sizeof own);
     if (!strcmp(own, "haswell") || !strcmp(own, "generic")) {
-        snprintf(why, sizeof why, "%d", (int)BLIS_ARCH_SKX);
-        setenv("BLIS_ARCH_TYPE", why, 0);
+        char num[16];
+        snprintf(num, sizeof num, "%d", (int)BLIS_ARCH_SKX);
+        setenv("BLIS_ARCH_TYPE", num, 0);
         snprintf(why, sizeof why,
                  "BLIS fell back to %s on an AVX-512 CPU; BLIS_ARCH_TYPE=%d (skx) set by ropelab",
                  own, (int)BLIS_ARCH_SKX);
@@ -293,11 +294,13 @@ static int sup_path(int m, int n, int k)
 static void choose_sup(void)
 {
     const char *e = getenv("ROPELAB_BLIS_SUP");
-    sup_mode      = !e                  ? SUP_BY_SHAPE
-                    : !strcmp(e, "on")  ? SUP_ALWAYS
-                    : !strcmp(e, "off") ? SUP_NEVER
-                                        : SUP_BY_SHAPE;
-    if (e && strcmp(e, "on") && strcmp(e, "off") && strcmp(e, "auto"))
+    sup_mode      = SUP_BY_SHAPE;
+    if (!e || !strcmp(e, "auto")) return;
+    if (!strcmp(e, "on"))
+        sup_mode = SUP_ALWAYS;
+    else if (!strcmp(e, "off"))
+        sup_mode = SUP_NEVER;
+    else
         warn_env("ROPELAB_BLIS_SUP=%.32s ignored: not on, off or auto; the paths go by shape", e);
 }
 

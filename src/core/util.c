@@ -43,6 +43,14 @@ static rl_status read_stream(unsigned char **buf, size_t *len, FILE *f, const ch
     return RL_OK;
 }
 
+char *rl_list_item(char **rest)
+{
+    char *item = *rest, *comma = strchr(item, ',');
+    if (comma) *comma++ = 0;
+    *rest = comma;
+    return item;
+}
+
 rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
 {
     *buf    = NULL;
@@ -51,11 +59,12 @@ rl_status rl_read_file(unsigned char **buf, size_t *len, const char *path)
     if (!f) RL_FAIL(RL_EIO, "%s: cannot open: %s", path, strerror(errno));
     /* a directory opens, and seeking to its end reports a size near LONG_MAX */
     struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    const int   have_stat = fstat(fileno(f), &sb) == 0;
+    if (have_stat && S_ISDIR(sb.st_mode)) {
         fclose(f);
         RL_FAIL(RL_EIO, "%s: is a directory, not a file", path);
     }
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
+    if (!have_stat || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
         rl_status st = read_stream(buf, len, f, path);
         fclose(f);
         return st;

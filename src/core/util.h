@@ -12,6 +12,10 @@ rl_status rl_write_file_atomic(const char *path, const void *head, size_t head_l
 rl_status rl_mkdir_p(const char *path);
 /* 1 if path names anything stat() can see (file, directory, ...). */
 int rl_path_exists(const char *path);
+/* The next comma-separated item of a list held in a writable string (empty items included,
+ * unlike strtok): the item's comma becomes its end, *rest moves past it, or becomes NULL
+ * after the last item. */
+char *rl_list_item(char **rest);
 /* Levenshtein distance of two short words (keys, command names); 99 past 62 bytes. */
 int rl_edit_distance(const char *a, const char *b);
 /* Remove the temporary files of interrupted writes in dir: NAME.tmp.<digits> (left by

@@ -266,16 +266,6 @@ static int parse_bool(const char *s, int *out)
     return 1;
 }
 
-/* The next comma-separated item of a list (empty items included, unlike strtok): *rest
- * moves past its comma, or becomes NULL after the last item. */
-static char *list_item(char **rest)
-{
-    char *item = *rest, *comma = strchr(item, ',');
-    if (comma) *comma++ = 0;
-    *rest = comma;
-    return item;
-}
-
 /* "64, 128,256" -> lengths; an empty list means "the task length". */
 static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
 {
@@ -287,7 +277,7 @@ static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
     if (!*trim(buf)) return 0;
     for (char *rest = buf, *tok; rest;) {
         long long x;
-        tok = list_item(&rest);
+        tok = rl_list_item(&rest);
         if (parse_long(trim(tok), 1, BIG, &x)) {
             snprintf(why, len, "expected a comma-separated list of positive integers, got '%s'", s);
             return 1;
@@ -311,7 +301,7 @@ static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char
         return snprintf(why, len, "value longer than %zu characters", sizeof buf - 1), 1;
     snprintf(buf, sizeof buf, "%s", s);
     for (char *rest = *trim(buf) ? buf : NULL, *tok; rest;) {
-        tok   = list_item(&rest);
+        tok   = rl_list_item(&rest);
         int j = 0;
         while (k->names[j] && strcmp(k->names[j], trim(tok)))
             j++;
