@@ -4,7 +4,7 @@ dist_doc_DATA += docs/attention.md docs/attention_softmax.md docs/attention_line
 	docs/architecture.md docs/api.md
 ## --- experiments ---
 dist_doc_DATA += docs/experiments.md docs/evaluation.md
-dist_noinst_DATA += docs/img/rope_decay.svg
+dist_noinst_DATA += docs/img/rope_decay.svg docs/img/charlm_position.svg
 ## --- scale-out (MPI) ---
 dist_doc_DATA += docs/scale-out.md
 ## --- generation ---

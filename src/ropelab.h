@@ -5,6 +5,8 @@
 
 #include "core/status.h"
 #include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/npy.h"
 #include "kernels/rope.h"
 #include "kernels/posbias.h"

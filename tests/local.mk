@@ -10,59 +10,42 @@ AM_TESTS_ENVIRONMENT = \
 noinst_LTLIBRARIES += tests/libtap.la
 tests_libtap_la_SOURCES = %D%/tap.c %D%/tap.h
 TEST_LIBS = tests/libtap.la src/libropelab.la -lm $(OPENMP_CFLAGS)
+## every test program links the same libraries (the program src/ropelab sets its own)
+LDADD = $(TEST_LIBS)
 
 ## --- foundation tests ---
 check_PROGRAMS += tests/t_gemm tests/t_npy tests/t_rope
-tests_t_gemm_LDADD = $(TEST_LIBS)
-tests_t_npy_LDADD  = $(TEST_LIBS)
 check_PROGRAMS += tests/t_json
-tests_t_json_LDADD = $(TEST_LIBS)
-tests_t_rope_LDADD = $(TEST_LIBS)
 
 ## --- attention tests: softmax ---
 check_PROGRAMS += tests/t_attn_softmax
-tests_t_attn_softmax_LDADD = $(TEST_LIBS)
 ## --- attention tests: linear ---
 check_PROGRAMS += tests/t_attn_linear
-tests_t_attn_linear_LDADD = $(TEST_LIBS)
 ## --- attention tests: YaRN and xPos ---
 check_PROGRAMS += tests/t_attn_xpos
-tests_t_attn_xpos_LDADD = $(TEST_LIBS)
 ## --- attention tests: toeplitz ---
 check_PROGRAMS += tests/t_attn_toeplitz
-tests_t_attn_toeplitz_LDADD = $(TEST_LIBS)
 
 ## --- model tests ---
 check_PROGRAMS += tests/t_layers tests/t_adamw tests/t_model tests/t_checkpoint
-tests_t_layers_LDADD = $(TEST_LIBS)
-tests_t_adamw_LDADD  = $(TEST_LIBS)
-tests_t_model_LDADD  = $(TEST_LIBS)
-tests_t_checkpoint_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/read_safetensors.py
 
 ## --- FLOP counts and the measured FMA peak ---
 check_PROGRAMS += tests/t_flops
-tests_t_flops_LDADD = $(TEST_LIBS)
 
 ## --- generation: recurrent decoding ---
 check_PROGRAMS += tests/t_decode
-tests_t_decode_LDADD = $(TEST_LIBS)
 
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
-tests_t_task_LDADD = $(TEST_LIBS)
 
 ## --- config and training tests ---
 check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
-tests_t_config_LDADD = $(TEST_LIBS)
-tests_t_train_LDADD  = $(TEST_LIBS)
-tests_t_eval_LDADD   = $(TEST_LIBS)
 check_PROGRAMS += tests/t_threads
-tests_t_threads_LDADD = $(TEST_LIBS)
 dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
-dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh
+dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh tests/t_docs.sh
 EXTRA_DIST += tests/lib.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
@@ -87,11 +70,9 @@ dist_check_DATA += \
 
 ## --- experiment tests ---
 check_PROGRAMS += tests/t_sweep
-tests_t_sweep_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
 ## summary.md over seeds: mean ± std and the significance marks
 check_PROGRAMS += tests/t_report
-tests_t_report_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_seeds.sh
 
 ## --- scale-out under mpirun (skipped when built without MPI) ---
@@ -100,10 +81,8 @@ dist_check_SCRIPTS += tests/t_generate.sh
 
 ## --- robustness: exact resume, refused inputs, parsers under damage ---
 check_PROGRAMS += tests/t_rng
-tests_t_rng_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_kill.sh
 check_PROGRAMS += tests/t_ini
-tests_t_ini_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/t_refuse.sh
 dist_noinst_SCRIPTS += tests/bench_load.sh
 

@@ -3,7 +3,8 @@
  * formulas, plus the decay set (decoupled decay only on flagged tensors). */
 #include "config.h"
 #include "model/adamw.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "tap.h"
 
 #include <math.h>

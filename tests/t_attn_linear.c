@@ -13,7 +13,8 @@
  * the Shen column max grows from block to block). */
 #include "config.h"
 #include "kernels/attn_linear.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "tap.h"
 #include "core/util.h"
 

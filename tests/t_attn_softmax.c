@@ -11,7 +11,8 @@
  * (scores ~ 5e3). */
 #include "config.h"
 #include "kernels/attn_softmax.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "kernels/posbias.h"
 #include "tap.h"
 #include "core/vexp.h"

@@ -14,7 +14,7 @@
  * rows against a float64 direct sum. */
 #include "config.h"
 #include "kernels/attn.h"
-#include "core/gemm.h"
+#include "core/threads.h"
 #include "tap.h"
 
 #include <math.h>

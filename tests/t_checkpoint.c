@@ -6,7 +6,8 @@
  * each refused with a message, none crashing (run under ASan in CI), the model unchanged. */
 #include "config.h"
 #include "model/checkpoint.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/json.h"
 #include "model/model.h"
 #include "tap.h"
@@ -19,12 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-/* evaluates expr before the message arguments (rl_last_error() must see its effect) */
-#define CHECK(expr, ...)                                                                           \
-    do {                                                                                           \
-        int check_ok_ = (expr);                                                                    \
-        tap_ok(check_ok_, __VA_ARGS__);                                                            \
-    } while (0)
 #include <unistd.h>
 
 static char dir[256];
@@ -141,7 +136,7 @@ static void test_round_trip(void)
     rl_model_init_weights(m2, 99);
     int64_t step = -1;
     char   *c2 = NULL, *r2 = NULL;
-    CHECK(rl_checkpoint_load(path, m2, lm, lv, &step, &c2, &r2) == RL_OK, "load");
+    TAP_CHECK(rl_checkpoint_load(path, m2, lm, lv, &step, &c2, &r2) == RL_OK, "load");
     tap_ok(!memcmp(rl_model_params(m), rl_model_params(m2), n * 4) && !memcmp(am, lm, n * 4) &&
                !memcmp(av, lv, n * 4),
            "round trip: parameters and moments bitwise equal");
@@ -173,7 +168,7 @@ static void test_round_trip(void)
     tap_ok(stray == 0, "no temporary files left after saving");
     char bad[300];
     snprintf(bad, sizeof bad, "%s/no/such/dir/x.safetensors", dir);
-    CHECK(rl_checkpoint_save(bad, m, NULL, NULL, 0, NULL, NULL) == RL_EIO,
+    TAP_CHECK(rl_checkpoint_save(bad, m, NULL, NULL, 0, NULL, NULL) == RL_EIO,
           "save into a missing directory fails: %s", rl_last_error());
     free(am), free(av), free(lm), free(lv);
     rl_model_free(m), rl_model_free(m2);
@@ -290,18 +285,18 @@ static void test_refusals(void)
         write_bytes(path, buf, cuts[i]);
         ok &= refused(m, path, RL_EFORMAT, NULL);
     }
-    CHECK(ok, "truncated files (10 cut points) refused: %s", rl_last_error());
+    TAP_CHECK(ok, "truncated files (10 cut points) refused: %s", rl_last_error());
     unsigned char *cp = malloc(len + 8);
     memcpy(cp, buf, len);
     for (int i = 0; i < 8; i++)
         cp[i] = 0xFF;
     write_bytes(path, cp, len);
-    CHECK(refused(m, path, RL_EFORMAT, "beyond the end"), "header length beyond the file: %s",
+    TAP_CHECK(refused(m, path, RL_EFORMAT, "beyond the end"), "header length beyond the file: %s",
           rl_last_error());
     memcpy(cp, buf, len);
     cp[8] = '[';
     write_bytes(path, cp, len);
-    CHECK(refused(m, path, RL_EFORMAT, "JSON"), "bad JSON: %s", rl_last_error());
+    TAP_CHECK(refused(m, path, RL_EFORMAT, "JSON"), "bad JSON: %s", rl_last_error());
     /* same-length edits of the real header */
     memcpy(cp, buf, len);
     char *h = (char *)cp + 8,
@@ -309,14 +304,14 @@ static void test_refusals(void)
     if (!s) tap_bail("header layout");
     memcpy(strstr(s, "[11,8]"), "[8,11]", 6);
     write_bytes(path, cp, len);
-    CHECK(
+    TAP_CHECK(
         refused(m, path, RL_ESHAPE, "'embed.weight' has shape [8, 11], the model expects [11, 8]"),
         "transposed shape refused, naming the tensor: %s", rl_last_error());
     memcpy(cp, buf, len);
     s = strstr(h, "\"head.bias\"");
     memcpy(s, "\"head.bia_\"", 11);
     write_bytes(path, cp, len);
-    CHECK(refused(m, path, RL_ESHAPE, "head.bia"), "missing / foreign tensor refused: %s",
+    TAP_CHECK(refused(m, path, RL_ESHAPE, "head.bia"), "missing / foreign tensor refused: %s",
           rl_last_error());
     /* a random byte of the header replaced, 300 times: refused or (harmless) accepted, never a
      * crash */
@@ -379,28 +374,28 @@ static void test_format_rules(void)
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         write_st(path, c[i].json, c[i].data);
         int ok = refused(m, path, 0, c[i].needle);
-        CHECK(ok, "refused: %s -- %s", c[i].what, rl_last_error());
+        TAP_CHECK(ok, "refused: %s -- %s", c[i].what, rl_last_error());
     }
     /* step that is not a count */
     write_st(path, "{\"__metadata__\":{\"step\":\"-3\"}}", 0);
     int64_t step;
-    CHECK(rl_checkpoint_read_meta(path, &step, NULL, NULL) == RL_EFORMAT, "step \"-3\" refused: %s",
+    TAP_CHECK(rl_checkpoint_read_meta(path, &step, NULL, NULL) == RL_EFORMAT, "step \"-3\" refused: %s",
           rl_last_error());
     /* a well-formed checkpoint of another model */
     char other[300];
     snprintf(other, sizeof other, "%s/other.safetensors", dir);
     rl_model *big = make_model(12, 1, 0), *deep = make_model(8, 2, 0), *lrn = make_model(8, 1, 1);
     rl_checkpoint_save(other, big, NULL, NULL, 0, NULL, NULL);
-    CHECK(refused(m, other, RL_ESHAPE, "the model expects"), "d_model 12 into d_model 8: %s",
+    TAP_CHECK(refused(m, other, RL_ESHAPE, "the model expects"), "d_model 12 into d_model 8: %s",
           rl_last_error());
     rl_checkpoint_save(other, deep, NULL, NULL, 0, NULL, NULL);
-    CHECK(refused(m, other, RL_ESHAPE, "blocks.1."), "2 layers into 1: %s", rl_last_error());
+    TAP_CHECK(refused(m, other, RL_ESHAPE, "blocks.1."), "2 layers into 1: %s", rl_last_error());
     rl_checkpoint_save(other, m, NULL, NULL, 0, NULL, NULL);
-    CHECK(refused(deep, other, RL_ESHAPE, "missing tensor 'blocks.1."), "1 layer into 2: %s",
+    TAP_CHECK(refused(deep, other, RL_ESHAPE, "missing tensor 'blocks.1."), "1 layer into 2: %s",
           rl_last_error());
-    CHECK(refused(lrn, other, RL_ESHAPE, "t5.bias"), "T5 model into a learned-PE model: %s",
+    TAP_CHECK(refused(lrn, other, RL_ESHAPE, "t5.bias"), "T5 model into a learned-PE model: %s",
           rl_last_error());
-    CHECK(rl_checkpoint_load("/nonexistent/x.safetensors", m, NULL, NULL, NULL, NULL, NULL) ==
+    TAP_CHECK(rl_checkpoint_load("/nonexistent/x.safetensors", m, NULL, NULL, NULL, NULL, NULL) ==
               RL_EIO,
           "missing file: %s", rl_last_error());
     rl_model_free(big), rl_model_free(deep), rl_model_free(lrn), rl_model_free(m);
@@ -447,7 +442,7 @@ static void test_json(void)
     char deep[200];
     memset(deep, '[', sizeof deep);
     ok = rl_json_parse(&j, deep, sizeof deep) == RL_EFORMAT;
-    CHECK(ok && strstr(rl_last_error(), "nesting"), "JSON: nesting limit: %s", rl_last_error());
+    TAP_CHECK(ok && strstr(rl_last_error(), "nesting"), "JSON: nesting limit: %s", rl_last_error());
     ok = rl_json_parse(&j, "{\"a\":1}", 4) == RL_EFORMAT; /* length, not NUL, ends the text */
     tap_ok(ok, "JSON: the text ends at its length");
 }
@@ -502,7 +497,7 @@ static void test_integrity(void)
     memcpy(c, "\"checksuX\":", 11);
     cp[8 + hl + 5] ^= 0x01;
     write_bytes(path, cp, len);
-    CHECK(rl_checkpoint_load(path, m, NULL, NULL, NULL, NULL, NULL) == RL_OK,
+    TAP_CHECK(rl_checkpoint_load(path, m, NULL, NULL, NULL, NULL, NULL) == RL_OK,
           "a file without checksums (older writer) loads: %s", rl_last_error());
     /* a changed byte of the metadata (the config text "c" -> "d") is damage too */
     memcpy(cp, buf, len);
@@ -510,7 +505,7 @@ static void test_integrity(void)
     c[10] = 'd';
     write_bytes(path, cp, len);
     int64_t st_step;
-    CHECK(refused(m, path, RL_EFORMAT, "__metadata__ checksum mismatch") &&
+    TAP_CHECK(refused(m, path, RL_EFORMAT, "__metadata__ checksum mismatch") &&
               rl_checkpoint_read_meta(path, &st_step, NULL, NULL) == RL_EFORMAT,
           "a damaged config text in the metadata is refused by load and read_meta: %s",
           rl_last_error());
@@ -519,13 +514,13 @@ static void test_integrity(void)
     c = strstr((char *)cp + 8, "\"checksum\":\"crc32c\"");
     memcpy(c, "\"checksum\":\"crc32x\"", 19);
     write_bytes(path, cp, len);
-    CHECK(refused(m, path, RL_EFORMAT, "only crc32c"), "unknown checksum kind refused: %s",
+    TAP_CHECK(refused(m, path, RL_EFORMAT, "only crc32c"), "unknown checksum kind refused: %s",
           rl_last_error());
     memcpy(cp, buf, len);
     c                                       = strstr((char *)cp + 8, "\"crc32c.embed.weight\":\"");
     c[strlen("\"crc32c.embed.weight\":\"")] = 'g';
     write_bytes(path, cp, len);
-    CHECK(refused(m, path, RL_EFORMAT, "not 8 hex digits"), "malformed checksum refused: %s",
+    TAP_CHECK(refused(m, path, RL_EFORMAT, "not 8 hex digits"), "malformed checksum refused: %s",
           rl_last_error());
     /* non-finite values: written by a diverged run, or in an older file without checksums */
     const struct rl_tensor_info *t    = rl_model_tensor(m, 1);
@@ -539,11 +534,11 @@ static void test_integrity(void)
              "tensor '%s' holds a non-finite value (NaN or infinity) at "
              "element 3",
              t->name);
-    CHECK(refused(m2, path, RL_EFORMAT, want), "a NaN weight is refused naming the tensor: %s",
+    TAP_CHECK(refused(m2, path, RL_EFORMAT, want), "a NaN weight is refused naming the tensor: %s",
           rl_last_error());
     am[5] = INFINITY;
     rl_checkpoint_save(path, m, am, av, 1, NULL, NULL);
-    CHECK(rl_checkpoint_load(path, m2, am, av, NULL, NULL, NULL) == RL_EFORMAT &&
+    TAP_CHECK(rl_checkpoint_load(path, m2, am, av, NULL, NULL, NULL) == RL_EFORMAT &&
               strstr(rl_last_error(), "optim.m."),
           "an infinite moment is refused naming it: %s", rl_last_error());
     free(cp), free(buf), free(am), free(av);
@@ -579,7 +574,7 @@ static void test_huge_header(void)
 #else
     const double budget = 1000;
 #endif
-    CHECK(ok && ms < budget, "a %d-key header with a duplicate refused in %.0f ms of CPU: %s",
+    TAP_CHECK(ok && ms < budget, "a %d-key header with a duplicate refused in %.0f ms of CPU: %s",
           nk + 1, ms, rl_last_error());
     free(j);
     rl_model_free(m);

@@ -2,7 +2,7 @@
  * error path with its file:line and key, combination checks, the resolved-INI round trip,
  * the resume comparison, and docs/config.md naming every key. */
 #include "config.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -15,7 +15,8 @@
 #include "model/decode.h"
 #include "model/model.h"
 #include "model/sample.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "tap.h"
 
 #include <math.h>

@@ -5,10 +5,11 @@
  * [train] init_from (the new run's step-0 weights are the checkpoint's; a shape mismatch
  * names the tensor). */
 #include "config.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "experiment/train_impl.h"
 #include "model/checkpoint.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/util.h"
 #include "tap.h"
 

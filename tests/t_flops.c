@@ -4,7 +4,8 @@
  * FMA peak of src/core/peak.c: positive for each width this CPU runs, 0 for the others,
  * on one thread and on two (no timing is asserted beyond "it ran": the machine may be busy). */
 #include "config.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/peak.h"
 #include "model/flops.h"
 #include "model/model.h"

@@ -5,6 +5,8 @@
  * the product accounting that `ropelab bench --train` reports. */
 #include "config.h"
 #include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "tap.h"
 #include "core/tilemm.h"
 #include "core/util.h"

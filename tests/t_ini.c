@@ -4,7 +4,7 @@
  * back (a comment start, surrounding blanks, control characters) are refused when set,
  * and every accepted value survives render -> parse unchanged. */
 #include "config.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -3,7 +3,8 @@
 #
 # src/ is cut into layers, each a folder; a file may include headers of its own folder or
 # of a lower one, never of a higher one:
-#     core (0) < kernels (1) < model (2) < experiment (3) < cli (4)
+#     core (0) < kernels (1) < model (2) < tasks (3) < config (4) < report (5)
+#       < experiment (6) < cli (7)
 # and src/ropelab.h, the installed umbrella header, sits above the library layers.
 # Checked here, from the `#include "..."` lines of every .c and .h under src/:
 #   1. every quoted include resolves to a file, relative to the including file;
@@ -33,7 +34,7 @@ incs=$(cd "$src" && for f in $files; do
 done)
 
 plan=5
-[ -n "${ROPELAB_LAYERS_SRC:-}" ] || plan=7
+[ -n "${ROPELAB_LAYERS_SRC:-}" ] || plan=8
 echo "1..$plan"
 fail=0
 
@@ -41,8 +42,9 @@ fail=0
 report=$(printf '%s\n' "$incs" | $AWK -v src="$src" '
 function rank(p) {
     if (p ~ /^core\//) return 0; if (p ~ /^kernels\//) return 1;
-    if (p ~ /^model\//) return 2; if (p ~ /^experiment\//) return 3;
-    if (p ~ /^cli\//) return 4; return 5 }
+    if (p ~ /^model\//) return 2; if (p ~ /^tasks\//) return 3;
+    if (p ~ /^config\//) return 4; if (p ~ /^report\//) return 5;
+    if (p ~ /^experiment\//) return 6; if (p ~ /^cli\//) return 7; return 8 }
 function norm(dir, rel,    n, i, parts, out, k, m) {
     n = split((dir == "" ? "" : dir "/") rel, parts, "/"); k = 0
     for (i = 1; i <= n; i++) {
@@ -55,9 +57,9 @@ NF == 3 {
     t = norm(dir, $3)
     if (t == "" || system("test -f \"" src "/" t "\"") != 0) {
         print "U src/" f ":" $2 ": #include \"" $3 "\" does not resolve to a file under src/"; next }
-    if (rank(t) > rank(f) && !(rank(f) == 5))
+    if (rank(t) > rank(f) && !(rank(f) == 8))
         print "D src/" f ":" $2 ": includes \"" $3 "\" (layer " rank(t) ", above its own layer " rank(f) ")"
-    else if (rank(t) == 5 && rank(f) < 5)
+    else if (rank(t) == 8 && rank(f) < 8)
         print "D src/" f ":" $2 ": includes the umbrella header \"" $3 "\""
     print "E " f " " t
 }')
@@ -65,7 +67,7 @@ bad=$(printf '%s\n' "$report" | grep '^U ' | cut -c3-)
 if [ -z "$bad" ]; then echo "ok 1 - every quoted include under src/ resolves"
 else echo "not ok 1 - includes that do not resolve"; printf '%s\n' "$bad" | sed 's/^/# /'; fail=1; fi
 bad=$(printf '%s\n' "$report" | grep '^D ' | cut -c3-)
-if [ -z "$bad" ]; then echo "ok 2 - no file includes a header of a higher layer (core < kernels < model < experiment < cli)"
+if [ -z "$bad" ]; then echo "ok 2 - no file includes a header of a higher layer (core < kernels < model < tasks < config < report < experiment < cli)"
 else echo "not ok 2 - includes that point up"; printf '%s\n' "$bad" | sed 's/^/# /'; fail=1; fi
 
 # ---- 3: circles between units and between folders ----
@@ -119,18 +121,29 @@ if [ -z "${ROPELAB_LAYERS_SRC:-}" ]; then
     tmp=$(mktemp -d) || exit 1
     trap 'rm -rf "$tmp"' EXIT
     mkdir -p "$tmp/src" && (cd "$src" && tar cf - $files) | (cd "$tmp/src" && tar xf -)
-    printf '#include "../experiment/cfg.h"\n' >> "$tmp/src/core/util.h"
+    cp "$tmp/src/core/util.h" "$tmp/src/core/util.h.orig"
+    cp "$tmp/src/tasks/task_seq.c" "$tmp/src/tasks/task_seq.c.orig"
+    printf '#include "../config/cfg.h"\n' >> "$tmp/src/core/util.h"
     out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
     if printf '%s\n' "$out" | grep -q '^not ok 2' &&
-       printf '%s\n' "$out" | grep -q 'src/core/util.h:.*layer 3, above its own layer 0'; then
-        echo "ok 6 - a planted upward include (core/util.h -> experiment/cfg.h) fails, naming file and line"
+       printf '%s\n' "$out" | grep -q 'src/core/util.h:.*layer 4, above its own layer 0'; then
+        echo "ok 6 - a planted upward include (core/util.h -> config/cfg.h) fails, naming file and line"
     else echo "not ok 6 - a planted upward include was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+    # a task generator that reaches up into the configuration (tasks sit below config)
+    cp "$tmp/src/core/util.h.orig" "$tmp/src/core/util.h"
+    printf '#include "../config/cfg.h"\n' >> "$tmp/src/tasks/task_seq.c"
+    out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
+    if printf '%s\n' "$out" | grep -q '^not ok 2' &&
+       printf '%s\n' "$out" | grep -q 'src/tasks/task_seq.c:.*layer 4, above its own layer 3'; then
+        echo "ok 7 - a task file that includes a configuration header (tasks/task_seq.c -> config/cfg.h) fails"
+    else echo "not ok 7 - a task file including the configuration was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+    cp "$tmp/src/tasks/task_seq.c.orig" "$tmp/src/tasks/task_seq.c"
     # a circle inside one layer: rope.h includes featmap.h, which includes attn_opts.h -> rope.h
     printf '#include "featmap.h"\n' >> "$tmp/src/kernels/rope.h"
     out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
     if printf '%s\n' "$out" | grep -q '^# unit: .*kernels/rope -> .*kernels/rope$\|^# unit: .*kernels/featmap -> .*kernels/featmap$\|^# unit: .*kernels/attn_opts -> .*kernels/attn_opts$'; then
-        echo "ok 7 - a planted circle (kernels/rope.h -> featmap.h -> attn_opts.h -> rope.h) fails and is printed"
-    else echo "not ok 7 - a planted circle was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+        echo "ok 8 - a planted circle (kernels/rope.h -> featmap.h -> attn_opts.h -> rope.h) fails and is printed"
+    else echo "not ok 8 - a planted circle was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
 fi
 
 exit $fail

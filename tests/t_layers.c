@@ -3,7 +3,8 @@
  * reference (loss = sum(w_out * out) with random w_out, so dout = w_out), plus the exact
  * properties (head split/merge are inverse permutations, accumulate semantics). */
 #include "config.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "model/layers.h"
 #include "tap.h"
 

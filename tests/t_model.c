@@ -13,7 +13,8 @@
 #include "config.h"
 #include "model/adamw.h"
 #include "model/checkpoint.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "model/model.h"
 #include "tap.h"
 
@@ -23,12 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* evaluates expr before the message arguments (rl_last_error() must see its effect) */
-#define CHECK(expr, ...)                                                                           \
-    do {                                                                                           \
-        int check_ok_ = (expr);                                                                    \
-        tap_ok(check_ok_, __VA_ARGS__);                                                            \
-    } while (0)
 
 static const char *pe_names[] = {"none", "sinusoidal", "learned", "rope", "t5", "alibi"};
 
@@ -361,11 +356,11 @@ static void test_errors(void)
     make_config(&c, &k, 1);
     rl_model *m = NULL;
     c.heads     = 3;
-    CHECK(rl_model_create(&m, &c) == RL_EINVAL && !m, "d_model %% heads != 0 refused: %s",
+    TAP_CHECK(rl_model_create(&m, &c) == RL_EINVAL && !m, "d_model %% heads != 0 refused: %s",
           rl_last_error());
     make_config(&c, &k, 1);
     c.attn.pe = RL_ATTN_PE_ROPE, c.d_model = 6; /* d = 3, odd, with RoPE */
-    CHECK(rl_model_create(&m, &c) == RL_EINVAL, "odd head dim with RoPE refused: %s",
+    TAP_CHECK(rl_model_create(&m, &c) == RL_EINVAL, "odd head dim with RoPE refused: %s",
           rl_last_error());
     make_config(&c, &k, 1);
     if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
@@ -375,15 +370,15 @@ static void test_errors(void)
     double    s;
     long      nt, nc;
     rl_status st = rl_model_forward(m, &b, &s, &nt, &nc);
-    CHECK(st == RL_EINVAL && strstr(rl_last_error(), "max_len"),
+    TAP_CHECK(st == RL_EINVAL && strstr(rl_last_error(), "max_len"),
           "learned PE: N = max_len + 1 refused: %s", rl_last_error());
     free_batch(&b);
     make_batch(&b, 2, 4, c.vocab, 0);
     b.inputs[3] = c.vocab;
-    CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "token id >= vocab refused: %s",
+    TAP_CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "token id >= vocab refused: %s",
           rl_last_error());
     b.inputs[3] = 0, b.targets[4] = -1, b.mask[4] = 1;
-    CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "target < 0 refused: %s",
+    TAP_CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_EINVAL, "target < 0 refused: %s",
           rl_last_error());
     b.mask[4] = 0;
     tap_ok(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK, "an unmasked position's target is "
@@ -471,7 +466,7 @@ static void test_save_load(int pe)
     ok = ok && rl_checkpoint_save(path, a, NULL, NULL, 0, "", "") == RL_OK;
     ok = ok && rl_checkpoint_load(path, b, NULL, NULL, NULL, NULL, NULL) == RL_OK;
     ok = ok && rl_model_forward(b, &batch, &s2, &nt, &nc) == RL_OK;
-    CHECK(ok && !memcmp(l1, rl_model_logits(b), nl * sizeof *l1) && s1 == s2,
+    TAP_CHECK(ok && !memcmp(l1, rl_model_logits(b), nl * sizeof *l1) && s1 == s2,
           "pe=%s: logits bitwise equal after save -> load %s", pe_names[pe],
           ok ? "" : rl_last_error());
     remove(path);
@@ -537,7 +532,7 @@ static void test_bad_denominators(void)
         if (rl_model_create(&m, &c) != RL_OK) tap_bail("model: %s", rl_last_error());
         rl_model_init_weights(m, 7);
         long want = pass == 0 ? (long)B * N * c.layers * c.heads : 0;
-        CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK &&
+        TAP_CHECK(rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK &&
                   rl_model_bad_denominators(m) == want,
               "denominator diagnostic: %ld rows <= eps (want %ld) for %s",
               rl_model_bad_denominators(m), want,

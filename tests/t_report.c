@@ -9,10 +9,10 @@
  * train.data_seed aggregated like train.seed, and a character-LM run (perplexity marked
  * lowest-best; the loss-by-position table over seeds against float64). */
 #include "config.h"
-#include "experiment/cfg.h"
-#include "experiment/report.h"
-#include "experiment/report_data.h"
-#include "experiment/sweep.h"
+#include "config/cfg.h"
+#include "report/report.h"
+#include "report/report_data.h"
+#include "config/sweep.h"
 #include "core/util.h"
 #include "tap.h"
 

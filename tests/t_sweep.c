@@ -4,11 +4,11 @@
  * before anything runs, and the RoPE long-term-decay bound of RoFormer 3.4.3 against a
  * direct float64 sum. */
 #include "config.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "experiment/experiment.h"
-#include "experiment/report.h"
-#include "experiment/report_plot.h"
-#include "experiment/sweep.h"
+#include "report/report.h"
+#include "report/report_plot.h"
+#include "config/sweep.h"
 #include "tap.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * back into a tree), charlm's split boundaries (a random file and a sparse enwik8),
  * evaluation at 4x the training length, dispatch to the tokens task, and bad options. */
 #include "config.h"
-#include "experiment/task.h"
+#include "tasks/task.h"
 #include "tap.h"
 
 #include <fcntl.h>
@@ -610,26 +610,26 @@ static void test_bad_options(void)
     static const struct {
         enum rl_task_kind kind;
         int               length, vocab, symbols, kv_pairs, depth, args;
-        const char       *path, *why;
+        const char       *path, *why, *key; /* key: the [task] key the error names */
     } bad[] = {
-        {RL_TASK_COPY, -1, 0, 0, 0, 0, 0, NULL, "negative length"},
-        {RL_TASK_COPY, 1, 0, 0, 0, 0, 0, NULL, "copy N = 1"},
-        {RL_TASK_COPY, 0, 2, 0, 0, 0, 0, NULL, "copy vocab 2 (no symbols)"},
-        {RL_TASK_REVERSE, 0, 20, 5, 0, 0, 0, NULL, "vocab 20 with 5 symbols"},
-        {RL_TASK_SORT, 0, 0, -3, 0, 0, 0, NULL, "negative symbols"},
-        {RL_TASK_MQAR, 0, 3, 0, 0, 0, 0, NULL, "mqar vocab 3"},
-        {RL_TASK_MQAR, 64, 0, 0, 20, 0, 0, NULL, "mqar 20 pairs in N = 64"},
-        {RL_TASK_MQAR, 256, 16, 0, 0, 0, 0, NULL, "mqar 16 pairs, 7 keys"},
-        {RL_TASK_LISTOPS, 0, 0, 0, 0, 0, 1, NULL, "listops args 1"},
-        {RL_TASK_LISTOPS, 0, 0, 0, 0, 65, 0, NULL, "listops depth 65"},
-        {RL_TASK_LISTOPS, 0, 17, 0, 0, 0, 0, NULL, "listops vocab 17"},
-        {RL_TASK_LISTOPS, 3, 0, 0, 0, 0, 0, NULL, "listops N = 3"},
-        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, NULL, "charlm without path"},
-        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "/nonexistent/t_task.txt", "charlm missing file"},
-        {RL_TASK_CHARLM, 0, 100, 0, 0, 0, 0, "-", "charlm vocab 100"},
-        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "short", "charlm file too short for N = 64"},
-        {RL_TASK_TOKENS, 0, 0, 0, 0, 0, 0, NULL, "tokens without path"},
-        {(enum rl_task_kind)99, 0, 0, 0, 0, 0, 0, NULL, "unknown kind"},
+        {RL_TASK_COPY, -1, 0, 0, 0, 0, 0, NULL, "negative length", "length"},
+        {RL_TASK_COPY, 1, 0, 0, 0, 0, 0, NULL, "copy N = 1", "length"},
+        {RL_TASK_COPY, 0, 2, 0, 0, 0, 0, NULL, "copy vocab 2 (no symbols)", "vocab"},
+        {RL_TASK_REVERSE, 0, 20, 5, 0, 0, 0, NULL, "vocab 20 with 5 symbols", "vocab"},
+        {RL_TASK_SORT, 0, 0, -3, 0, 0, 0, NULL, "negative symbols", "symbols"},
+        {RL_TASK_MQAR, 0, 3, 0, 0, 0, 0, NULL, "mqar vocab 3", "vocab"},
+        {RL_TASK_MQAR, 64, 0, 0, 20, 0, 0, NULL, "mqar 20 pairs in N = 64", "kv_pairs"},
+        {RL_TASK_MQAR, 256, 16, 0, 0, 0, 0, NULL, "mqar 16 pairs, 7 keys", "length"},
+        {RL_TASK_LISTOPS, 0, 0, 0, 0, 0, 1, NULL, "listops args 1", "args"},
+        {RL_TASK_LISTOPS, 0, 0, 0, 0, 65, 0, NULL, "listops depth 65", "depth"},
+        {RL_TASK_LISTOPS, 0, 17, 0, 0, 0, 0, NULL, "listops vocab 17", "vocab"},
+        {RL_TASK_LISTOPS, 3, 0, 0, 0, 0, 0, NULL, "listops N = 3", "length"},
+        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, NULL, "charlm without path", "path"},
+        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "/nonexistent/t_task.txt", "charlm missing file", "path"},
+        {RL_TASK_CHARLM, 0, 100, 0, 0, 0, 0, "-", "charlm vocab 100", "vocab"},
+        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "short", "charlm file too short for N = 64", "length"},
+        {RL_TASK_TOKENS, 0, 0, 0, 0, 0, 0, NULL, "tokens without path", "path"},
+        {(enum rl_task_kind)99, 0, 0, 0, 0, 0, 0, NULL, "unknown kind", "name"},
     };
     FILE *fp = fopen(tmp_path("short"), "wb");
     if (fp) fputs("only a few bytes of text\n", fp), fclose(fp);
@@ -643,7 +643,11 @@ static void test_bad_options(void)
         if (bad[i].path) o.path = bad[i].path[0] == '/' ? bad[i].path : tmp_path(bad[i].path);
         rl_task  *t  = NULL;
         rl_status st = rl_task_create(&t, &o);
-        tap_ok(st != RL_OK && !t, "rejected: %s -- %s", bad[i].why, rl_last_error());
+        const char *sec = NULL, *key = NULL;
+        int         named = rl_last_error_key(&sec, &key) && !strcmp(sec, "task") &&
+                    !strcmp(key, bad[i].key);
+        tap_ok(st != RL_OK && !t && named, "rejected: %s, naming [task] %s (as data: %s) -- %s",
+               bad[i].why, bad[i].key, key ? key : "none", rl_last_error());
         rl_task_free(t);
     }
     remove(tmp_path("short"));

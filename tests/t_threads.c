@@ -10,10 +10,11 @@
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
  *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off. */
 #include "config.h"
-#include "core/gemm.h"
-#include "core/governor.h"
+#include "core/threads.h"
+#include "core/init.h"
+#include "experiment/governor.h"
 #include "core/util.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "experiment/train.h"
 #include "tap.h"
 

@@ -3,12 +3,13 @@
  * matches one big batch, the run directory's files, learned-PE evaluation beyond max_len,
  * and interrupted-then-resumed training bit-identical to an uninterrupted run. */
 #include "config.h"
-#include "experiment/cfg.h"
-#include "core/gemm.h"
+#include "config/cfg.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/npy.h"
 #include "tap.h"
-#include "experiment/task.h"
-#include "experiment/task_tokens.h"
+#include "tasks/task.h"
+#include "tasks/task_tokens.h"
 #include "experiment/train.h"
 #include "core/util.h"
 

@@ -26,6 +26,14 @@ void tap_scratch(char *dir, size_t size, const char *name);
 void tap_scratch_remove(const char *dir);
 int  tap_done(void); /* prints the plan if needed; returns the exit status (1 if any failed) */
 
+/* tap_ok that evaluates expr before the message arguments (so a message quoting
+ * rl_last_error() sees the error expr left). */
+#define TAP_CHECK(expr, ...)                                                                       \
+    do {                                                                                           \
+        int tap_check_ok_ = (expr);                                                                \
+        tap_ok(tap_check_ok_, __VA_ARGS__);                                                        \
+    } while (0)
+
 /* Deterministic high-entropy test data (splitmix64 + Box-Muller). */
 void   tap_seed(unsigned long long s);
 double tap_uniform(void);  /* [0, 1) */

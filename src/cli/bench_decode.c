@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/util.h"
 #include "../model/decode.h"
 

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "cli.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/peak.h"
 #include "../core/status.h"
 #include "../experiment/train.h"

@@ -6,7 +6,7 @@
 #include "../kernels/attn.h"
 #include "cli.h"
 #include "opts.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/npy.h"
 #include "../core/util.h"
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../experiment/train.h"
 #include "../core/util.h"
 

@@ -4,8 +4,8 @@
 #include "config.h"
 #include "cli.h"
 #include "opts.h"
-#include "../experiment/report.h"
-#include "../experiment/report_plot.h"
+#include "../report/report.h"
+#include "../report/report_plot.h"
 #include "../core/status.h"
 #include "../core/util.h"
 

@@ -8,11 +8,11 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #endif
 #include "config.h"
-#include "../experiment/cfg.h"
+#include "../config/cfg.h"
 #include "cli.h"
 #include "opts.h"
 #include "../experiment/experiment.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/mpi.h"
 #include "../core/util.h"
 

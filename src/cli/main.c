@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "opts.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
+#include "../core/init.h"
 #include "../core/mpi.h"
 #include "../core/tilemm.h"
 

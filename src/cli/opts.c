@@ -3,6 +3,8 @@
 #include "config.h"
 #include "opts.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
+#include "../core/init.h"
 #include "../core/mpi.h"
 #include "../core/util.h"
 

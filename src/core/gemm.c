@@ -10,11 +10,9 @@
  *    or generic on a CPU with AVX-512 (F, DQ, BW, VL).  A BLIS_ARCH_TYPE set by the user
  *    wins when it names (or numbers) a kernel set of this build that the CPU can run.
  *  - BLIS ignores omp_set_num_threads: thread counts go through an rntm_t. */
-#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
-#include <sched.h>
-#include <unistd.h>
 #include "gemm.h"
+#include "threads.h"
 #include "util.h"
 
 #include <blis.h>
@@ -30,35 +28,8 @@
 #include <omp.h>
 #endif
 
-static int         rl_nthreads    = 1;
 static int         rl_inited      = 0;
 static const char *rl_arch_reason = "BLIS's own choice";
-
-int rl_cores_available(void)
-{
-#ifdef _OPENMP
-    /* the runtime counts the process's affinity mask as it was at start: with
-     * OMP_PROC_BIND the initial thread is bound to one core before main runs */
-    return omp_get_num_procs();
-#endif
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-/* OMP_NUM_THREADS when set, else the cores this process may run on (its affinity mask,
- * which taskset and container limits narrow): never more threads than cores by default. */
-static int default_threads(void)
-{
-    const char *e = getenv("OMP_NUM_THREADS");
-    if (e && atoi(e) > 0) return atoi(e);
-#ifdef _OPENMP
-    return rl_cores_available();
-#else
-    return 1;
-#endif
-}
 
 /* The kernel set BLIS picks by itself on this CPU, asked in a child process (the parent's
  * BLIS stays uninitialised, so BLIS_ARCH_TYPE can still take effect); "" if unknown. */
@@ -311,69 +282,20 @@ const char *rl_blis_sup_policy(void)
                                    : "sup where m or n < 64 or k < 128, packed otherwise";
 }
 
-void rl_init(int nthreads)
+void rl_gemm_init(void)
 {
-    if (!rl_inited) {
-        rl_inited = 1;
-        choose_blis_arch();
-        choose_sup();
-        /* BLIS must initialise its kernel registry before the arch id is queried: with
-         * BLIS_ARCH_TYPE set, an early bli_arch_query_id() aborts in BLIS 0.9. */
-        bli_init();
-    }
-    rl_threads_set(nthreads > 0 ? nthreads : default_threads());
-}
-
-void rl_threads_set(int n)
-{
-    rl_nthreads = n > 0 ? n : 1;
-#ifdef _OPENMP
-    omp_set_num_threads(rl_nthreads);
-#endif
-}
-
-int rl_threads_get(void) { return rl_nthreads; }
-
-int rl_thread_slot(void)
-{
-#ifdef _OPENMP
-    /* the nearest enclosing region with more than one thread: inactive (one-thread)
-     * regions -- an `if` clause that was false, a nested loop -- count as levels too */
-    for (int l = omp_get_level(); l > 0; l--)
-        if (omp_get_team_size(l) > 1) return omp_get_ancestor_thread_num(l);
-#endif
-    return 0;
-}
-
-void rl_affinity_widen_to_places(void)
-{
-#ifdef _OPENMP
-    /* the places were made from the mask the process started with (taskset, container),
-     * before the runtime bound this thread to the first of them */
-    cpu_set_t set;
-    int       n = 0;
-    CPU_ZERO(&set);
-    for (int p = 0; p < omp_get_num_places(); p++) {
-        int k = omp_get_place_num_procs(p), ids[256];
-        if (k <= 0 || k > 256) continue;
-        omp_get_place_proc_ids(p, ids);
-        for (int i = 0; i < k; i++)
-            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE) CPU_SET(ids[i], &set), n++;
-    }
-    if (n > 0) sched_setaffinity(0, sizeof set, &set);
-#endif
-}
-
-int rl_threads_fit(void)
-{
-    int had = rl_nthreads, cores = rl_cores_available();
-    if (had > cores) rl_threads_set(cores);
-    return had;
+    if (rl_inited) return;
+    rl_inited = 1;
+    choose_blis_arch();
+    choose_sup();
+    /* BLIS must initialise its kernel registry before the arch id is queried: with
+     * BLIS_ARCH_TYPE set, an early bli_arch_query_id() aborts in BLIS 0.9. */
+    bli_init();
 }
 
 const char *rl_blis_arch(void)
 {
-    if (!rl_inited) rl_init(0);
+    rl_gemm_init();
     return bli_arch_string(bli_arch_query_id());
 }
 
@@ -410,7 +332,7 @@ static int gemm_threads(void)
 #ifdef _OPENMP
     if (omp_in_parallel()) return 1;
 #endif
-    return rl_nthreads;
+    return rl_threads_get();
 }
 
 void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_t rsa,
@@ -450,7 +372,7 @@ void rl_sgemm_batched(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, f
                       ptrdiff_t stride_b, float beta, float *C, int ldc, ptrdiff_t stride_c,
                       int count)
 {
-#pragma omp parallel for schedule(static) if (count > 1 && rl_nthreads > 1)
+#pragma omp parallel for schedule(static) if (count > 1 && rl_threads_get() > 1)
     for (int i = 0; i < count; i++)
         rl_sgemm(ta, tb, m, n, k, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
                  C + i * stride_c, ldc);

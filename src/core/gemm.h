@@ -7,7 +7,7 @@
  * row/column strides).  rl_sgemm_strided takes BLIS-style general strides.
  *
  * Threads: ropelab has one owner of threads at a time.  Outside an OpenMP
- * parallel region a GEMM uses rl_threads_get() BLIS threads; inside one it runs on
+ * parallel region a GEMM uses rl_threads_get() (threads.h) BLIS threads; inside one it runs on
  * the calling thread only (no nested parallelism). */
 #ifndef RL_GEMM_H
 #define RL_GEMM_H
@@ -50,24 +50,9 @@ int  rl_products_counting(void);
 void rl_sgemm_ref(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
-/* Library start-up: choose the BLIS kernel set (see rl_blis_arch) and thread count.
- * Safe to call more than once; call before the first GEMM. */
-void rl_init(int nthreads);
-/* Threads used by GEMMs outside parallel regions and by OpenMP outer loops. */
-void rl_threads_set(int n);
-int  rl_threads_get(void);
-/* The calling thread's number in the innermost active OpenMP team (0 outside any): the
- * index of its per-thread buffers, also inside a one-thread region nested in a team. */
-int rl_thread_slot(void);
-/* Cores this process may run on (sched_getaffinity), >= 1. */
-int rl_cores_available(void);
-/* When the OpenMP runtime has bound the calling thread to one place (OMP_PROC_BIND), gives
- * it back every CPU of the runtime's places (the process's CPUs at start): called before
- * ropelab runs itself again, so the new process does not start bound to one core. */
-void rl_affinity_widen_to_places(void);
-/* Lowers the thread count to rl_cores_available() when it is above (threads that share a
- * core wait for each other; results do not depend on the count); returns the count it had. */
-int rl_threads_fit(void);
+/* Chooses the BLIS kernel set (see rl_blis_arch) and initialises BLIS, once; rl_init
+ * (threads.h) calls it. */
+void rl_gemm_init(void);
 /* Name of the BLIS kernel set in use ("skx", "haswell", ...) and how it was chosen. */
 const char *rl_blis_arch(void);
 const char *rl_blis_arch_reason(void);

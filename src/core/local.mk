@@ -7,14 +7,14 @@ src_core_libcore_la_SOURCES = \
 	%D%/json.c %D%/json.h \
 	%D%/npy.c %D%/npy.h \
 	%D%/gemm.c %D%/gemm.h \
+	%D%/threads.c %D%/threads.h %D%/init.c %D%/init.h \
 	%D%/tilemm.c %D%/tilemm.h \
 	%D%/vexp.c %D%/vexp.h \
 	%D%/fft.c %D%/fft.h \
 	%D%/peak.c %D%/peak.h \
 	%D%/mpi.c %D%/mpi.h \
-	%D%/crc32c.c %D%/crc32c.h \
-	%D%/governor.c %D%/governor.h
+	%D%/crc32c.c %D%/crc32c.h
 ## <mpi.h> only for core/mpi.c (MPI_CFLAGS is empty without MPI)
 src_core_libcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 ropelab_coredir = $(pkgincludedir)/core
-ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/npy.h
+ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/threads.h %D%/init.h %D%/npy.h

@@ -5,7 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-static _Thread_local char rl_errbuf[4096];
+static _Thread_local char        rl_errbuf[4096];
+static _Thread_local const char *rl_err_section, *rl_err_key;
 
 const char *rl_strerror(rl_status s)
 {
@@ -21,17 +22,44 @@ const char *rl_strerror(rl_status s)
     return "unknown error";
 }
 
-rl_status rl_error_report(rl_status s, const char *file, int line, const char *fmt, ...)
+static void report(const char *file, int line, const char *section, const char *key,
+                   const char *fmt, va_list ap)
 {
     /* format into a local buffer first: a message may quote rl_last_error() itself */
-    char    msg[sizeof rl_errbuf];
+    char msg[sizeof rl_errbuf];
+    int  k = key ? snprintf(msg, sizeof msg, "[%s] %s: ", section, key) : 0;
+    if (k < 0 || (size_t)k >= sizeof msg) k = 0;
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    memcpy(rl_errbuf, msg, sizeof msg);
+    rl_err_section = key ? section : NULL;
+    rl_err_key     = key;
+    if (getenv("RL_TRACE_ERRORS")) fprintf(stderr, "ropelab: %s:%d: %s\n", file, line, rl_errbuf);
+}
+
+rl_status rl_error_report(rl_status s, const char *file, int line, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    report(file, line, NULL, NULL, fmt, ap);
     va_end(ap);
-    memcpy(rl_errbuf, msg, sizeof msg);
-    if (getenv("RL_TRACE_ERRORS")) fprintf(stderr, "ropelab: %s:%d: %s\n", file, line, rl_errbuf);
     return s;
+}
+
+rl_status rl_error_report_key(rl_status s, const char *file, int line, const char *section,
+                              const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(file, line, section, key, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+int rl_last_error_key(const char **section, const char **key)
+{
+    if (section) *section = rl_err_section;
+    if (key) *key = rl_err_key;
+    return rl_err_key != NULL;
 }
 
 const char *rl_last_error(void) { return rl_errbuf[0] ? rl_errbuf : "(no message)"; }

@@ -28,8 +28,19 @@ const char *rl_strerror(rl_status s);
 rl_status rl_error_report(rl_status s, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 const char *rl_last_error(void);
+/* The same for an error about one key of an experiment file: the message reads
+ * "[section] key: ..." and the section and key travel with it as data, so that a caller
+ * can point at the line that set the key.  Any other error clears them. */
+rl_status rl_error_report_key(rl_status s, const char *file, int line, const char *section,
+                              const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* The section and key of the last error on this thread when it was about a key (1), else
+ * 0 and NULLs.  The strings are the reporter's (string literals or the key table's). */
+int rl_last_error_key(const char **section, const char **key);
 
 #define RL_FAIL(status, ...) return rl_error_report((status), __FILE__, __LINE__, __VA_ARGS__)
+#define RL_FAIL_KEY(status, section, key, ...)                                                     \
+    return rl_error_report_key((status), __FILE__, __LINE__, (section), (key), __VA_ARGS__)
 /* Propagate a failing status from a call. */
 #define RL_TRY(expr)                                                                               \
     do {                                                                                           \

@@ -2,12 +2,13 @@
  * overrides limited to what keeps the trained tensors; see evaluate.h. */
 #include "config.h"
 #include "evaluate.h"
-#include "cfg.h"
-#include "report.h"
-#include "sweep.h"
+#include "../config/cfg.h"
+#include "../report/report.h"
+#include "../config/sweep.h"
 #include "train.h"
 #include "../model/checkpoint.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
+#include "../core/init.h"
 #include "../core/util.h"
 
 #include <dirent.h>
@@ -274,21 +275,6 @@ static rl_status eval_run(const char *dir, const struct rl_evaluate_opts *o, cha
     if (st == RL_OK) st = write_config(base, out);
     if (st == RL_OK) st = rl_report_write(out, o->table, o->log);
     free(base), free(pc);
-    return st;
-}
-
-rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step)
-{
-    char     *text = NULL, name[4200];
-    rl_status st   = rl_checkpoint_read_meta(path, step, &text, NULL);
-    if (st == RL_OK && (!text || !*text))
-        st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
-                             "%s: no __metadata__ \"config\": not a checkpoint written by "
-                             "ropelab run",
-                             path);
-    snprintf(name, sizeof name, "%s (__metadata__ config)", path);
-    if (st == RL_OK) rl_cfg_defaults(c), st = rl_cfg_load_string(c, text, name);
-    free(text);
     return st;
 }
 

@@ -39,11 +39,6 @@ struct rl_evaluate_opts {
 
 /* Evaluate path (a run directory or a .safetensors checkpoint); the output directory is
  * written into out_dir. */
-struct rl_cfg;
-/* The configuration a checkpoint was trained with (its __metadata__ "config", over the
- * defaults), and its step if step is not NULL; an error names the file when the metadata
- * has no configuration (not written by ropelab run) or it does not parse. */
-rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step);
 
 rl_status rl_evaluate(const char *path, const struct rl_evaluate_opts *o, char *out_dir,
                       size_t len);

@@ -3,8 +3,8 @@
  * ETA, and the outputs at the end; see experiment.h. */
 #include "config.h"
 #include "experiment.h"
-#include "report.h"
-#include "sweep.h"
+#include "../report/report.h"
+#include "../config/sweep.h"
 #include "train.h"
 #include "../core/mpi.h"
 #include "../core/util.h"

@@ -30,7 +30,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "cfg.h"
+#include "../config/cfg.h"
 #include "../core/status.h"
 
 struct rl_experiment_opts {

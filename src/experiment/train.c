@@ -5,9 +5,9 @@
 #include "train_impl.h"
 #include "../core/json.h"
 #include "../core/mpi.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/util.h"
-#include "cfg_keys.h"
+#include "../config/cfg_keys.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -207,14 +207,14 @@ static rl_status check_memory(const struct rl_cfg *c, rl_task *task)
             gib(tokens * per_token + train_call), eval_n, gib(eval_call), gib(avail), gib(total));
 }
 
-/* Where a task error's key got its value: the tasks name it as "[task] KEY: ...", and the
- * user is pointed at that line ("exp.ini:12", or the --set that gave it), as for errors
- * of the configuration itself; the file alone when the key kept its default. */
-static const char *task_error_where(const struct rl_cfg *c, const char *msg)
+/* Where a task error's key got its value: the tasks report the key with the error
+ * (rl_last_error_key), and the user is pointed at that line ("exp.ini:12", or the --set
+ * that gave it), as for errors of the configuration itself; the file alone when the key
+ * kept its default. */
+static const char *task_error_where(const struct rl_cfg *c)
 {
-    char key[64];
-    int  i = -1;
-    if (sscanf(msg, "[task] %63[a-z_]:", key) == 1) i = rl_cfg_find_key("task", key);
+    const char *section, *key;
+    int         i = rl_last_error_key(&section, &key) ? rl_cfg_find_key(section, key) : -1;
     if (i >= 0 && c->where[i][0]) return c->where[i];
     return c->file[0] ? c->file : "(config)";
 }
@@ -227,9 +227,10 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
     rl_cfg_task_opts(c, &o);
     rl_status st = rl_task_create(task, &o);
     if (st != RL_OK) {
-        char m[1024];
+        char        m[1024];
+        const char *where = task_error_where(c);
         snprintf(m, sizeof m, "%s", rl_last_error());
-        RL_FAIL(st, "%s: %s", task_error_where(c, m), m);
+        RL_FAIL(st, "%s: %s", where, m);
     }
     st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
                         rl_task_min_length(*task));

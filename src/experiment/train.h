@@ -36,9 +36,9 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "cfg.h"
+#include "../config/cfg.h"
 #include "../core/status.h"
-#include "task.h"
+#include "../tasks/task.h"
 
 struct rl_train_opts {
     int     resume;      /* continue from the latest checkpoint in the run directory */

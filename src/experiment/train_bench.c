@@ -5,6 +5,7 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/util.h"
 #include "../model/flops.h"
 

@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "../model/adamw.h"
-#include "cfg.h"
+#include "../config/cfg.h"
 #include "../model/model.h"
 #include "../core/rng.h"
-#include "task.h"
+#include "../tasks/task.h"
 #include "train.h"
 
 /* One update's numbers (a metrics.jsonl record holds the loss/acc/lr/grad_norm of its

@@ -2,8 +2,8 @@
  * its logging, checkpoints and evaluations; see train.h. */
 #include "config.h"
 #include "train_impl.h"
-#include "../core/gemm.h"
-#include "../core/governor.h"
+#include "../core/threads.h"
+#include "governor.h"
 #include "../core/json.h"
 #include "../core/util.h"
 

@@ -6,7 +6,7 @@
 #include "attn_linear.h"
 #include "attn_softmax.h"
 #include "attn_toeplitz.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 #include "posbias.h"
 #include "../core/util.h"
 

@@ -31,7 +31,7 @@
 /* Tile sizes (compile-time tunables).  d = 32 makes the score GEMM a small-K product and
  * the other four GEMMs have only 32 output columns, so BLIS's per-call packing of the
  * tile is the overhead to amortise: 256 x 256 measured ~1.6x faster than 128 x 128 for
- * d = dv = 32 on the AVX-512 machine of MACHINE.md, and 512-wide tiles no better (see
+ * d = dv = 32 on a 2-vCPU AVX-512 Xeon guest, and 512-wide tiles no better (see
  * docs/attention.md).  Two 256 KiB tiles stay in a 2 MiB L2.  Any sizes are correct
  * (the tests were also run with 64 x 96 and 96 x 64). */
 #ifndef RL_SM_BQ

@@ -1,7 +1,7 @@
 /* adamw.c -- AdamW, schedule, clipping; see adamw.h for the exact update order. */
 #include "config.h"
 #include "adamw.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 
 #include <math.h>
 

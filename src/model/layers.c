@@ -2,6 +2,7 @@
 #include "config.h"
 #include "layers.h"
 #include "../core/gemm.h"
+#include "../core/threads.h"
 #include "../core/vexp.h"
 
 #include <math.h>

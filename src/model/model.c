@@ -12,7 +12,7 @@
  * GEMM (and so are their weight gradients); likewise their biases form one 3D vector. */
 #include "config.h"
 #include "model.h"
-#include "../core/gemm.h"
+#include "../core/threads.h"
 #include "layers.h"
 #include "../core/rng.h"
 #include "../core/util.h"

@@ -22,7 +22,7 @@ cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitiz
 out="$build/tests/fuzz"
 mkdir -p "$out/obj"
 objs=
-for f in "$top"/src/core/*.c "$top"/src/kernels/*.c "$top"/src/model/*.c "$top"/src/experiment/*.c; do
+for f in "$top"/src/core/*.c "$top"/src/kernels/*.c "$top"/src/model/*.c "$top"/src/tasks/*.c "$top"/src/config/*.c "$top"/src/report/*.c "$top"/src/experiment/*.c; do
     o="$out/obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"
     if [ ! -f "$o" ] || [ "$f" -nt "$o" ]; then
         # shellcheck disable=SC2086

@@ -4,9 +4,10 @@
  * with its AdamW moments.  A refused file must leave the model unchanged.
  * FUZZ_WRITE_SEED=FILE writes a valid checkpoint of that model to FILE (the seed corpus). */
 #include "config.h"
-#include "core/gemm.h"
+#include "core/threads.h"
+#include "core/init.h"
 #include "core/rng.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 

@@ -1,9 +1,9 @@
-/* fuzz_ini.c -- libFuzzer target: an experiment INI file (experiment/cfg.h) from arbitrary
+/* fuzz_ini.c -- libFuzzer target: an experiment INI file (config/cfg.h) from arbitrary
  * bytes: parsed (every error reported, never a crash), checked, and when accepted rendered
  * and parsed back, which must succeed and render the same text again (the writer never
  * writes what the reader would read differently). */
 #include "config.h"
-#include "experiment/cfg.h"
+#include "config/cfg.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
 #include "../kernels/attn.h"
 #include "../model/model.h"
 #include "../core/status.h"
-#include "task.h"
+#include "../tasks/task.h"
 
 #define RL_CFG_PATH 1024
 #define RL_CFG_NAME 128
@@ -129,6 +129,10 @@ void rl_cfg_defaults(struct rl_cfg *c);
 rl_status rl_cfg_load(struct rl_cfg *c, const char *path);
 /* Parse INI text; `name` stands for the file in messages. */
 rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *name);
+/* The configuration a checkpoint was trained with (its __metadata__ "config", over the
+ * defaults), and its step if step is not NULL; an error names the file when the metadata
+ * has no configuration (not written by ropelab run) or it does not parse (cfg_ckpt.c). */
+rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step);
 /* Apply one "section.key=value" override. */
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment);
 /* Set one key from its text value; `where` names the origin in messages.  Used by

@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "cfg.h"
+#include "../config/cfg.h"
 #include "../core/json.h"
-#include "sweep.h"
+#include "../config/sweep.h"
 
 /* Lines of a point's results.csv: lengths x rope_extend methods. */
 #define RL_REP_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)

@@ -24,13 +24,12 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
 {
     struct rl_npy n;
     rl_status     st = rl_npy_read(&n, path);
-    if (st != RL_OK) RL_FAIL(st, "[task] %s: %s", key, rl_last_error());
+    if (st != RL_OK) RL_TASK_FAIL(st, key, "%s", rl_last_error());
     if (n.dtype != RL_NPY_I32 && n.dtype != RL_NPY_I64) {
         rl_npy_free(&n);
-        RL_FAIL(RL_EFORMAT,
-                "[task] %s: %s holds floating-point numbers; token ids must be "
-                "int32 or int64 (np.asarray(ids, dtype=np.int32))",
-                key, path);
+        RL_TASK_FAIL(RL_EFORMAT, key,
+                "%s holds floating-point numbers; token ids must be "
+                "int32 or int64 (np.asarray(ids, dtype=np.int32))", path);
     }
     if (n.ndim != 2 || n.shape[0] < 1 || n.shape[1] < 2 || n.shape[1] - 1 > (1 << 30)) {
         char shp[96] = "";
@@ -38,17 +37,16 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
             k += snprintf(shp + k, sizeof shp - (size_t)k, "%s%lld", i ? ", " : "",
                           (long long)n.shape[i]);
         rl_npy_free(&n);
-        RL_FAIL(RL_ESHAPE,
-                "[task] %s: %s has shape (%s); expected S x (N+1) with S >= 1, "
-                "N >= 1 (one sequence of N+1 ids per row)",
-                key, path, shp);
+        RL_TASK_FAIL(RL_ESHAPE, key,
+                "%s has shape (%s); expected S x (N+1) with S >= 1, "
+                "N >= 1 (one sequence of N+1 ids per row)", path, shp);
     }
     a->S   = n.shape[0];
     a->N   = (int)(n.shape[1] - 1);
     a->ids = malloc(n.count * sizeof *a->ids);
     if (!a->ids) {
         rl_npy_free(&n);
-        RL_FAIL(RL_ENOMEM, "[task] %s: %s: out of memory", key, path);
+        RL_TASK_FAIL(RL_ENOMEM, key, "%s: out of memory", path);
     }
     *max_id = -1;
     for (size_t i = 0; i < n.count; i++) {
@@ -58,10 +56,9 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
             size_t cols = (size_t)n.shape[1];
             free(a->ids), a->ids = NULL;
             rl_npy_free(&n);
-            RL_FAIL(RL_EFORMAT,
-                    "[task] %s: %s: id %lld at row %zu, column %zu is out of range "
-                    "(ids must be in [0, 2^31 - 1))",
-                    key, path, (long long)v, i / cols, i % cols);
+            RL_TASK_FAIL(RL_EFORMAT, key,
+                    "%s: id %lld at row %zu, column %zu is out of range "
+                    "(ids must be in [0, 2^31 - 1))", path, (long long)v, i / cols, i % cols);
         }
         a->ids[i] = (int32_t)v;
         if (v > *max_id) *max_id = v;
@@ -77,8 +74,8 @@ static rl_status check_vocab(const struct tokens_array *a, int vocab, const char
     size_t cols = (size_t)a->N + 1, n = (size_t)a->S * cols;
     for (size_t i = 0; i < n; i++)
         if (a->ids[i] >= vocab)
-            RL_FAIL(RL_EINVAL,
-                    "[task] vocab: %s (%s) holds id %d at row %zu, column %zu, but "
+            RL_TASK_FAIL(RL_EINVAL, "vocab",
+                    "%s (%s) holds id %d at row %zu, column %zu, but "
                     "vocab = %d (ids must be < vocab; leave vocab unset to infer it)",
                     path, key, a->ids[i], i / cols, i % cols, vocab);
     return RL_OK;
@@ -88,7 +85,7 @@ static rl_status open_arrays(struct rl_task_tokens *t, const struct rl_task_opts
 {
     int64_t mt = -1, mv = -1;
     if (!o->path || !o->path[0])
-        RL_FAIL(RL_EINVAL, "[task] path: the tokens task needs path (an .npy file of ids)");
+        RL_TASK_FAIL(RL_EINVAL, "path", "the tokens task needs path (an .npy file of ids)");
     RL_TRY(read_array(&t->train, &mt, o->path, "path"));
     if (o->valid_path && o->valid_path[0])
         RL_TRY(read_array(&t->valid, &mv, o->valid_path, "valid_path"));
@@ -97,8 +94,8 @@ static rl_status open_arrays(struct rl_task_tokens *t, const struct rl_task_opts
     RL_TRY(check_vocab(&t->train, t->vocab, o->path, "path"));
     if (t->valid.ids) RL_TRY(check_vocab(&t->valid, t->vocab, o->valid_path, "valid_path"));
     if (o->length > 0 && o->length != t->train.N)
-        RL_FAIL(RL_EINVAL,
-                "[task] length: %s holds sequences of N = %d tokens (rows of %d ids), "
+        RL_TASK_FAIL(RL_EINVAL, "length",
+                "%s holds sequences of N = %d tokens (rows of %d ids), "
                 "but length = %d (leave length unset to use the data's)",
                 o->path, t->train.N, t->train.N + 1, o->length);
     return RL_OK;

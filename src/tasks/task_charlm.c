@@ -29,15 +29,15 @@ static int is_enwik8(const char *path, size_t len)
 rl_status rl_task_charlm_setup(struct rl_task *t, const struct rl_task_opts *o)
 {
     if (!o->path || !o->path[0])
-        RL_FAIL(RL_EINVAL, "[task] path: the charlm task needs path (a text file, e.g. the "
+        RL_TASK_FAIL(RL_EINVAL, "path", "the charlm task needs path (a text file, e.g. the "
                            "shipped data/kjv.txt or enwik8)");
     if (o->vocab && o->vocab != 256)
-        RL_FAIL(RL_EINVAL, "[task] vocab: charlm models bytes (vocab 256), got %d", o->vocab);
+        RL_TASK_FAIL(RL_EINVAL, "vocab", "charlm models bytes (vocab 256), got %d", o->vocab);
     rl_status st = rl_read_file(&t->text, &t->text_len, o->path);
     if (st != RL_OK) {
         char why[512]; /* rl_last_error's buffer is the one RL_FAIL writes */
         snprintf(why, sizeof why, "%s", rl_last_error());
-        RL_FAIL(st, "[task] path: %s", why);
+        RL_TASK_FAIL(st, "path", "%s", why);
     }
     if (is_enwik8(o->path, t->text_len)) {
         t->train_end = 90000000u, t->valid_lo = 90000000u, t->valid_hi = 95000000u;
@@ -49,8 +49,8 @@ rl_status rl_task_charlm_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->length = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
     size_t nv = t->valid_hi - t->valid_lo;
     if (t->train_end < (size_t)t->length + 1 || nv < (size_t)t->length + 1)
-        RL_FAIL(RL_EINVAL,
-                "[task] length: %s has %zu training and %zu validation bytes, too "
+        RL_TASK_FAIL(RL_EINVAL, "length",
+                "%s has %zu training and %zu validation bytes, too "
                 "few for windows of length %d + 1",
                 o->path, t->train_end, nv, t->length);
     return RL_OK;

@@ -4,7 +4,7 @@
 #include "config.h"
 #include "report_data.h"
 #include "../core/json.h"
-#include "task.h"
+#include "../tasks/task.h"
 #include "../core/util.h"
 
 #include <math.h>

@@ -26,8 +26,8 @@ rl_status rl_task_kind_parse(enum rl_task_kind *k, const char *name)
             *k = (enum rl_task_kind)i;
             return RL_OK;
         }
-    RL_FAIL(RL_EINVAL,
-            "[task] name: unknown task '%s' (copy, reverse, sort, mqar, listops, "
+    RL_TASK_FAIL(RL_EINVAL, "name",
+            "unknown task '%s' (copy, reverse, sort, mqar, listops, "
             "charlm, tokens, passkey)",
             name ? name : "(null)");
 }

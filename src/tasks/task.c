@@ -18,7 +18,7 @@
 static rl_status check_common(const struct rl_task_opts *o)
 {
     if ((int)o->kind < 0 || (int)o->kind > RL_TASK_PASSKEY)
-        RL_FAIL(RL_EINVAL, "[task] name: unknown task kind %d", (int)o->kind);
+        RL_TASK_FAIL(RL_EINVAL, "name", "unknown task kind %d", (int)o->kind);
     const struct {
         const char *key;
         int         v;
@@ -27,8 +27,7 @@ static rl_status check_common(const struct rl_task_opts *o)
                   {"digits", o->digits}};
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++)
         if (nonneg[i].v < 0)
-            RL_FAIL(RL_EINVAL, "[task] %s: %d must be >= 0 (0 = the task's default)", nonneg[i].key,
-                    nonneg[i].v);
+            RL_TASK_FAIL(RL_EINVAL, nonneg[i].key, "%d must be >= 0 (0 = the task's default)", nonneg[i].v);
     return RL_OK;
 }
 
@@ -53,7 +52,7 @@ static rl_status setup(struct rl_task *t, const struct rl_task_opts *o)
     case RL_TASK_PASSKEY:
         return rl_task_passkey_setup(t, o);
     }
-    RL_FAIL(RL_EINVAL, "[task] name: unknown task kind %d", (int)o->kind);
+    RL_TASK_FAIL(RL_EINVAL, "name", "unknown task kind %d", (int)o->kind);
 }
 
 rl_status rl_task_create(rl_task **out, const struct rl_task_opts *o)

@@ -3,6 +3,7 @@
  * RoFormer 3.4.3; see report.h. */
 #include "config.h"
 #include "report_plot.h"
+#include "../kernels/rope.h"
 #include "../core/util.h"
 
 #include <complex.h>
@@ -375,10 +376,13 @@ void rl_rep_plots(const struct rl_report *r, FILE *log)
 
 double rl_rope_decay_bound(int d, double base, double r)
 {
+    struct rl_rope_opts o;
+    rl_rope_opts_default(&o);
+    o.base               = base;
     double complex S   = 0;
     double         sum = 0;
     for (int i = 0; i < d / 2; i++) {
-        double a = r * pow(base, -2.0 * i / d);
+        double a = r * rl_rope_theta(&o, d, i);
         S += cos(a) + I * sin(a); /* S_{i+1} = sum_{k <= i} e^{i r theta_k} */
         sum += cabs(S);
     }

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE 1 /* sched_setaffinity, CPU_SET */
 #include "config.h"
 #include "governor.h"
-#include "gemm.h"
+#include "../core/threads.h"
 
 #include <sched.h>
 #include <stdlib.h>
