@@ -45,6 +45,7 @@ void rl_attn_opts_default(struct rl_attn_opts *o)
     o->alibi_scan      = 0;
     o->xpos            = 0;
     o->xpos_scale_base = 512.0;
+    o->forget          = 0;
 }
 
 rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
@@ -94,6 +95,8 @@ rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
                 o->t5_max_distance, o->t5_buckets / (o->causal ? 2 : 4));
     if (o->kind == RL_ATTN_LINEAR && !(o->eps >= 0))
         RL_FAIL(RL_EINVAL, "eps=%g must be >= 0", (double)o->eps);
+    if (o->forget && !o->causal)
+        RL_FAIL(RL_EINVAL, "the forget gate needs causal attention (it weighs n <= m only)");
     if (o->alibi_scan && !(o->pe == RL_ATTN_PE_ALIBI && o->causal && o->kind == RL_ATTN_LINEAR))
         RL_FAIL(RL_EINVAL, "the decayed ALiBi scan needs linear attention, pe=alibi and causal");
     return RL_OK;
@@ -262,11 +265,22 @@ static int team(const rl_attn *a)
 
 int rl_attn_threads(const rl_attn *a) { return a->nthreads; }
 
-rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
-                          const float *v, const float *t5, int G, struct rl_attn_stats *st)
+/* The gate's input: present exactly when the plan has a gate. */
+static rl_status check_gate(const rl_attn *a, const float *logf)
+{
+    if (a->o.forget && !logf) RL_FAIL(RL_EINVAL, "the forget gate needs its log gates (G x N)");
+    if (!a->o.forget && logf) RL_FAIL(RL_EINVAL, "log gates given to a plan without a forget gate");
+    if (a->o.forget) RL_FAIL(RL_EINVAL, "the forget gate is not implemented yet");
+    return RL_OK;
+}
+
+rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G,
+                          struct rl_attn_stats *st)
 {
     double t0 = rl_now_ms();
-    RL_TRY(refresh_t5(a, t5));
+    RL_TRY(check_gate(a, in->logf));
+    RL_TRY(refresh_t5(a, in->t5));
+    const float *q = in->q, *k = in->k, *v = in->v;
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     long         bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(team(a))
@@ -316,11 +330,13 @@ static void head_backward(rl_attn *a, float *dq, float *dk, float *dv, double *d
     }
 }
 
-rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dv, float *dt5,
-                           const float *dout, const float *o, const float *saved, const float *q,
-                           const float *k, const float *v, const float *t5, int G)
+rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                           const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    RL_TRY(refresh_t5(a, t5));
+    RL_TRY(check_gate(a, in->logf));
+    RL_TRY(refresh_t5(a, in->t5));
+    const float *q = in->q, *k = in->k, *v = in->v;
+    float       *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dt5 = gr->dt5;
     const int    t5_grad = a->o.pe == RL_ATTN_PE_T5 && dt5 != NULL;
     const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     const size_t nrel = (size_t)a->H * (2 * (size_t)a->N - 1);
