@@ -248,7 +248,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         snprintf(buf, len, "%s", *(const int *)p ? "true" : "false");
         return;
     case RL_K_ENUM:
-        snprintf(buf, len, "%s", k->names[*(const int *)p]);
+        snprintf(buf, len, "%s", rl_choice_name(k->choices, *(const int *)p));
         return;
     case RL_K_STR:
         snprintf(buf, len, "%s",
@@ -265,7 +265,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         size_t n = 0;
         for (int j = 0; j < c->eval.n_extend && n < len; j++)
             n += (size_t)snprintf(buf + n, len - n, "%s%s", j ? ", " : "",
-                                  k->names[c->eval.extend[j]]);
+                                  rl_choice_name(k->choices, (int)c->eval.extend[j]));
         return;
     }
     case RL_K_FACTOR:
