@@ -12,13 +12,15 @@ int rl_cmd_report(int argc, char **argv);
 int rl_cmd_eval(int argc, char **argv);
 int rl_cmd_generate(int argc, char **argv);
 
-/* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and
- * csv_path when not NULL); returns the exit status. */
-/* The training benchmark's cells: attention kinds (-1: both) x sequence lengths ns[0 .. nn)
- * (nn = 0: 256 and 4096), batch max(1, 4096 / N) rows. */
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int kind, const int *ns,
-                   int nn);
-/* bench_decode.c: `ropelab bench --decode [options]` (argv as rl_cmd_bench's). */
-int rl_bench_decode(int argc, char **argv);
+/* The modes of `ropelab bench [--train | --decode] [options]` (argv as rl_cmd_bench's): the
+ * kernels (cmd_bench.c), training throughput (bench_train.c), generation (bench_decode.c);
+ * the tables of the two others, for bench's help. */
+struct rl_command;
+int                            rl_bench_train(int argc, char **argv);
+int                            rl_bench_decode(int argc, char **argv);
+extern const struct rl_command rl_bench_train_command, rl_bench_decode_command;
+/* DIR/name (DIR made if missing) opened for writing, with its header line, or NULL after
+ * printing why. */
+FILE *rl_bench_csv(const char *dir, const char *name, const char *header);
 
 #endif

@@ -267,7 +267,7 @@ void rl_near_init(struct rl_near *n, const char *word)
 void rl_near_offer(struct rl_near *n, const char *candidate)
 {
     int d = rl_edit_distance(n->word, candidate);
-    if (d < n->dist) n->dist = d, n->best = candidate;
+    if (d < n->dist && d < (int)strlen(n->word)) n->dist = d, n->best = candidate;
 }
 
 void rl_int_expectation(char *buf, size_t len, long long lo, long long hi)

@@ -18,9 +18,10 @@ int rl_path_exists(const char *path);
 char *rl_list_item(char **rest);
 /* Levenshtein distance of two short words (keys, command names); 99 past 62 bytes. */
 int rl_edit_distance(const char *a, const char *b);
-/* The candidate nearest to word within two edits (a swap of two letters is two), for "did
- * you mean" hints: rl_near_init, then rl_near_offer each candidate; best stays NULL when
- * none is that near, and the first of equally near candidates wins. */
+/* The candidate nearest to word within two edits (a swap of two letters is two) and fewer
+ * edits than word has letters, for "did you mean" hints: rl_near_init, then rl_near_offer
+ * each candidate; best stays NULL when none is that near, and the first of equally near
+ * candidates wins. */
 struct rl_near {
     const char *word, *best;
     int         dist;
