@@ -24,16 +24,6 @@ struct decode_point {
     size_t              bytes;
 };
 
-static double median_of(double *x, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1], x[j - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* ms per token of `steps` steps after a context of p->ctx tokens, median of reps. */
 static rl_status measure(struct decode_point *p, rl_model *m, int steps, int reps)
 {
@@ -50,7 +40,7 @@ static rl_status measure(struct decode_point *p, rl_model *m, int steps, int rep
             st = rl_decoder_step(dc, logits, (int32_t)(s % 64));
         t[r] = (rl_now_ms() - t0) / steps;
     }
-    if (st == RL_OK) p->ms = median_of(t, reps);
+    if (st == RL_OK) p->ms = rl_bench_median(t, reps);
     rl_decoder_free(dc);
     return st;
 }
@@ -84,7 +74,7 @@ struct decode_args {
 };
 
 #define A struct decode_args
-static const struct rl_opt decode_opts[] = {
+const struct rl_opt rl_bench_decode_opts[] = {
     RL_OPT_FLAG("decode", 0, A, mode, 1, "generation instead of the kernels"),
     RL_OPT_INTS("n", A, ns, nn, 1, 0, 1 << 26, "N,...", "contexts (default 1024,4096,16384,65536)"),
     RL_OPT_INTS("full-n", A, fs, nf, 0, 0, 1 << 26, "N,...",
@@ -97,14 +87,6 @@ static const struct rl_opt decode_opts[] = {
     RL_OPT_STRING("out", A, out, "DIR", "write DIR/bench_decode.csv (default: no CSV)"),
     RL_OPT_END};
 #undef A
-
-const struct rl_command rl_bench_decode_command = {
-    "bench", decode_opts,
-    "\n"
-    "Generation (--decode): ms per token and attention cache / state bytes after each\n"
-    "context, softmax (key/value cache) and linear elu1 (eq. 19 state), the model of\n"
-    "--train with random weights, recurrent and by full recomputation:\n",
-    NULL, 0};
 
 /* Every attention kind, recurrent at the contexts ns, then full at fs. */
 static int decode_table(FILE *out, FILE *csv, const struct decode_args *a)
@@ -129,19 +111,18 @@ static int decode_table(FILE *out, FILE *csv, const struct decode_args *a)
     return rc;
 }
 
-int rl_bench_decode(int argc, char **argv)
+int rl_bench_decode(const struct rl_command *command, int argc, char **argv)
 {
-    struct decode_args a = {.threads    = 1,
-                            .steps      = 64,
-                            .reps       = 3,
-                            .full_steps = 3,
-                            .ns         = {1024, 4096, 16384, 65536},
-                            .nn         = 4,
-                            .fs         = {1024, 4096},
-                            .nf         = 2};
-    int next = 0, rc = rl_opts_parse(&rl_bench_decode_command, &a, argc, argv, &next);
+    struct decode_args a  = {.threads    = 1,
+                             .steps      = 64,
+                             .reps       = 3,
+                             .full_steps = 3,
+                             .ns         = {1024, 4096, 16384, 65536},
+                             .nn         = 4,
+                             .fs         = {1024, 4096},
+                             .nf         = 2};
+    int                rc = rl_opts_parse(command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
-    if (next < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[next]);
     rl_cli_threads("bench", a.threads);
     FILE *csv = a.out ? rl_bench_csv(a.out, "bench_decode.csv",
                                      "attention,mode,context,threads,ms_per_token,state_bytes\n")

@@ -54,7 +54,7 @@ struct train_args {
 };
 
 #define A struct train_args
-static const struct rl_opt train_opts[] = {
+const struct rl_opt rl_bench_train_opts[] = {
     RL_OPT_FLAG("train", 0, A, mode, 1, "training throughput instead of the kernels"),
     RL_OPT_CHOICE_ALL("attention", A, kind, rl_attn_kinds,
                       "attention kinds (default all; linear with elu1)"),
@@ -66,13 +66,6 @@ static const struct rl_opt train_opts[] = {
     RL_OPT_STRING("out", A, out, "DIR", "write DIR/bench_train.csv (default: no CSV)"),
     RL_OPT_END};
 #undef A
-
-const struct rl_command rl_bench_train_command = {
-    "bench", train_opts,
-    "\n"
-    "Training throughput (--train): vocab 64, D 128, 4 heads, 2 layers, causal, RoPE,\n"
-    "4096 tokens per update (4096/N rows, at least 1):\n",
-    NULL, 0};
 
 /* The rows: each attention kind asked for at each length. */
 static int train_table(FILE *out, FILE *csv, const struct train_args *a)
@@ -117,12 +110,11 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
     return rc;
 }
 
-int rl_bench_train(int argc, char **argv)
+int rl_bench_train(const struct rl_command *command, int argc, char **argv)
 {
-    struct train_args a    = {.steps = 10, .warmup = 2, .kind = -1};
-    int               next = 0, rc = rl_opts_parse(&rl_bench_train_command, &a, argc, argv, &next);
+    struct train_args a  = {.steps = 10, .warmup = 2, .kind = -1};
+    int               rc = rl_opts_parse(command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
-    if (next < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[next]);
     rl_cli_threads("bench", a.threads);
     FILE *csv = a.out ? rl_bench_csv(a.out, "bench_train.csv",
                                      "attention,N,batch,threads,tokens_per_s,ms_forward,"

@@ -76,11 +76,10 @@ static const struct rl_command attn_command = {
 /* Returns RL_OPTS_GO_ON, or an exit status. */
 static int parse_args(struct attn_args *A, int argc, char **argv)
 {
-    int next = 0, rc;
+    int rc;
     memset(A, 0, sizeof *A);
     rl_attn_opts_default(&A->o);
-    if ((rc = rl_opts_parse(&attn_command, A, argc, argv, &next)) != RL_OPTS_GO_ON) return rc;
-    if (next < argc) return rl_usage_error("attn", "unexpected argument '%s'", argv[next]);
+    if ((rc = rl_opts_parse(&attn_command, A, argc, argv, NULL)) != RL_OPTS_GO_ON) return rc;
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
     if (!A->in[0]) return rl_usage_error("attn", "--in: expected a directory, got ''");
     if (!A->out[0]) return rl_usage_error("attn", "--out: expected a directory, got ''");

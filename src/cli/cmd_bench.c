@@ -43,7 +43,7 @@ static double nominal_flops(const struct rl_attn_opts *o, double N, double d, do
     return fb ? 3 * f : f;
 }
 
-static double median(double *x, int n)
+double rl_bench_median(double *x, int n)
 {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
@@ -84,8 +84,8 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
         double t2 = rl_now_ms();
         tf[r] = t1 - t0, tb[r] = t2 - t0;
     }
-    p->ms_fwd   = median(tf, reps);
-    p->ms_fb    = median(tb, reps);
+    p->ms_fwd   = rl_bench_median(tf, reps);
+    p->ms_fb    = rl_bench_median(tb, reps);
     p->flop_fwd = H * nominal_flops(o, N, d, dv, 0);
     p->flop_fb  = H * nominal_flops(o, N, d, dv, 1);
     p->rss_mb   = rl_peak_rss_kb() / 1024.0;
@@ -278,20 +278,6 @@ static const struct rl_opt kernel_opts[] = {
     RL_OPT_END};
 #undef A
 
-static const struct rl_command kernel_command = {
-    "bench", kernel_opts,
-    "Usage: ropelab bench [options]\n"
-    "       ropelab bench --train [options]\n"
-    "       ropelab bench --decode [options]\n"
-    "\n"
-    "Times every attention kernel x position encoding x causality, forward and\n"
-    "forward+backward, over sequence lengths; reports ms (median of --reps), GFLOP/s\n"
-    "(nominal FLOP counts of docs/performance.md), peak RSS of the measuring process,\n"
-    "and the slope of log(time) vs log(N).  With --train: training tokens/s instead;\n"
-    "with --decode: the cost of a generated token.\n"
-    "\n",
-    NULL, 0};
-
 /* Why point N of configuration c is not measured (NULL: it is), after last_ms at last_n. */
 static const char *skip_reason(char *buf, size_t len, const struct bench_cfg *c, int N,
                                const struct kernel_args *a, double last_ms, int last_n)
@@ -343,22 +329,21 @@ static void bench_config(const struct bench_cfg *c, const struct kernel_args *a,
     fflush(stdout);
 }
 
-static int bench_kernels(int argc, char **argv)
+static int bench_kernels(const struct rl_command *command, int argc, char **argv)
 {
-    struct kernel_args a    = {.attn   = -1,
-                               .pe     = -1,
-                               .causal = -1,
-                               .H      = 4,
-                               .d      = 32,
-                               .dv     = 32,
-                               .reps   = 3,
-                               .ns     = {1024, 2048, 4096, 16384, 65536},
-                               .nn     = 5,
-                               .budget = 20,
-                               .mem_gb = 4};
-    int                next = 0, rc = rl_opts_parse(&kernel_command, &a, argc, argv, &next);
+    struct kernel_args a  = {.attn   = -1,
+                             .pe     = -1,
+                             .causal = -1,
+                             .H      = 4,
+                             .d      = 32,
+                             .dv     = 32,
+                             .reps   = 3,
+                             .ns     = {1024, 2048, 4096, 16384, 65536},
+                             .nn     = 5,
+                             .budget = 20,
+                             .mem_gb = 4};
+    int                rc = rl_opts_parse(command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
-    if (next < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[next]);
     rl_cli_threads("bench", a.threads);
     struct bench_cfg cfg[32];
     int              nc = make_configs(cfg, a.attn, a.pe, a.causal);
@@ -395,18 +380,56 @@ FILE *rl_bench_csv(const char *dir, const char *name, const char *header)
     return f;
 }
 
+static const char kernel_usage[] =
+    "Usage: ropelab bench [options]\n"
+    "       ropelab bench --train [options]\n"
+    "       ropelab bench --decode [options]\n"
+    "\n"
+    "Times every attention kernel x position encoding x causality, forward and\n"
+    "forward+backward, over sequence lengths; reports ms (median of --reps), GFLOP/s\n"
+    "(nominal FLOP counts of docs/performance.md), peak RSS of the measuring process,\n"
+    "and the slope of log(time) vs log(N).  With --train: training tokens/s instead;\n"
+    "with --decode: the cost of a generated token.\n"
+    "\n";
+static const char train_usage[] =
+    "\n"
+    "Training throughput (--train): vocab 64, D 128, 4 heads, 2 layers, causal, RoPE,\n"
+    "4096 tokens per update (4096/N rows, at least 1):\n";
+static const char decode_usage[] =
+    "\n"
+    "Generation (--decode): ms per token and attention cache / state bytes after each\n"
+    "context, softmax (key/value cache) and linear elu1 (eq. 19 state), the model of\n"
+    "--train with random weights, recurrent and by full recomputation:\n";
+
+/* The modes: the word that chooses one (NULL: the kernels, the default), its command (the
+ * table of its file, the help), its run. */
+static const struct bench_mode {
+    const char       *word;
+    struct rl_command command;
+    int (*run)(const struct rl_command *c, int argc, char **argv);
+} modes[] = {
+    {NULL, {"bench", kernel_opts, kernel_usage, NULL, 0}, bench_kernels},
+    {"--train", {"bench", rl_bench_train_opts, train_usage, NULL, 0}, rl_bench_train},
+    {"--decode", {"bench", rl_bench_decode_opts, decode_usage, NULL, 0}, rl_bench_decode},
+};
+#define N_MODES (sizeof modes / sizeof modes[0])
+
 int rl_cmd_bench(int argc, char **argv)
 {
-    int train = 0, decode = 0;
+    const struct bench_mode *m = &modes[0];
     if (rl_opts_wants_help(argc, argv)) {
-        rl_opts_usage(stdout, &kernel_command);
-        rl_opts_usage(stdout, &rl_bench_train_command);
-        rl_opts_usage(stdout, &rl_bench_decode_command);
+        for (size_t k = 0; k < N_MODES; k++)
+            rl_opts_usage(stdout, &modes[k].command);
         return RL_EXIT_OK;
     }
-    for (int i = 1; i < argc; i++) /* the mode's word chooses the table */
-        train |= !strcmp(argv[i], "--train"), decode |= !strcmp(argv[i], "--decode");
-    if (train && decode) return rl_usage_error("bench", "--train and --decode exclude each other");
-    if (train) return rl_bench_train(argc, argv);
-    return decode ? rl_bench_decode(argc, argv) : bench_kernels(argc, argv);
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 1; k < N_MODES; k++) {
+            const struct bench_mode *w = &modes[k];
+            if (strcmp(argv[i], w->word) || w == m) continue;
+            if (m != &modes[0]) /* named in the table's order, whatever the command line's */
+                return rl_usage_error("bench", "%s and %s exclude each other",
+                                      (m < w ? m : w)->word, (m < w ? w : m)->word);
+            m = w;
+        }
+    return m->run(&m->command, argc, argv);
 }

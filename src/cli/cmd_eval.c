@@ -64,6 +64,7 @@ static int set_any(void *args, const struct rl_opt *row, const char *value)
 
 #define A struct eval_args
 static const struct rl_opt eval_opts[] = {
+    RL_OPT_OPERAND("RUN_DIR or CHECKPOINT", A, path),
     RL_OPT_CALL("lengths", set_key, "M,...", "evaluation lengths (eval.lengths)"),
     RL_OPT_CALL("batches", set_key, "B", "batches per length (eval.batches)"),
     RL_OPT_CALL("stride", set_key, "S",
@@ -110,28 +111,13 @@ static const struct rl_command eval_command = {
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
     0};
 
-/* Returns RL_OPTS_GO_ON, or an exit status. */
-static int parse_args(struct eval_args *a, int argc, char **argv)
-{
-    int next = 0, rc = rl_opts_parse(&eval_command, a, argc, argv, &next);
-    if (rc != RL_OPTS_GO_ON) return rc;
-    for (int i = next; i < argc; i++) {
-        if (a->path)
-            return rl_usage_error("eval", "one RUN_DIR or CHECKPOINT expected, got '%s' and '%s'",
-                                  a->path, argv[i]);
-        a->path = argv[i];
-    }
-    if (!a->path) return rl_usage_error("eval", "missing RUN_DIR or CHECKPOINT");
-    return RL_OPTS_GO_ON;
-}
-
 int rl_cmd_eval(int argc, char **argv)
 {
     struct eval_args a = {0};
     char             out[4096];
     a.ov    = calloc((size_t)argc + 1, sizeof *a.ov);
     a.where = calloc((size_t)argc + 1, sizeof *a.where);
-    int rc  = a.ov && a.where ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
+    int rc  = a.ov && a.where ? rl_opts_parse(&eval_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
     if (rc == RL_OPTS_GO_ON) {
         rl_cli_threads("eval", 0);
         struct rl_evaluate_opts o = {

@@ -28,6 +28,7 @@ struct gen_args {
 
 #define A struct gen_args
 static const struct rl_opt gen_opts[] = {
+    RL_OPT_OPERAND("CHECKPOINT", A, ckpt),
     RL_OPT_STRING("prompt", A, prompt, "TEXT",
                   "the prompt (charlm: its bytes; others: ids such as '3 1 4')"),
     RL_OPT_STRING("prompt-file", A, prompt_file, "F",
@@ -78,14 +79,9 @@ static const struct rl_command gen_command = {
 /* Returns RL_OPTS_GO_ON, or an exit status. */
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
-    int next = 0, rc;
-    *a       = (struct gen_args){.tokens = 100, .temperature = 1.0, .seed = 1, .threads = 1};
-    if ((rc = rl_opts_parse(&gen_command, a, argc, argv, &next)) != RL_OPTS_GO_ON) return rc;
-    if (next >= argc) return rl_usage_error("generate", "missing CHECKPOINT");
-    if (next + 1 < argc)
-        return rl_usage_error("generate", "one checkpoint expected, got '%s' and '%s'", argv[next],
-                              argv[next + 1]);
-    a->ckpt = argv[next];
+    int rc;
+    *a = (struct gen_args){.tokens = 100, .temperature = 1.0, .seed = 1, .threads = 1};
+    if ((rc = rl_opts_parse(&gen_command, a, argc, argv, NULL)) != RL_OPTS_GO_ON) return rc;
     if (a->prompt && a->prompt_file)
         return rl_usage_error("generate", "--prompt and --prompt-file exclude each other");
     if (!a->prompt && !a->prompt_file)

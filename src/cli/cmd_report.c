@@ -14,12 +14,13 @@
 #include <string.h>
 
 struct report_args {
+    const char *dir, *out;
     int         rope_decay, d, max, nb;
     double      bases[8];
-    const char *out;
 };
 
-static const struct rl_opt report_opts[] = {RL_OPT_HELP, RL_OPT_END};
+static const struct rl_opt report_opts[] = {RL_OPT_OPERAND("RUN_DIR", struct report_args, dir),
+                                            RL_OPT_HELP, RL_OPT_END};
 
 static const struct rl_command report_command = {
     "report", report_opts,
@@ -59,10 +60,9 @@ static const struct rl_command decay_command = {
 
 static int rope_decay(int argc, char **argv)
 {
-    struct report_args a    = {.d = 128, .max = 1024, .nb = 1, .bases = {10000}};
-    int                next = 0, rc = rl_opts_parse(&decay_command, &a, argc, argv, &next);
+    struct report_args a  = {.d = 128, .max = 1024, .nb = 1, .bases = {10000}};
+    int                rc = rl_opts_parse(&decay_command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
-    if (next < argc) return rl_usage_error("report", "unexpected argument '%s'", argv[next]);
     if (a.d % 2) return rl_usage_error("report", "--dims: expected an even number, got %d", a.d);
     if (!a.out) return rl_usage_error("report", "--rope-decay needs --out DIR");
     if (rl_rope_decay_write(a.out, a.d, a.bases, a.nb, a.max, stdout) != RL_OK) {
@@ -74,24 +74,17 @@ static int rope_decay(int argc, char **argv)
 
 int rl_cmd_report(int argc, char **argv)
 {
-    const char *dir  = NULL;
-    int         next = 0, rc;
+    struct report_args a = {0};
     if (rl_opts_wants_help(argc, argv)) {
         rl_opts_usage(stdout, &report_command);
         rl_opts_usage(stdout, &decay_command);
         return RL_EXIT_OK;
     }
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) /* the word of the second mode chooses its table */
         if (!strcmp(argv[i], "--rope-decay")) return rope_decay(argc, argv);
-    if ((rc = rl_opts_parse(&report_command, NULL, argc, argv, &next)) != RL_OPTS_GO_ON) return rc;
-    for (int i = next; i < argc; i++) {
-        if (dir)
-            return rl_usage_error("report", "one RUN_DIR expected, got '%s' and '%s'", dir,
-                                  argv[i]);
-        dir = argv[i];
-    }
-    if (!dir) return rl_usage_error("report", "missing RUN_DIR");
-    if (rl_report_write(dir, stdout, stdout) != RL_OK) {
+    int rc = rl_opts_parse(&report_command, &a, argc, argv, NULL);
+    if (rc != RL_OPTS_GO_ON) return rc;
+    if (rl_report_write(a.dir, stdout, stdout) != RL_OK) {
         fprintf(stderr, "ropelab: %s\n", rl_last_error());
         return RL_EXIT_FAIL;
     }

@@ -38,6 +38,7 @@ static int add_set(void *args, const struct rl_opt *row, const char *value)
 
 #define A struct run_args
 static const struct rl_opt run_opts[] = {
+    RL_OPT_OPERAND("EXPERIMENT.ini", A, ini),
     RL_OPT_STRING("out", A, out, "DIR",
                   "parent of the run directory (default: [experiment] out, 'runs')"),
     RL_OPT_INT("threads", A, threads, 1, 4096, "N",
@@ -83,19 +84,6 @@ static const struct rl_command run_command = {
     "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
     0};
-
-/* Returns RL_OPTS_GO_ON, or an exit status. */
-static int parse_args(struct run_args *a, int argc, char **argv)
-{
-    int next = 0, rc = rl_opts_parse(&run_command, a, argc, argv, &next);
-    if (rc != RL_OPTS_GO_ON) return rc;
-    if (next < argc) a->ini = argv[next++];
-    if (next < argc)
-        return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
-                              argv[next]);
-    if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
-    return RL_OPTS_GO_ON;
-}
 
 /* File, overrides, command-line options (the combination checks run per sweep point). */
 static rl_status load_config(struct rl_cfg *c, const struct run_args *a)
@@ -225,7 +213,7 @@ int rl_cmd_run(int argc, char **argv)
     struct run_args a = {0};
     a.set             = calloc((size_t)argc + 1, sizeof *a.set);
     struct rl_cfg *c  = malloc(sizeof *c);
-    int            rc = a.set && c ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
+    int rc = a.set && c ? rl_opts_parse(&run_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
     if (rc != RL_OPTS_GO_ON) {
         free(c), free(a.set);
         return rc;

@@ -38,6 +38,8 @@ static int takes_value(const struct rl_opt *o)
     return o->arg != RL_ARG_NONE && o->arg != RL_ARG_HELP;
 }
 
+static int is_option(const struct rl_opt *o) { return o->arg != RL_ARG_OPERAND; }
+
 static void number_expectation(char *buf, size_t len, const struct rl_opt *o, int integer)
 {
     if (integer)
@@ -146,6 +148,7 @@ static int store(const struct rl_opt *o, void *args, const char *s, char *why, s
         return parse_list(o, p, (int *)((char *)args + o->count_off), s, why, len);
     case RL_ARG_CALL:
     case RL_ARG_HELP:
+    case RL_ARG_OPERAND:
         break;
     }
     return 0;
@@ -159,10 +162,11 @@ static void getopt_tables(const struct rl_command *c, struct option *longs, char
     int n = 0, s = 0;
     if (c->in_order) shorts[s++] = '+';
     shorts[s++] = ':'; /* a missing argument answers ':', an unknown option '?' */
-    for (const struct rl_opt *o = c->opts; o->name; o++, n++) {
+    for (const struct rl_opt *o = c->opts; o->name; o++) {
         RL_ASSERT(n < MAX_OPTS);
-        longs[n] = (struct option){o->name, takes_value(o) ? required_argument : no_argument, NULL,
-                                   LONG_BASE + n};
+        if (!is_option(o)) continue;
+        longs[n++] = (struct option){o->name, takes_value(o) ? required_argument : no_argument,
+                                     NULL, LONG_BASE + (int)(o - c->opts)};
         if (o->letter) shorts[s++] = (char)o->letter;
         if (o->letter && takes_value(o)) shorts[s++] = ':';
     }
@@ -198,6 +202,7 @@ static int bad_option(const struct rl_command *c, int k, char **argv, int ind)
     snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word + 2 * (word[1] == '-'));
     rl_near_init(&near, name);
     for (o = c->opts; o->name; o++) {
+        if (!is_option(o)) continue;
         rl_near_offer(&near, o->name);
         if (!strncmp(o->name, name, strlen(name)) && strlen(starts) + strlen(o->name) < 500)
             n++, snprintf(starts + strlen(starts), 12 + strlen(o->name), ", --%s", o->name);
@@ -208,6 +213,22 @@ static int bad_option(const struct rl_command *c, int k, char **argv, int ind)
         return rl_usage_error(c->name, "unknown option '%s' (did you mean '--%s'?)", word,
                               near.best);
     return rl_usage_error(c->name, "unknown option '%s'", word);
+}
+
+/* argv[i ..], what getopt_long left: the operand, or nothing. */
+static int take_operand(const struct rl_command *c, void *args, int argc, char **argv, int i)
+{
+    const struct rl_opt *o = c->opts;
+    while (o->name && o->arg != RL_ARG_OPERAND)
+        o++;
+    if (!o->name && i < argc) return rl_usage_error(c->name, "unexpected argument '%s'", argv[i]);
+    if (!o->name) return RL_OPTS_GO_ON;
+    if (i >= argc) return rl_usage_error(c->name, "missing %s", o->name);
+    if (i + 1 < argc)
+        return rl_usage_error(c->name, "one %s expected, got '%s' and '%s'", o->name, argv[i],
+                              argv[i + 1]);
+    *(const char **)((char *)args + o->off) = argv[i];
+    return RL_OPTS_GO_ON;
 }
 
 int rl_opts_parse(const struct rl_command *c, void *args, int argc, char **argv, int *next)
@@ -227,8 +248,8 @@ int rl_opts_parse(const struct rl_command *c, void *args, int argc, char **argv,
             return rl_usage_error(c->name, "--%s: %s", o->name, why);
         }
     }
-    *next = optind;
-    return RL_OPTS_GO_ON;
+    if (c->in_order) return *next = optind, RL_OPTS_GO_ON;
+    return take_operand(c, args, argc, argv, optind);
 }
 
 int rl_opts_wants_help(int argc, char **argv)
@@ -327,11 +348,11 @@ void rl_opts_usage(FILE *f, const struct rl_command *c)
     int  column = 0;
     for (const struct rl_opt *o = c->opts; o->name; o++) {
         int n = option_words(o, words, sizeof words) + 4;
-        if (n > column && n <= HELP_COLUMN) column = n;
+        if (is_option(o) && n > column && n <= HELP_COLUMN) column = n;
     }
     put_text(f, c, c->head);
     for (const struct rl_opt *o = c->opts; o->name; o++)
-        put_option(f, o, column ? column : HELP_COLUMN);
+        if (is_option(o)) put_option(f, o, column ? column : HELP_COLUMN);
     put_text(f, c, c->tail);
 }
 

@@ -46,6 +46,8 @@ enum rl_opt_arg {
     RL_ARG_DOUBLES,    /* comma-separated numbers in the range of RL_ARG_DOUBLE: a double array */
     RL_ARG_CALL,       /* call(args, row, value) takes it (repeatable options, overrides) */
     RL_ARG_HELP,       /* none: print the usage, the command exits 0 */
+    RL_ARG_OPERAND,    /* not an option: the one argument that is not, its name in messages
+                          ("missing RUN_DIR"): const char * */
 };
 
 struct rl_opt {
@@ -63,20 +65,22 @@ struct rl_opt {
     const char *help;    /* wrapped to the terminal's width in --help */
 };
 
-/* A command: its table and the usage text around the options.  In head and tail,
- * "{NAME}" stands for the argument of option NAME as its help line shows it (so a
- * synopsis "[--mode {mode}]" reads "[--mode recurrent|full]"). */
+/* A command: its table and the usage text around the options.  In head and tail, "{NAME}"
+ * stands for the argument of option NAME as its help line shows it (so a synopsis
+ * "[--mode {mode}]" reads "[--mode recurrent|full]"). */
 struct rl_command {
     const char          *name; /* "attn" in messages ("ropelab attn: ..."); NULL: ropelab */
     const struct rl_opt *opts;
     const char          *head, *tail; /* either may be NULL */
-    int                  in_order;    /* stop at the first argument that is not an option */
+    int in_order; /* stop at the first argument that is not an option, and leave it and the
+                     rest to the caller (*next) */
 };
 
-/* Parses argv[1 ..] (argv[0] is the command's name) into args.  Returns RL_OPTS_GO_ON, with
- * *next the index of the first argument that is not an option (getopt_long moves them all
- * behind the options unless in_order), or an exit status: RL_EXIT_OK after --help printed
- * the usage, RL_EXIT_USAGE after a usage error was printed. */
+/* Parses argv[1 ..] (argv[0] is the command's name) into args: the options, then the
+ * operand (exactly one where the table has an RL_ARG_OPERAND row, else none).  Returns
+ * RL_OPTS_GO_ON, or an exit status: RL_EXIT_OK after --help printed the usage,
+ * RL_EXIT_USAGE after a usage error was printed.  With in_order, *next is the index of the
+ * first argument that is not an option. */
 #define RL_OPTS_GO_ON (-1)
 int rl_opts_parse(const struct rl_command *c, void *args, int argc, char **argv, int *next);
 /* The usage text: head, a line per option (with its choices' help lines), tail. */
@@ -133,6 +137,7 @@ int rl_opts_wants_help(int argc, char **argv);
      .lo = RL_RANGE_LO_ range, .hi = RL_RANGE_HI_ range, .gt = RL_RANGE_GT_ range,              \
      .count_off = RL_OFF(T, count, int), .min = 1, .max = RL_LEN(T, f), .metavar = (m), .help = (h)}
 #define RL_OPT_CALL(n, fn, m, h) {.name = (n), .arg = RL_ARG_CALL, .call = (fn), .metavar = (m), .help = (h)}
+#define RL_OPT_OPERAND(n, T, f) {.name = (n), .arg = RL_ARG_OPERAND, .off = RL_OFF(T, f, const char *)}
 #define RL_OPT_HELP {.name = "help", .letter = 'h', .arg = RL_ARG_HELP, .help = "show this help"}
 #define RL_OPT_END {.name = NULL}
 /* clang-format on */
