@@ -23,7 +23,8 @@
 
 const struct rl_choice rl_cfg_pes[] = {
     {"none", RL_CFG_PE_NONE, "no position information"},
-    {"sinusoidal", RL_CFG_PE_SINUSOIDAL, "fixed sinusoids added to the input, times a learned gain"},
+    {"sinusoidal", RL_CFG_PE_SINUSOIDAL,
+     "fixed sinusoids added to the input, times a learned gain"},
     {"learned", RL_CFG_PE_LEARNED, "a learned vector per position added to the input"},
     {"t5", RL_CFG_PE_T5, "T5 relative-distance buckets in the attention"},
     {"alibi", RL_CFG_PE_ALIBI, "ALiBi distance bias in the attention"},
@@ -341,8 +342,7 @@ static int reads_back(const char *v)
 }
 
 /* A string key: it must fit, read back from config.ini, and name a directory where it is one. */
-static int parse_str(char *p, const struct rl_cfg_key *k, const char *value, char *why,
-                     size_t len)
+static int parse_str(char *p, const struct rl_cfg_key *k, const char *value, char *why, size_t len)
 {
     if (strlen(value) >= (size_t)k->hi)
         return snprintf(why, len, "value longer than %ld characters", k->hi - 1), 1;
@@ -689,7 +689,8 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
 {
     struct parse_state *ps = calloc(1, sizeof *ps);
     if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
-    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3; /* a UTF-8 byte-order mark, as editors write */
+    if (!strncmp(text, "\xEF\xBB\xBF", 3))
+        text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     rl_status st = parse(ps);
     free(ps);

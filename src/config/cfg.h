@@ -112,7 +112,7 @@ struct rl_cfg {
         uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
-        int      data_parallel; /* every rank trains each point (MPI) */
+        int      data_parallel;          /* every rank trains each point (MPI) */
     } train;
     struct {
         int                n_lengths;

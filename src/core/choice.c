@@ -51,8 +51,8 @@ const char *rl_choice_refusal(const struct rl_choice *t, const char *word, char 
 {
     char        names[512];
     const char *near = rl_choice_suggest(t, word);
-    int n = snprintf(buf, len, "expected one of %s, got '%s'", rl_choice_list(t, ", ", names, sizeof names),
-                     word);
+    int         n    = snprintf(buf, len, "expected one of %s, got '%s'",
+                                rl_choice_list(t, ", ", names, sizeof names), word);
     if (near && n >= 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, " (did you mean '%s'?)", near);
     return buf;

@@ -20,7 +20,7 @@
 static rl_status read_stream(unsigned char **buf, size_t *len, FILE *f, const char *path)
 {
     size_t         cap = 4096, n = 0;
-    unsigned char *b   = malloc(cap + 1);
+    unsigned char *b = malloc(cap + 1);
     for (;;) {
         if (!b) RL_FAIL(RL_ENOMEM, "%s: cannot allocate %zu bytes", path, cap + 1);
         size_t want = cap - n, got = fread(b + n, 1, want, f);

@@ -33,12 +33,12 @@ enum rl_rope_layout { RL_ROPE_LAYOUT_PAIRS = 0, RL_ROPE_LAYOUT_HALVES = 1, RL_RO
 extern const struct rl_choice rl_rope_layouts[];
 
 struct rl_rope_opts {
-    double              base;   /* 10000 */
-    enum rl_rope_layout layout; /* pairs */
-    int                 dims;   /* R; 0 means d */
-    double              scale;  /* position interpolation m -> m/scale; 1 */
-    double              ntk;    /* NTK alpha; 1 */
-    double              yarn;   /* YaRN factor s; 1 = off */
+    double              base;      /* 10000 */
+    enum rl_rope_layout layout;    /* pairs */
+    int                 dims;      /* R; 0 means d */
+    double              scale;     /* position interpolation m -> m/scale; 1 */
+    double              ntk;       /* NTK alpha; 1 */
+    double              yarn;      /* YaRN factor s; 1 = off */
     int                 yarn_orig; /* YaRN: L, the context trained at; 0 = the table's n_pos */
 };
 

@@ -240,7 +240,8 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no header line", path);
     if (st == RL_OK && !p->n_rows) /* every point evaluates at least one length */
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no result lines", path);
-    if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 && !strcmp(p->attention, rl_cfg_attention_name(RL_ATTN_LINEAR)))
+    if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 &&
+        !strcmp(p->attention, rl_cfg_attention_name(RL_ATTN_LINEAR)))
         den_from_evals(p, pdir);
     /* the tails once every row is known (the lines are still in buf) */
     for (int k = 0; st == RL_OK && k < p->n_rows; k++)

@@ -45,7 +45,6 @@ struct rl_task_opts {
     uint64_t          seed;
 };
 
-
 /* A failure about one [task] key: the message reads "[task] KEY: ..." and the key travels
  * with the error (rl_last_error_key), so the caller can point at the line that set it. */
 #define RL_TASK_FAIL(status, key, ...) RL_FAIL_KEY((status), "task", (key), __VA_ARGS__)
