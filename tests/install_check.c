@@ -21,7 +21,8 @@ int main(void)
         fprintf(stderr, "install_check: rl_attn_create failed\n");
         return 1;
     }
-    rl_status st = rl_attn_forward(a, o, saved, q, k, v, NULL, H, NULL);
+    const struct rl_attn_in in = {q, k, v, NULL, NULL};
+    rl_status               st = rl_attn_forward(a, o, saved, &in, H, NULL);
     rl_attn_free(a);
     /* causal: the first row attends to itself only, so it equals v[0] */
     for (int j = 0; j < D; j++)

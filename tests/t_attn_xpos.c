@@ -238,10 +238,12 @@ static void kernel(struct run *b, int G, const struct refcase *c, int linear, in
     rl_attn            *a;
     opts_of(&o, c, linear);
     if (rl_attn_create(&a, &o, 1, c->N, c->d, c->dv) != RL_OK) tap_bail("%s", rl_last_error());
-    rl_attn_forward(a, b->o, b->saved, b->q, b->k, b->v, NULL, G, NULL);
-    if (grad)
-        rl_attn_backward(a, b->dq, b->dk, b->dv, NULL, b->dout, b->o, b->saved, b->q, b->k, b->v,
-                         NULL, G);
+    const struct rl_attn_in in = {b->q, b->k, b->v, NULL, NULL};
+    rl_attn_forward(a, b->o, b->saved, &in, G, NULL);
+    if (grad) {
+        const struct rl_attn_grads gr = {b->dq, b->dk, b->dv, NULL, NULL};
+        rl_attn_backward(a, &gr, b->dout, b->o, b->saved, &in, G);
+    }
     rl_attn_free(a);
 }
 

@@ -223,7 +223,8 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
         goto done;
     }
-    if (rl_attn_forward(plan, o, saved, X->q, X->k, X->v, X->t5, H, &fs) != RL_OK) goto done;
+    const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, NULL};
+    if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK) goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     for (size_t i = 0; i < nv; i++)
         if (!isfinite(o[i])) { /* finite inputs, yet an overflow inside the kernel */
@@ -242,10 +243,9 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
             rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the gradients");
             goto done;
         }
-        double t0 = rl_now_ms();
-        if (rl_attn_backward(plan, dq, dk, dvv, dt5, X->dout, o, saved, X->q, X->k, X->v, X->t5,
-                             H) != RL_OK)
-            goto done;
+        double                     t0 = rl_now_ms();
+        const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
+        if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK) goto done;
         ms_bwd = rl_now_ms() - t0;
         if (write_out(A->out, "dq.npy", dq, 3, shq) || write_out(A->out, "dk.npy", dk, 3, shq) ||
             write_out(A->out, "dv.npy", dvv, 3, shv) ||

@@ -74,13 +74,15 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
         k[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
     for (size_t i = 0; i < nv; i++)
         v[i] = dout[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
-    double tf[16], tb[16];
+    const struct rl_attn_in    in = {q, k, v, t5, NULL};
+    const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
+    double                     tf[16], tb[16];
     reps = reps > 16 ? 16 : reps;
     for (int r = 0; r < reps; r++) {
         double t0 = rl_now_ms();
-        rl_attn_forward(a, out, saved, q, k, v, t5, H, NULL);
+        rl_attn_forward(a, out, saved, &in, H, NULL);
         double t1 = rl_now_ms();
-        rl_attn_backward(a, dq, dk, dvv, dt5, dout, out, saved, q, k, v, t5, H);
+        rl_attn_backward(a, &gr, dout, out, saved, &in, H);
         double t2 = rl_now_ms();
         tf[r] = t1 - t0, tb[r] = t2 - t0;
     }

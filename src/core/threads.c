@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 #include "threads.h"
+#include "util.h"
 
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -84,4 +85,44 @@ int rl_threads_fit(void)
     int had = rl_nthreads, cores = rl_cores_available();
     if (had > cores) rl_threads_set(cores);
     return had;
+}
+
+int rl_team(long pieces)
+{
+#ifdef _OPENMP
+    if (omp_in_parallel()) return 1;
+#endif
+    if (pieces < 1) return 1;
+    return pieces < rl_nthreads ? (int)pieces : rl_nthreads;
+}
+
+static int               regions_on;
+static struct rl_regions regions;
+
+void rl_regions_count(int on, int target)
+{
+    if (on) {
+        regions        = (struct rl_regions){0};
+        regions.target = target > 1 ? target : 16;
+    }
+    regions_on = on;
+}
+
+struct rl_regions rl_regions_counted(void) { return regions; }
+
+double rl_region_begin(void)
+{
+#ifdef _OPENMP
+    if (omp_in_parallel()) return -1.0;
+#endif
+    return regions_on ? rl_now_ms() : -1.0;
+}
+
+void rl_region_end(double t0, long pieces)
+{
+    if (!regions_on || t0 < 0) return;
+    double t = rl_now_ms() - t0, T = regions.target;
+    regions.ms += t;
+    regions.regions++;
+    if (pieces < T) regions.serial_ms += (t / (double)(pieces > 0 ? pieces : 1) - t / T) / (1 - 1 / T);
 }

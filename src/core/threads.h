@@ -25,4 +25,29 @@ void rl_affinity_widen_to_places(void);
  * core wait for each other; results do not depend on the count); returns the count it had. */
 int rl_threads_fit(void);
 
+/* Parallel regions split by the problem: a region is cut into `pieces` independent pieces
+ * whose number and bounds depend on the problem's size only (never on the thread count),
+ * so that every count gives the same sums.  rl_team(pieces) is the team for such a region:
+ * rl_threads_get() threads at most, never more than pieces (no thread wakes without
+ * work), and 1 inside an enclosing parallel region. */
+int rl_team(long pieces);
+
+/* Where a step's time goes, for the serial fraction `bench --train` reports (Amdahl's law
+ * judged on a machine with fewer cores than the target).  Between rl_regions_count(1)
+ * (which zeroes the sums) and rl_regions_count(0), each parallel region bracketed by
+ * t0 = rl_region_begin() ... rl_region_end(t0, pieces) books its wall time and the part of
+ * it that cannot spread over `target` threads: with p = pieces < target, a 1-thread time t
+ * takes at least t/p on target threads, i.e. a serial part s = (t/p - t/target) /
+ * (1 - 1/target).  Call both outside parallel regions (nested calls book nothing). */
+struct rl_regions {
+    double ms;        /* wall time inside booked regions */
+    double serial_ms; /* the part of it that cannot spread over `target` threads */
+    long   regions;
+    int    target;
+};
+void              rl_regions_count(int on, int target);
+struct rl_regions rl_regions_counted(void);
+double            rl_region_begin(void);
+void              rl_region_end(double t0, long pieces);
+
 #endif

@@ -12,10 +12,16 @@
  * must be at most rl_attn_threads() threads, and with pe=t5 (whose tables are refreshed
  * on every call) only one call may run at a time.
  *
+ * Forget gate (opts.forget, causal only): in->logf (G, N) holds log forget values
+ * lambda_g[l] <= 0; with c[m] = sum_{l <= m} lambda[l] the pair (m, n <= m) is weighted by
+ * exp(c[m] - c[n]): a score term c[m] - c[n] in softmax attention (the Forgetting
+ * Transformer), a decay of the prefix sums in linear attention (gated linear attention).
+ *
  * Forward writes o and `saved` (G*N floats: the softmax log-sum-exp per row, or the
  * linear-attention denominator per row) which the backward reads back.
- * Backward *overwrites* dq, dk, dv and *accumulates* into dt5 (H x t5_buckets), which a
- * model shares across layers.  dt5 may be NULL when the PE is not t5. */
+ * Backward *overwrites* dq, dk, dv and dlogf and *accumulates* into dt5 (H x t5_buckets),
+ * which a model shares across layers.  dt5 may be NULL when the PE is not t5, dlogf when
+ * there is no gate. */
 #ifndef RL_ATTN_H
 #define RL_ATTN_H
 
@@ -32,13 +38,32 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len);
 
 rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv);
 void      rl_attn_free(rl_attn *a);
+/* Room for calls of up to G heads (a plan starts with room for H: one sequence).  Call it
+ * when the plan is made, e.g. with B*H for batches of B sequences: it allocates. */
+rl_status rl_attn_reserve(rl_attn *a, int G);
 /* The threads the plan has buffers for (the count in effect when it was created). */
 int       rl_attn_threads(const rl_attn *a);
 
-rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const float *q, const float *k,
-                          const float *v, const float *t5, int G, struct rl_attn_stats *st);
-rl_status rl_attn_backward(rl_attn *a, float *dq, float *dk, float *dvg, float *dt5,
-                           const float *dout, const float *o, const float *saved, const float *q,
-                           const float *k, const float *v, const float *t5, int G);
+/* What a call reads: q, k (G, N, d), v (G, N, dv); t5 (H, t5_buckets) with pe=t5, else
+ * NULL; logf (G, N) with a forget gate, else NULL. */
+struct rl_attn_in {
+    const float *q, *k, *v;
+    const float *t5;
+    const float *logf;
+};
+
+/* What a backward writes: dq, dk (G, N, d) and dv (G, N, dv), overwritten; dt5 (H,
+ * t5_buckets), accumulated (NULL: not wanted); dlogf (G, N), overwritten (forget gate). */
+struct rl_attn_grads {
+    float *dq, *dk, *dv;
+    float *dt5;
+    float *dlogf;
+};
+
+rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G,
+                          struct rl_attn_stats *st);
+/* dout (G, N, dv) with the forward's o and saved. */
+rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                           const float *o, const float *saved, const struct rl_attn_in *in, int G);
 
 #endif

@@ -42,6 +42,8 @@ struct rl_attn_opts {
     int                 alibi_scan; /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
     int                 xpos;       /* 0; softmax + causal + rope: xPos decay (Sun et al.) */
     double              xpos_scale_base; /* 512: gamma of xPos */
+    int                 forget; /* 0; causal: the data-dependent forget gate (FoX, gated
+                                   linear attention): log gates per head and position */
 };
 
 struct rl_attn_stats {

@@ -419,7 +419,8 @@ static rl_status ensure_sinusoid(rl_model *m, int N)
 static rl_status get_plan(rl_model *m, int N, rl_attn **out)
 {
     for (int i = 0; i < MAX_PLANS; i++)
-        if (m->plans[i].a && m->plans[i].N == N) return *out = m->plans[i].a, RL_OK;
+        if (m->plans[i].a && m->plans[i].N == N)
+            return *out = m->plans[i].a, rl_attn_reserve(*out, m->B * m->H);
     int slot     = m->next_plan;
     m->next_plan = (slot + 1) % MAX_PLANS;
     rl_attn_free(m->plans[slot].a);
@@ -427,7 +428,7 @@ static rl_status get_plan(rl_model *m, int N, rl_attn **out)
     RL_TRY(rl_attn_create(&m->plans[slot].a, &m->c.attn, m->H, N, m->d, m->d));
     m->plans[slot].N = N;
     *out             = m->plans[slot].a;
-    return RL_OK;
+    return rl_attn_reserve(*out, m->B * m->H); /* a call may take the whole batch */
 }
 
 /* --- forward -------------------------------------------------------------------------- */
@@ -581,8 +582,9 @@ static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
         rl_linear_forward(qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
         rl_heads_split(a->q + o1, a->k + o1, a->v + o1, qkv, p->bqkv, nb, N, m->H, m->d);
         struct rl_attn_stats st = {0};
-        rl_status r = rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, a->q + o1,
-                                      a->k + o1, a->v + o1, p->t5, nb * m->H, &st);
+        const struct rl_attn_in in = {a->q + o1, a->k + o1, a->v + o1, p->t5, NULL};
+        rl_status r = rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, &in,
+                                      nb * m->H, &st);
         if (r != RL_OK) {
 #pragma omp critical(rl_block_status)
             rc = rc != RL_OK ? rc : r;
@@ -674,9 +676,10 @@ static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
         /* xmid = x + om Wo^T + bo */
         rl_linear_backward(dom, NULL, NULL, dres, a->om + o1, p->wo, n, D, D, 0);
         rl_heads_split1(dout, dom, nb, N, m->H, m->d);
-        rl_status r = rl_attn_backward(plan, dq, dk, dv, g->t5, dout, a->o + o1,
-                                       a->saved + (size_t)b0 * m->H * N, a->q + o1, a->k + o1,
-                                       a->v + o1, p->t5, nb * m->H);
+        const struct rl_attn_in    in = {a->q + o1, a->k + o1, a->v + o1, p->t5, NULL};
+        const struct rl_attn_grads gr = {dq, dk, dv, g->t5, NULL};
+        rl_status r = rl_attn_backward(plan, &gr, dout, a->o + o1, a->saved + (size_t)b0 * m->H * N,
+                                       &in, nb * m->H);
         /* q|k|v = split(ln1 Wqkv^T + bqkv) */
         rl_heads_merge3(dqkv, dq, dk, dv, nb, N, m->H, m->d);
         rl_linear_backward(dln, NULL, NULL, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
