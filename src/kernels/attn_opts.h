@@ -40,7 +40,7 @@ struct rl_attn_opts {
     int                 t5_buckets;       /* 32 */
     int                 t5_max_distance;  /* 128 */
     int                 alibi_scan; /* linear + causal + alibi: 1 = O(N) decayed scan, 0 = FFT */
-    int                 xpos;       /* 0; softmax + causal + rope: xPos decay (Sun et al.) */
+    int                 xpos;            /* 0; softmax + causal + rope: xPos decay (Sun et al.) */
     double              xpos_scale_base; /* 512: gamma of xPos */
     int                 forget; /* 0; causal: the data-dependent forget gate (FoX, gated
                                    linear attention): log gates per head and position */
