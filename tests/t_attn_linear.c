@@ -248,7 +248,7 @@ static void run_kernel(struct problem *p, const struct cfg *c, int n, int grads)
     const struct rl_rope *r = c->pe != PE_NONE ? &rope : NULL;
     float *s = rl_alloc(rl_attn_linear_scratch_floats(&o, n, p->d, p->dv) * sizeof(float));
     if (!s) tap_bail("out of memory");
-    const struct rl_lin_head h = {p->q, p->k, p->v, r, c->gate > 0 ? p->logf : NULL,
+    const struct rl_lin_head h = {p->q, p->k, p->v,  r,   c->gate > 0 ? p->logf : NULL,
                                   n,    p->d, p->dv, NULL};
     rl_attn_linear_forward(p->o, p->den, &p->bad, &h, &o, s);
     if (grads) {
