@@ -90,15 +90,18 @@ rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
 
 const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len)
 {
-    static const char *pes[]   = {"none", "rope", "t5", "alibi"};
-    static const char *fmaps[] = {"elu1", "softmax", "exp"};
+    /* names through the tables: an option out of range reads "unknown", never past them */
+    const char *kind = rl_choice_name(rl_attn_kinds, (int)o->kind);
+    const char *pe   = rl_choice_name(rl_attn_pes, (int)o->pe);
+    const char *gate = o->forget ? "+forget" : "";
     if (o->kind == RL_ATTN_SOFTMAX)
-        snprintf(buf, (size_t)len, "softmax %s %s", pes[o->pe],
+        snprintf(buf, (size_t)len, "%s %s%s %s", kind, pe, gate,
                  o->causal ? "causal" : "non-causal");
     else
-        snprintf(buf, (size_t)len, "linear(%s) %s%s%s %s", fmaps[o->fmap], pes[o->pe],
+        snprintf(buf, (size_t)len, "%s(%s) %s%s%s%s %s", kind,
+                 rl_choice_name(rl_fmaps, (int)o->fmap), pe,
                  o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_INPUT ? "/input" : "",
-                 o->rope_denominator == RL_ROPE_DENOM_ROTATED ? "/rotated-den" : "",
+                 o->rope_denominator == RL_ROPE_DENOM_ROTATED ? "/rotated-den" : "", gate,
                  o->causal ? "causal" : "non-causal");
     return buf;
 }
