@@ -67,15 +67,20 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
           *dt5 = NULL;
     if (o->pe == RL_ATTN_PE_T5)
         t5 = rl_alloc((size_t)H * o->t5_buckets * 4), dt5 = rl_alloc((size_t)H * o->t5_buckets * 4);
+    float *lf = NULL, *dlf = NULL;
+    if (o->forget) /* log gates near a fresh model's: log sigmoid(5) = -0.0067, jittered */
+        lf = rl_alloc((size_t)H * N * 4), dlf = rl_alloc((size_t)H * N * 4);
     unsigned s = 12345;
+    for (size_t i = 0; lf && i < (size_t)H * N; i++)
+        lf[i] = -0.0067f * (((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 4194304.0f));
     for (size_t i = 0; i < nq; i++)
         q[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
     for (size_t i = 0; i < nq; i++)
         k[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
     for (size_t i = 0; i < nv; i++)
         v[i] = dout[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
-    const struct rl_attn_in    in = {q, k, v, t5, NULL};
-    const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
+    const struct rl_attn_in    in = {q, k, v, t5, lf};
+    const struct rl_attn_grads gr = {dq, dk, dvv, dt5, dlf};
     double                     tf[16], tb[16];
     reps = reps > 16 ? 16 : reps;
     for (int r = 0; r < reps; r++) {
@@ -94,7 +99,7 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
     p->ok       = 1;
     rl_attn_free(a);
     rl_free(q), rl_free(k), rl_free(v), rl_free(out), rl_free(saved), rl_free(dq), rl_free(dk);
-    rl_free(dvv), rl_free(dout), rl_free(t5), rl_free(dt5);
+    rl_free(dvv), rl_free(dout), rl_free(t5), rl_free(dt5), rl_free(lf), rl_free(dlf);
 }
 
 /* Every measurement runs in a child process: a point's peak RSS is then its own, and the
@@ -181,7 +186,7 @@ static int make_configs(struct bench_cfg *c, int attn, int pe, int causal_sel)
         enum rl_attn_kind kind;
         enum rl_attn_pe   pe;
         enum rl_fmap      fmap;
-        int               scan;
+        int               scan; /* 1: ALiBi's decayed scan; 2: the forget gate (causal) */
         const char       *label;
     } all[] = {
         {RL_ATTN_SOFTMAX, RL_ATTN_PE_NONE, RL_FMAP_ELU1, 0, "softmax"},
@@ -195,6 +200,13 @@ static int make_configs(struct bench_cfg *c, int attn, int pe, int causal_sel)
         {RL_ATTN_LINEAR, RL_ATTN_PE_T5, RL_FMAP_ELU1, 0, "linear-elu1+t5(fft)"},
         {RL_ATTN_LINEAR, RL_ATTN_PE_ALIBI, RL_FMAP_ELU1, 0, "linear-elu1+alibi(fft)"},
         {RL_ATTN_LINEAR, RL_ATTN_PE_ALIBI, RL_FMAP_ELU1, 1, "linear-elu1+alibi(scan)"},
+        /* the forget gate beside the same kernels without it */
+        {RL_ATTN_SOFTMAX, RL_ATTN_PE_NONE, RL_FMAP_ELU1, 2, "softmax+forget"},
+        {RL_ATTN_SOFTMAX, RL_ATTN_PE_ROPE, RL_FMAP_ELU1, 2, "softmax+rope+forget"},
+        {RL_ATTN_LINEAR, RL_ATTN_PE_NONE, RL_FMAP_ELU1, 2, "linear-elu1+forget"},
+        {RL_ATTN_LINEAR, RL_ATTN_PE_ROPE, RL_FMAP_ELU1, 2, "linear-elu1+rope(eq19)+forget"},
+        {RL_ATTN_LINEAR, RL_ATTN_PE_ROPE, RL_FMAP_SOFTMAX, 2, "linear-shen+rope(eq19)+forget"},
+        {RL_ATTN_LINEAR, RL_ATTN_PE_ROPE, RL_FMAP_EXP, 2, "linear-exp+rope(eq19)+forget"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -207,7 +219,8 @@ static int make_configs(struct bench_cfg *c, int attn, int pe, int causal_sel)
             c[n].o.kind       = all[i].kind;
             c[n].o.pe         = all[i].pe;
             c[n].o.fmap       = all[i].fmap;
-            c[n].o.alibi_scan = all[i].scan;
+            c[n].o.alibi_scan = all[i].scan == 1;
+            c[n].o.forget     = all[i].scan == 2;
             c[n].o.causal     = causal;
             c[n].label        = all[i].label;
             n++;
@@ -347,7 +360,7 @@ static int bench_kernels(const struct rl_command *command, int argc, char **argv
     int                rc = rl_opts_parse(command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
     rl_cli_threads("bench", a.threads);
-    struct bench_cfg cfg[32];
+    struct bench_cfg cfg[64];
     int              nc = make_configs(cfg, a.attn, a.pe, a.causal);
     for (int c = 0; c < nc; c++) /* a shape a kernel refuses (odd d with RoPE): before any timing */
         if (rl_attn_opts_check(&cfg[c].o, a.H, a.d, a.dv) != RL_OK)

@@ -123,6 +123,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->drel);
     rl_free(a->rowbuf);
     rl_free(a->linst);
+    rl_free(a->cum);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
@@ -211,14 +212,15 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float));
-    double *l = NULL;
+    double *l = NULL, *c = NULL;
     if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
-    if (!r || (a->linst_head && !l)) {
-        rl_free(r), rl_free(l);
+    if (a->o.forget) c = rl_alloc((size_t)G * a->N * sizeof(double));
+    if (!r || (a->linst_head && !l) || (a->o.forget && !c)) {
+        rl_free(r), rl_free(l), rl_free(c);
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
     }
-    rl_free(a->rowbuf), rl_free(a->linst);
-    a->rowbuf = r, a->linst = l, a->G_max = G;
+    rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->cum);
+    a->rowbuf = r, a->linst = l, a->cum = c, a->G_max = G;
     return RL_OK;
 }
 
@@ -228,13 +230,20 @@ int rl_attn_team(const rl_attn *a, long pieces)
     return t < a->nthreads ? t : a->nthreads;
 }
 
-size_t rl_attn_gate_scratch_floats(int N) { return 4 * (size_t)N; /* c and dc, doubles */ }
-
 void rl_attn_gate_cumsum(double *cum, const float *logf, int N)
 {
     double c = 0.0;
     for (int m = 0; m < N; m++)
         cum[m] = c += (double)logf[m];
+}
+
+void rl_attn_gate_cumsums(rl_attn *a, const float *logf, int G)
+{
+    double t0 = rl_region_begin();
+#pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, G))
+    for (int g = 0; g < G; g++)
+        rl_attn_gate_cumsum(a->cum + (size_t)g * a->N, logf + (size_t)g * a->N, a->N);
+    rl_region_end(t0, G);
 }
 
 void rl_attn_gate_suffix(float *dlogf, int N)
@@ -273,6 +282,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    if (in->logf) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -295,6 +305,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
+    if (in->logf) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX)
         rl_attn_run_softmax_backward(a, gr, dout, o, saved, in, G);
     else

@@ -24,6 +24,7 @@ struct rl_attn {
     float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
     double             *linst;      /* G_max heads' block states of split linear attention */
     size_t              linst_head; /* doubles per head (0: linear attention not split) */
+    double             *cum;        /* G_max x N: the forget gate's cumulative log gates */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has
@@ -32,11 +33,12 @@ int rl_attn_team(const rl_attn *a, long pieces);
 
 /* The forget gate's cumulative log gate of one head, c[m] = sum_{l<=m} logf[l] in double. */
 void rl_attn_gate_cumsum(double *cum, const float *logf, int N);
+/* The same for the G heads of a call into a->cum (one piece per head), before the pieces
+ * that read it. */
+void rl_attn_gate_cumsums(rl_attn *a, const float *logf, int G);
 /* dlogf[l] = sum_{m >= l} dc[m]: on entry dlogf holds dc (= d loss / d c[m]) per row, on
  * return the gradient of the log gates (the suffix sums, in double). */
 void rl_attn_gate_suffix(float *dlogf, int N);
-/* The scratch a gated head needs for its cumulative gate: N doubles, in floats. */
-size_t rl_attn_gate_scratch_floats(int N);
 
 /* Softmax attention over G heads, cut into (head, query block) and (head, key block)
  * pieces (attn_run_softmax.c). */

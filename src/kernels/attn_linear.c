@@ -273,7 +273,10 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
 {
     p->logf = h->logf;
     p->rel  = h->rel;
-    if (h->logf) rl_lin_cumsum(p->cum, h->logf, p->N);
+    if (h->logf && h->cum)
+        p->cum = (double *)h->cum; /* read only */
+    else if (h->logf)
+        rl_lin_cumsum(p->cum, h->logf, p->N);
 }
 
 void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,

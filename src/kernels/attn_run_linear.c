@@ -46,16 +46,17 @@ size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
 static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr)
 {
     const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    struct rl_lin_head h = {
-        in->q + g * sq,
-        in->k + g * sq,
-        in->v + g * sv,
-        a->has_rope ? &a->rope : NULL,
-        in->logf ? in->logf + (size_t)g * a->N : NULL,
-        a->N,
-        a->d,
-        a->dv,
-        in->logf && a->o.pe == RL_ATTN_PE_T5 ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL};
+    struct rl_lin_head h = {.q    = in->q + g * sq,
+                            .k    = in->k + g * sq,
+                            .v    = in->v + g * sv,
+                            .rope = a->has_rope ? &a->rope : NULL,
+                            .logf = in->logf ? in->logf + (size_t)g * a->N : NULL,
+                            .N    = a->N,
+                            .d    = a->d,
+                            .dv   = a->dv,
+                            .rel  = in->logf && a->o.pe == RL_ATTN_PE_T5
+                                        ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1)
+                                        : NULL};
     if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI) {
         struct rl_attn_opts o = lin_opts(a);
         float              *lam =
@@ -64,7 +65,9 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         for (int m = 0; m < a->N; m++)
             lam[m] = h.logf[m] - s;
         h.logf = lam;
+        return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
+    if (in->logf) h.cum = a->cum + (size_t)g * a->N;
     return h;
 }
 

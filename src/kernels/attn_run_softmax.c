@@ -22,18 +22,23 @@
 
 #include <string.h>
 
-/* Per-thread scratch: the kernel's tiles, then the head's cumulative gate (N doubles). */
+/* Per-thread scratch: the kernel's tiles, then (the whole-head backward with the gate) the
+ * head's dc, N doubles. */
 size_t rl_attn_run_softmax_scratch_floats(const rl_attn *a)
 {
     size_t k = rl_attn_softmax_scratch_floats(a->N, a->d, a->dv, a->o.xpos);
     k        = (k + 15) & ~(size_t)15;
-    return k + (a->o.forget ? rl_attn_gate_scratch_floats(a->N) : 0);
+    return k + (a->o.forget ? 2 * (size_t)a->N : 0);
 }
 
-/* Head g's operands; with `gate`, the gate's cumulative sum is made in the thread's
- * scratch (followed by room for N more doubles: the whole-head backward's dcum). */
-static struct rl_sm_head head_of(const rl_attn *a, const struct rl_attn_in *in, int g,
-                                 float *scratch, int gate)
+static double *dc_scratch(const rl_attn *a, float *scratch)
+{
+    size_t k = rl_attn_softmax_scratch_floats(a->N, a->d, a->dv, a->o.xpos);
+    return (double *)(scratch + ((k + 15) & ~(size_t)15));
+}
+
+/* Head g's operands; with `gate`, its cumulative log gates (a->cum, made for the call). */
+static struct rl_sm_head head_of(const rl_attn *a, const struct rl_attn_in *in, int g, int gate)
 {
     const size_t      sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     struct rl_sm_head h = {.q    = in->q + g * sq,
@@ -46,13 +51,7 @@ static struct rl_sm_head head_of(const rl_attn *a, const struct rl_attn_in *in, 
                            .d      = a->d,
                            .dv     = a->dv,
                            .causal = a->o.causal};
-    if (gate && in->logf) {
-        size_t k =
-            (rl_attn_softmax_scratch_floats(a->N, a->d, a->dv, a->o.xpos) + 15) & ~(size_t)15;
-        double *cum = (double *)(scratch + k);
-        rl_attn_gate_cumsum(cum, in->logf + (size_t)g * a->N, a->N);
-        h.cum = cum;
-    }
+    if (gate && in->logf) h.cum = a->cum + (size_t)g * a->N;
     return h;
 }
 
@@ -70,7 +69,7 @@ void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struc
 #pragma omp for schedule(dynamic, 1)
         for (long p = 0; p < np; p++) {
             int g = (int)(p / nb), b = (int)(p % nb);
-            if (g != last) h = head_of(a, in, g, scr, 1), last = g;
+            if (g != last) h = head_of(a, in, g, 1), last = g;
             rl_attn_softmax_forward_block(o + (size_t)g * a->N * a->dv, saved + (size_t)g * a->N,
                                           &h, b, scr);
         }
@@ -84,13 +83,11 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
                           double *drel, float *scr)
 {
     const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    struct rl_sm_head  h    = head_of(a, in, g, scr, 1);
+    struct rl_sm_head  h    = head_of(a, in, g, 1);
     double            *dcum = NULL;
     struct rl_sm_grads w    = {gr->dq + g * sq, gr->dk + g * sq, gr->dv + g * sv, drel, NULL};
-    if (in->logf) { /* dcum in double after the cumulative gate, then dlogf */
-        dcum   = (double *)h.cum + a->N;
-        w.dcum = dcum;
-    }
+    if (in->logf) /* dc in double in the thread's scratch, then dlogf */
+        dcum = dc_scratch(a, scr), w.dcum = dcum;
     rl_attn_softmax_backward(&w, dout + g * sv, o + g * sv, saved + (size_t)g * a->N, &h, scr);
     if (dcum) {
         float *dl = gr->dlogf + (size_t)g * a->N;
@@ -132,7 +129,7 @@ static void backward_split(rl_attn *a, const struct rl_attn_grads *gr, const flo
 #pragma omp for schedule(static)
         for (long p = 0; p < (long)G * nq; p++) {
             int               g = (int)(p / nq);
-            struct rl_sm_head h = head_of(a, in, g, scr, 0);
+            struct rl_sm_head h = head_of(a, in, g, 0);
             rl_attn_softmax_row_dots(D + (size_t)g * a->N, dout + g * sv, o + g * sv, &h,
                                      (int)(p % nq));
         }
@@ -142,7 +139,7 @@ static void backward_split(rl_attn *a, const struct rl_attn_grads *gr, const flo
         for (long p = 0; p < np; p++) {
             int kv = p < (long)G * nk, g = kv ? (int)(p / nk) : (int)((p - (long)G * nk) / nq);
             int b = kv ? (int)(p % nk) : (int)((p - (long)G * nk) % nq);
-            if (g != last) h = head_of(a, in, g, scr, 1), last = g;
+            if (g != last) h = head_of(a, in, g, 1), last = g;
             const float *dg = dout + g * sv, *lse = saved + (size_t)g * a->N,
                         *Dg = D + (size_t)g * a->N;
             if (kv) /* the gate's column sums go to dlogf, summed per head below */
