@@ -2,10 +2,9 @@
  * it to the machine's load (core/governor.h) chooses the faster count.
  *
  * 1. For every attention kind x position encoding family (and the forget gate in both
- *    kinds), a short training run with one
- *    thread and a run whose thread count changes at every update (3, 1, 2, 3, ...) end
- *    with the same checkpoint bytes (parameters and AdamW moments) and the same
- *    evaluation losses: what the governor relies on.
+ *    kinds), a short training run with one thread and a run whose thread count changes
+ *    at every update (3, 1, 2, 3, ...) end with the same checkpoint bytes (parameters and
+ *    AdamW moments) and the same evaluation losses: what the governor relies on.
  * 2. The governor, fed synthetic update times: on an idle machine it never leaves the
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
