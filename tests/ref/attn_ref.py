@@ -9,6 +9,10 @@ Generates random inputs (H,N,d)/(H,N,dv) (+ t5_bias, logf with --forget, dout), 
 max |err| / max |ref| must be <= 1e-4 (forward) and <= 1e-3 (gradients).  Prints one
 line per tensor and exits 1 on any failure.
 
+--ref-sample K (the reference's own option): gradients by central differences at K elements
+per tensor only (random ones and the rows around position 256, where the kernels' blocks
+of rows end), compared with ropelab's at those elements: long sequences at a bearable cost.
+
 Forget gate (--forget, causal): logf (H, N) holds log forget values lambda[l] <= 0 per
 head; c[m] = sum_{l <= m} lambda[l] and g(m, n) = c[m] - c[n] for n <= m.  Softmax
 attention adds g to the scores; linear attention multiplies every numerator and
@@ -151,14 +155,9 @@ def bias_matrix(o, h, N, t5):
 def gate_matrix(N, logf):
     """g(m, n) = sum_{l=n+1}^{m} lambda[l] for n <= m (0 on the diagonal), -inf above it
     (the gate is causal only; the mask takes those entries out anyway)."""
-    G = np.full((N, N), -np.inf)
-    if logf is None:
-        return np.where(np.tril(np.ones((N, N))) > 0, 0.0, G)
-    c = np.cumsum(logf)
-    for mi in range(N):
-        for ni in range(mi + 1):
-            G[mi, ni] = c[mi] - c[ni]
-    return G
+    causal = np.tril(np.ones((N, N))) > 0
+    c = np.cumsum(logf) if logf is not None else np.zeros(N)
+    return np.where(causal, c[:, None] - c[None, :], -np.inf)
 
 
 def softmax_rows(x):
@@ -218,10 +217,12 @@ def forward(o, q, k, v, t5, logf=None):
                      for h in range(q.shape[0])])
 
 
-def fd_grad(o, arrs, name, dout, eps=1e-6):
+def fd_grad(o, arrs, name, dout, eps=1e-6, idxs=None):
+    """Central differences of sum(forward * dout) w.r.t. arrs[name], at every element or at
+    the elements idxs (the others stay 0)."""
     x = arrs[name]
     g = np.zeros_like(x)
-    for idx in np.ndindex(*x.shape):
+    for idx in (np.ndindex(*x.shape) if idxs is None else idxs):
         old = x[idx]
         x[idx] = old + eps
         fp = (forward(o, **arrs) * dout).sum()
@@ -240,6 +241,11 @@ def main():
     if "--ref-shape" in opts:  # the reference's own option: H,N,d,dv
         i = opts.index("--ref-shape")
         H, N, d, dv = (int(t) for t in opts[i + 1].split(","))
+        opts = opts[:i] + opts[i + 2:]
+    sample = 0
+    if "--ref-sample" in opts:  # gradients at sampled elements only
+        i = opts.index("--ref-sample")
+        sample = int(opts[i + 1])
         opts = opts[:i] + opts[i + 2:]
     o = parse_opts(opts)
     rng = np.random.default_rng(int(seed))
@@ -271,15 +277,23 @@ def main():
                 logf=None if logf is None else logf.astype(np.float64))
     ref = {"out": forward(o, **arrs)}
     dd = dout.astype(np.float64)
-    for name in ("q", "k", "v"):
-        ref["d" + name] = fd_grad(o, arrs, name, dd)
-    if t5 is not None:
-        ref["dt5_bias"] = fd_grad(o, arrs, "t5", dd)
-    if logf is not None:
-        ref["dlogf"] = fd_grad(o, arrs, "logf", dd)
+    picks = {}
+    for name, key in (("q", "q"), ("k", "k"), ("v", "v"), ("t5_bias", "t5"), ("logf", "logf")):
+        if arrs[key] is None:
+            continue
+        if sample:  # random elements, and every tensor's rows 254 .. 258 and its last row
+            shape = arrs[key].shape
+            rows = [r for r in (254, 255, 256, 257, 258, shape[1] - 1) if r < shape[1]]
+            idxs = {tuple(int(rng.integers(0, n)) for n in shape) for _ in range(sample)}
+            idxs |= {(0, r) + tuple(0 for _ in shape[2:]) for r in rows} if len(shape) > 1 else set()
+            picks["d" + name] = sorted(idxs)
+        ref["d" + name] = fd_grad(o, arrs, key, dd, idxs=picks.get("d" + name))
     bad = 0
     for name, want in ref.items():
         got = np.load(os.path.join(outd, name + ".npy")).astype(np.float64)
+        if name in picks:  # only the sampled elements were differentiated
+            sel = tuple(np.array(picks[name]).T)
+            got, want = got[sel], want[sel]
         scale = max(np.abs(want).max(), 1e-30)
         err = np.abs(got - want).max() / scale
         tol = 1e-4 if name == "out" else 1e-3
