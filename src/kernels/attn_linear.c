@@ -52,6 +52,11 @@ struct lin_plan {
     const float          *q, *k; /* the block's (rotated) inputs */
     double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
     size_t                ck_stride, scan_floats;
+    /* forget gate: c (N), a block's decays e^{lambda_i} (float for the scans, double for
+     * the sums) and e^{lambda_{i+1}}, fold weights, E.g per row, the fold's workspace */
+    const float *logf;
+    double      *cum, *ad, *adn, *wk, *eg;
+    float       *af, *afn, *Kw;
 };
 
 static enum lin_mode lin_mode(const struct rl_attn_opts *o, int has_rope)
@@ -121,6 +126,15 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
         p->scan[i] = at(s, &off, p->scan_floats);
     p->ck_stride = Dv + (size_t)p->Dd + (size_t)d; /* doubles: dA scan state, sum E, Shen Z */
     p->ck        = o->causal ? atd(s, &off, (size_t)p->nb * p->ck_stride) : NULL;
+    p->logf      = NULL;
+    p->cum = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
+    if (o->forget) {
+        p->cum = atd(s, &off, (size_t)N);
+        p->ad = atd(s, &off, R), p->adn = atd(s, &off, R), p->wk = atd(s, &off, R);
+        p->eg = atd(s, &off, R);
+        p->af = at(s, &off, R), p->afn = at(s, &off, R);
+        p->Kw = at(s, &off, R * (size_t)(p->D > dv ? p->D : dv));
+    }
     return off;
 }
 
@@ -260,14 +274,30 @@ static void call_plan(struct lin_plan *p, const float *q, const float *k,
     if (p->shen) shen_prepass(p, q, k);
 }
 
-void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q, const float *k,
-                            const float *v, const struct rl_rope *rope,
-                            const struct rl_attn_opts *o, int N, int d, int dv, float *scratch)
+static void forward_causal_gated(struct lin_plan *p, float *out, float *den, long *bad,
+                                 const float *q, const float *k, const float *v, float eps);
+static void backward_causal_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
+                                  float *dlogf, const float *dout, const float *out,
+                                  const float *den, const float *q, const float *k, const float *v,
+                                  float eps);
+
+static void gate_plan(struct lin_plan *p, const float *logf)
+{
+    p->logf = logf;
+    if (logf) rl_lin_cumsum(p->cum, logf, p->N);
+}
+
+void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,
+                            const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
     long            bad = 0;
-    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
-    if (o->causal)
+    const float    *q = h->q, *k = h->k, *v = h->v;
+    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(&p, h->logf);
+    if (h->logf)
+        forward_causal_gated(&p, out, den, &bad, q, k, v, o->eps);
+    else if (o->causal)
         forward_causal(&p, out, den, &bad, q, k, v, o->eps);
     else
         forward_full(&p, out, den, &bad, q, k, v, o->eps);
@@ -417,6 +447,152 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
     }
 }
 
+/* ---- the forget gate (causal only) ----------------------------------------------------
+ * Every pair (m, n <= m) of the generic form is weighted by w(m,n) = e^{c_m - c_n}, c the
+ * cumulative log gate, so each sum is a decayed scan: S_m = e^{lambda_m} S_{m-1} + C_m v_m^T,
+ * z_m = e^{lambda_m} z_{m-1} + E_m (the float scan state shrinks row by row; the double
+ * state of a block fold takes the block's terms weighted by their decay to its end).
+ * Shen's positional normaliser Z is not decayed: it is part of the features.  Backward:
+ * the suffix states decay the other way, G_n = e^{lambda_{n+1}} G_{n+1} + A_n dnum_n^T, and
+ * the gate's own gradient is, per row,
+ *   dc_m = sum_{n<=m} w (...)  [query side]  -  sum_{m'>=m} w (...)  [key side]
+ *        = (dout_m . o_m) eps / den_m  -  v_m . dv_m  -  E_m . g_m,
+ * (num_m . dnum_m + raw_m dden_m collapses to the first term), and dlogf_l = sum_{m>=l} dc_m. */
+
+static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->cum[m]; }
+
+/* The block's decays: ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] = e^{lambda_{t0+i+1}} (1 at
+ * the end: no state follows). */
+static void gate_decays(struct lin_plan *p, int t0, int l)
+{
+    for (int i = 0; i < l; i++) {
+        int n      = t0 + i;
+        p->ad[i]   = exp((double)p->logf[n]);
+        p->adn[i]  = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
+        p->af[i]   = (float)p->ad[i];
+        p->afn[i]  = (float)p->adn[i];
+    }
+}
+
+/* Fold weights toward the block's last row (forward) or first row (reverse); returns the
+ * decay of the state carried across the block. */
+static double gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
+{
+    const int e = reverse ? t0 : t0 + l - 1;
+    for (int i = 0; i < l; i++)
+        p->wk[i] = reverse ? exp(p->cum[t0 + i] - p->cum[e]) : exp(p->cum[e] - p->cum[t0 + i]);
+    if (!reverse) return exp(p->cum[e] - cum_at(p, t0 - 1));
+    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[e]) : 0.0;
+}
+
+static void forward_causal_gated(struct lin_plan *p, float *out, float *den, long *bad,
+                                 const float *q, const float *k, const float *v, float eps)
+{
+    struct rl_lin_scan s;
+    rl_lin_scan_init(&s, p->scan[0], p->D, p->dv, NULL);
+    memset(p->z, 0, (size_t)p->Dd * sizeof(double));
+    memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
+    for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
+        int          l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        float       *o = out + (size_t)t0 * p->dv;
+        const float *vb = v + (size_t)t0 * p->dv;
+        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        gate_decays(p, t0, l);
+        rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
+        double bd = gate_fold_weights(p, t0, l, 0);
+        rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
+        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
+    }
+}
+
+/* The gated pre-pass: the decayed dA state (sum w v C^T), z and Shen's Z at block starts. */
+static void record_prefix_states_gated(struct lin_plan *p, const float *q, const float *k,
+                                       const float *v)
+{
+    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    const size_t Dv = (size_t)D * dv;
+    memset(p->Sd, 0, Dv * sizeof(double));
+    memset(p->z, 0, (size_t)Dd * sizeof(double));
+    memset(p->Zrun, 0, (size_t)d * sizeof(double));
+    for (int b = 0, t0 = 0; b < p->nb; b++, t0 += RL_LIN_BLOCK) {
+        int     l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        double *ck = p->ck + (size_t)b * p->ck_stride;
+        memcpy(ck, p->Sd, Dv * sizeof(double));
+        memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
+        memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
+        build_block(p, q, k, t0, l, SIDE_K);
+        double       bd = gate_fold_weights(p, t0, l, 0);
+        const float *vb = v + (size_t)t0 * dv;
+        for (size_t i = 0; i < Dv; i++)
+            p->Sd[i] *= bd;
+        for (int n = 0; n < l; n++)
+            for (int j = 0; j < dv; j++)
+                p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
+        rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
+        rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
+        if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
+    }
+}
+
+/* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
+ * sum over the rows after the block. */
+static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,
+                           const float *v, const float *dvg, int t0, int l, float eps, double *acc)
+{
+    const int dv = p->dv;
+    for (int i = l - 1; i >= 0; i--) {
+        const size_t r  = (size_t)(t0 + i) * dv;
+        double       kv = 0.0;
+        for (int j = 0; j < dv; j++)
+            kv += (double)v[r + j] * (double)dvg[r + j];
+        double dc = -p->dden[i] * (double)eps - kv - p->eg[i];
+        (void)dout, (void)out;
+        dlogf[t0 + i] = (float)(*acc += dc);
+    }
+}
+
+static void backward_causal_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
+                                  float *dlogf, const float *dout, const float *out,
+                                  const float *den, const float *q, const float *k, const float *v,
+                                  float eps)
+{
+    const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    const size_t       Dv = (size_t)D * dv;
+    struct rl_lin_scan sA, sG, sGT;
+    double             acc = 0.0;
+    record_prefix_states_gated(p, q, k, v);
+    rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);
+    rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL);
+    memset(p->g, 0, (size_t)Dd * sizeof(double));
+    memset(p->Zs, 0, (size_t)d * sizeof(double));
+    for (int b = p->nb - 1; b >= 0; b--) {
+        const int t0 = b * RL_LIN_BLOCK, l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        const double *ck = p->ck + (size_t)b * p->ck_stride;
+        const float  *vb = v + (size_t)t0 * dv;
+        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
+        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        gate_decays(p, t0, l);
+        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
+                        l, dv);
+        rl_lin_scan_init(&sA, p->scan[0], dv, D, ck);
+        rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, p->af);
+        rl_lin_scan_rows_decay(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, p->afn);
+        rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, p->afn);
+        double bd = gate_fold_weights(p, t0, l, 1);
+        rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
+        if (p->sep) {
+            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+        }
+        memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
+        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
+                                       p->ad, p->adn);
+        gate_grad_rows(p, dlogf, dout, out, v, dvg, t0, l, eps, &acc);
+        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
+        chain_block(p, dq, dk, t0, l, NULL);
+    }
+}
+
 /* Non-causal sums: S = C^T V, z = sum E, Gs = A^T dnum, g = sum dden B (all rows). */
 static void full_sums(struct lin_plan *p, const float *dout, const float *out, const float *den,
                       const float *q, const float *k, const float *v)
@@ -478,14 +654,18 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
     }
 }
 
-void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout, const float *out,
-                             const float *den, const float *q, const float *k, const float *v,
-                             const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
-                             int dv, float *scratch)
+void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, const float *out,
+                             const float *den, const struct rl_lin_head *h,
+                             const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
-    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
-    if (o->causal)
+    float          *dq = g->dq, *dk = g->dk, *dvg = g->dv;
+    const float    *q = h->q, *k = h->k, *v = h->v;
+    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(&p, h->logf);
+    if (h->logf)
+        backward_causal_gated(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+    else if (o->causal)
         backward_causal(&p, dq, dk, dvg, dout, out, den, q, k, v);
     else
         backward_full(&p, dq, dk, dvg, dout, out, den, q, k, v);
