@@ -212,7 +212,9 @@ def check_final(run, model, opt, K, tol=1e-4):
     """pos.scale, and the forget gate's wf of every block, with their AdamW moments after K
     updates against the run's step-K checkpoint, where both exist (the moments see the
     gradient's size, which Adam's step hides).  Errors relative to the tensor's largest
-    magnitude."""
+    magnitude; the gate's weights themselves to 10 x tol, since Adam's normalised step turns
+    float rounding in an element whose gradient is near zero into a step of up to lr (the
+    moments, which see the gradients linearly and squared, keep tol)."""
     path = os.path.join(run, "checkpoints", f"step-{K}.safetensors")
     names = ["pos.scale"] if model.pe == "sinusoidal" else []
     if model.forget:
@@ -229,9 +231,10 @@ def check_final(run, model, opt, K, tol=1e-4):
             want = want.detach().double().numpy().reshape(-1)
             got = w[name].astype(np.float64).reshape(-1)
             rel = np.abs(got - want).max() / np.abs(want).max()
+            t = 10 * tol if name.endswith("wf.weight") and not name.startswith("optim.") else tol
             print(f"# {name} after {K} updates: torch {want[0]:.9g} ropelab {got[0]:.9g} "
-                  f"(first element), max rel {rel:.2e} {'ok' if rel <= tol else 'WRONG'}")
-            failed += not (rel <= tol)
+                  f"(first element), max rel {rel:.2e} (tol {t:g}) {'ok' if rel <= t else 'WRONG'}")
+            failed += not (rel <= t)
     return int(failed > 0)
 
 
