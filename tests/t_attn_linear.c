@@ -196,7 +196,7 @@ static void problem_alloc(struct problem *p, int N, int d, int dv)
     size_t nd = (size_t)N * d, nv = (size_t)N * dv;
     p->q = calloc(nd, 4), p->k = calloc(nd, 4), p->dq = calloc(nd, 4), p->dk = calloc(nd, 4);
     p->v = calloc(nv, 4), p->w = calloc(nv, 4), p->o = calloc(nv, 4), p->dvv = calloc(nv, 4);
-    p->den = calloc((size_t)N, 4);
+    p->den  = calloc((size_t)N, 4);
     p->logf = calloc((size_t)N, 4), p->dlogf = calloc((size_t)N, 4);
 }
 
@@ -248,7 +248,8 @@ static void run_kernel(struct problem *p, const struct cfg *c, int n, int grads)
     const struct rl_rope *r = c->pe != PE_NONE ? &rope : NULL;
     float *s = rl_alloc(rl_attn_linear_scratch_floats(&o, n, p->d, p->dv) * sizeof(float));
     if (!s) tap_bail("out of memory");
-    const struct rl_lin_head h = {p->q, p->k, p->v, r, c->gate > 0 ? p->logf : NULL, n, p->d, p->dv};
+    const struct rl_lin_head h = {p->q, p->k, p->v, r, c->gate > 0 ? p->logf : NULL,
+                                  n,    p->d, p->dv};
     rl_attn_linear_forward(p->o, p->den, &p->bad, &h, &o, s);
     if (grads) {
         const struct rl_lin_grads g = {p->dq, p->dk, p->dvv, p->dlogf};

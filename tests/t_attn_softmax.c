@@ -107,7 +107,8 @@ static void ref_probs(double *p, double *lse, const double *q, const double *k, 
             double s = 0;
             for (int c = 0; c < d; c++)
                 s += q[(size_t)m * d + c] * k[(size_t)n * d + c];
-            s = s / sqrt((double)d) + (rel ? rel[n - m + N - 1] : 0.0) + (cum ? cum[m] - cum[n] : 0.0);
+            s = s / sqrt((double)d) + (rel ? rel[n - m + N - 1] : 0.0) +
+                (cum ? cum[m] - cum[n] : 0.0);
             p[(size_t)m * N + n] = s;
             mx                   = fmax(mx, s);
         }
@@ -221,10 +222,10 @@ static void test_reference_fd(int causal, int gated)
     const int N = 6, d = 4, dv = 3;
     double   *q = dvec(N * d, 1), *k = dvec(N * d, 1), *v = dvec(N * dv, 1);
     double   *rel = dvec(2 * N - 1, 0.5), *dout = dvec(N * dv, 1),
-           *p    = malloc(sizeof(double) * N * N), *logf = NULL;
-    struct ref r = {malloc(sizeof(double) * N * dv), malloc(sizeof(double) * N),
-                    malloc(sizeof(double) * N * d),  malloc(sizeof(double) * N * d),
-                    malloc(sizeof(double) * N * dv), malloc(sizeof(double) * (2 * N - 1)),
+           *p = malloc(sizeof(double) * N * N), *logf = NULL;
+    struct ref r = {malloc(sizeof(double) * N * dv),          malloc(sizeof(double) * N),
+                    malloc(sizeof(double) * N * d),           malloc(sizeof(double) * N * d),
+                    malloc(sizeof(double) * N * dv),          malloc(sizeof(double) * (2 * N - 1)),
                     gated ? malloc(sizeof(double) * N) : NULL};
     if (gated) {
         logf = dvec(N, 0.5);
@@ -237,7 +238,7 @@ static void test_reference_fd(int causal, int gated)
                     fd_check(k, r.dk, N * d, q, k, v, rel, logf, dout, N, d, dv, causal),
                     fd_check(v, r.dv, N * dv, q, k, v, rel, logf, dout, N, d, dv, causal),
                     fd_check(rel, r.drel, 2 * N - 1, q, k, v, rel, logf, dout, N, d, dv, causal),
-                    gated ? fd_check(logf, r.dlogf, N, q, k, v, rel, logf, dout, N, d, dv, causal)
+                   gated ? fd_check(logf, r.dlogf, N, q, k, v, rel, logf, dout, N, d, dv, causal)
                           : 0};
     double worst = fmax(fmax(fmax(e[0], e[1]), fmax(e[2], e[3])), e[4]);
     tap_ok(worst < 1e-7,
@@ -351,7 +352,7 @@ static struct rl_sm_head head_of(const struct kbuf *b, const struct kcase *c)
  * drel starts at 1 (must be accumulated into: 1 is subtracted again here). */
 static void kernel_run(struct kbuf *b, const struct kcase *c)
 {
-    const size_t nq = (size_t)c->N * c->d, nv = (size_t)c->N * c->dv;
+    const size_t            nq = (size_t)c->N * c->d, nv = (size_t)c->N * c->dv;
     const struct rl_sm_head h = head_of(b, c);
     rl_attn_softmax_forward(b->o, b->lse, &h, b->scr);
     for (size_t i = 0; i < nq; i++)
@@ -383,9 +384,12 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
     double    *q = to_double(b.q, nq), *k = to_double(b.k, nq), *v = to_double(b.v, nv);
     double    *dout = to_double(b.dout, nv), *rel = b.rel ? to_double(b.rel, nr) : NULL;
     double    *p = malloc(sizeof(double) * N * N), *logf = b.logf ? to_double(b.logf, N) : NULL;
-    struct ref r = {malloc(sizeof(double) * nv), malloc(sizeof(double) * N),
-                    malloc(sizeof(double) * nq), malloc(sizeof(double) * nq),
-                    malloc(sizeof(double) * nv), malloc(sizeof(double) * nr),
+    struct ref r = {malloc(sizeof(double) * nv),
+                    malloc(sizeof(double) * N),
+                    malloc(sizeof(double) * nq),
+                    malloc(sizeof(double) * nq),
+                    malloc(sizeof(double) * nv),
+                    malloc(sizeof(double) * nr),
                     logf ? malloc(sizeof(double) * N) : NULL};
     ref_forward(r.o, r.lse, p, q, k, v, rel, logf, N, d, dv, c->causal);
     ref_backward(&r, p, dout, q, k, v, N, d, dv);
@@ -423,7 +427,7 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
 
 static void test_invariants(int causal)
 {
-    const struct kcase c  = {300, 16, 8, causal, BIAS_T5, 1.0, 0};
+    const struct kcase c = {300, 16, 8, causal, BIAS_T5, 1.0, 0};
     struct rl_sm_head  h;
     const size_t       nv = (size_t)c.N * c.dv, nr = 2 * (size_t)c.N - 1;
     struct kbuf        b;
@@ -476,15 +480,16 @@ static void test_gate_is_alibi(void)
     struct rl_sm_head h = head_of(&b, &c);
     rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
     const size_t nv = (size_t)c.N * c.dv;
-    float       *rel = malloc(sizeof(float) * (2 * (size_t)c.N - 1)), *o2 = malloc(sizeof(float) * nv);
-    double      *ref = malloc(sizeof(double) * nv);
+    float  *rel = malloc(sizeof(float) * (2 * (size_t)c.N - 1)), *o2 = malloc(sizeof(float) * nv);
+    double *ref = malloc(sizeof(double) * nv);
     rl_alibi_rel(rel, slopes[1], c.N);
     struct rl_sm_head ha = h;
     ha.cum = NULL, ha.rel = rel;
     rl_attn_softmax_forward(o2, b.lse, &ha, b.scr);
     for (size_t i = 0; i < nv; i++)
         ref[i] = o2[i];
-    tap_close_scaled(b.o, ref, nv, 1e-6, "a constant log gate -slope equals ALiBi's bias (N=%d)", c.N);
+    tap_close_scaled(b.o, ref, nv, 1e-6, "a constant log gate -slope equals ALiBi's bias (N=%d)",
+                     c.N);
     free(rel), free(o2), free(ref);
     kbuf_free(&b);
 }
@@ -519,11 +524,13 @@ static void test_pieces(int N, int causal, double gate, int rope_on)
     for (int i = nb - 1; i >= 0; i--)
         rl_attn_softmax_backward_q(dq1, b.dout, l1, D, &h, i, b.scr);
     int same = !memcmp(o1, b.o, 4 * nv) && !memcmp(l1, b.lse, 4 * (size_t)N) &&
-               !memcmp(dq1, b.dq, 4 * nq) && !memcmp(dk1, b.dk, 4 * nq) && !memcmp(dv1, b.dv, 4 * nv);
+               !memcmp(dq1, b.dq, 4 * nq) && !memcmp(dk1, b.dk, 4 * nq) &&
+               !memcmp(dv1, b.dv, 4 * nv);
     for (int n = 0; gate > 0 && n < N; n++)
         same &= dc[n] == (float)b.dcum[n];
     tap_ok(same, "N=%d %s%s%s: %d query and %d key block pieces give the whole-head bits", N,
-           causal ? "causal" : "non-causal", gate > 0 ? " gated" : "", rope_on ? " RoPE" : "", nb, nk);
+           causal ? "causal" : "non-causal", gate > 0 ? " gated" : "", rope_on ? " RoPE" : "", nb,
+           nk);
     if (rope_on) rl_rope_free(&rope);
     free(o1), free(l1), free(dq1), free(dk1), free(dv1), free(D), free(dc);
     kbuf_free(&b);
@@ -538,18 +545,29 @@ int main(void)
     test_reference_fd(1, 0);
     test_reference_fd(1, 1);
     static const struct kcase cases[] = {
-        {1, 8, 8, 0, BIAS_NONE, 1, 0},      {1, 8, 8, 1, BIAS_T5, 1, 0},
-        {7, 8, 5, 0, BIAS_T5, 1, 0},        {7, 8, 5, 1, BIAS_ALIBI, 1, 0},
-        {65, 16, 24, 0, BIAS_NONE, 1, 0},   {65, 16, 24, 1, BIAS_NONE, 1, 0},
-        {130, 32, 32, 0, BIAS_ALIBI, 1, 0}, {130, 32, 32, 1, BIAS_T5, 1, 0},
-        {300, 32, 16, 0, BIAS_T5, 1, 0},    {300, 32, 16, 1, BIAS_ALIBI, 1, 0},
-        {300, 16, 32, 1, BIAS_NONE, 2, 0},  {600, 32, 32, 1, BIAS_T5, 1, 0},
-        {600, 8, 24, 0, BIAS_ALIBI, 1, 0},  {65, 8, 8, 0, BIAS_RANDOM, 1, 0},
-        {300, 16, 8, 1, BIAS_RANDOM, 1, 0}, {600, 16, 16, 0, BIAS_RANDOM, 1, 0},
+        {1, 8, 8, 0, BIAS_NONE, 1, 0},
+        {1, 8, 8, 1, BIAS_T5, 1, 0},
+        {7, 8, 5, 0, BIAS_T5, 1, 0},
+        {7, 8, 5, 1, BIAS_ALIBI, 1, 0},
+        {65, 16, 24, 0, BIAS_NONE, 1, 0},
+        {65, 16, 24, 1, BIAS_NONE, 1, 0},
+        {130, 32, 32, 0, BIAS_ALIBI, 1, 0},
+        {130, 32, 32, 1, BIAS_T5, 1, 0},
+        {300, 32, 16, 0, BIAS_T5, 1, 0},
+        {300, 32, 16, 1, BIAS_ALIBI, 1, 0},
+        {300, 16, 32, 1, BIAS_NONE, 2, 0},
+        {600, 32, 32, 1, BIAS_T5, 1, 0},
+        {600, 8, 24, 0, BIAS_ALIBI, 1, 0},
+        {65, 8, 8, 0, BIAS_RANDOM, 1, 0},
+        {300, 16, 8, 1, BIAS_RANDOM, 1, 0},
+        {600, 16, 16, 0, BIAS_RANDOM, 1, 0},
         /* the forget gate: weak and strong decays, alone and with every bias */
-        {1, 8, 8, 1, BIAS_NONE, 1, 0.5},    {7, 8, 5, 1, BIAS_T5, 1, 0.5},
-        {65, 16, 24, 1, BIAS_NONE, 1, 0.05}, {300, 32, 16, 1, BIAS_ALIBI, 1, 0.2},
-        {300, 16, 32, 1, BIAS_NONE, 2, 3.0}, {600, 32, 32, 1, BIAS_T5, 1, 0.01},
+        {1, 8, 8, 1, BIAS_NONE, 1, 0.5},
+        {7, 8, 5, 1, BIAS_T5, 1, 0.5},
+        {65, 16, 24, 1, BIAS_NONE, 1, 0.05},
+        {300, 32, 16, 1, BIAS_ALIBI, 1, 0.2},
+        {300, 16, 32, 1, BIAS_NONE, 2, 3.0},
+        {600, 32, 32, 1, BIAS_T5, 1, 0.01},
         {600, 16, 16, 1, BIAS_RANDOM, 1, 1.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

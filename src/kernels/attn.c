@@ -249,8 +249,6 @@ static rl_status check_gate(const rl_attn *a, const float *logf)
 {
     if (a->o.forget && !logf) RL_FAIL(RL_EINVAL, "the forget gate needs its log gates (G x N)");
     if (!a->o.forget && logf) RL_FAIL(RL_EINVAL, "log gates given to a plan without a forget gate");
-    if (a->o.forget && a->o.kind == RL_ATTN_LINEAR && a->o.pe == RL_ATTN_PE_T5)
-        RL_FAIL(RL_EINVAL, "the forget gate with T5 in linear attention is not implemented yet");
     return RL_OK;
 }
 

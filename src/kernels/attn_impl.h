@@ -38,11 +38,11 @@ size_t rl_attn_gate_scratch_floats(int N);
 
 /* Softmax attention over G heads, cut into (head, query block) and (head, key block)
  * pieces (attn_run_softmax.c). */
-void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
-                                 int G);
-void rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                                  const float *o, const float *saved,
-                                  const struct rl_attn_in *in, int G);
+void   rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
+                                   int G);
+void   rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                                    const float *o, const float *saved, const struct rl_attn_in *in,
+                                    int G);
 size_t rl_attn_run_softmax_scratch_floats(const rl_attn *a);
 
 /* Linear attention over G heads (attn_run_linear.c): the eq. 19 family (attn_linear.c),
@@ -51,8 +51,8 @@ size_t rl_attn_run_softmax_scratch_floats(const rl_attn *a);
 long   rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
                                   int G);
 void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                                   const float *o, const float *saved,
-                                   const struct rl_attn_in *in, int G);
+                                   const float *o, const float *saved, const struct rl_attn_in *in,
+                                   int G);
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a);
 /* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate). */
 int rl_attn_linear_uses_toeplitz(const rl_attn *a);

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "attn_linear.h"
 #include "attn_linear_impl.h"
+#include "attn_linear_plan.h"
 #include "featmap.h"
 #include "../core/gemm.h"
 #include "../core/tilemm.h"
@@ -36,28 +37,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
-enum { SIDE_K = 1, SIDE_Q = 2 };
-
-/* Views into the caller's scratch.  Block buffers hold RL_LIN_BLOCK rows; B, E, dB, dE,
- * dphq, dphk alias other buffers where the table above says so. */
-struct lin_plan {
-    enum lin_mode         mode;
-    enum rl_fmap          fmap;
-    const struct rl_rope *rope;
-    int                   N, d, dv, D, Dd, causal, shen, input_rot, sep, nb;
-    float                *xq, *xk, *phq, *phk, *A, *C, *B, *E, *row, *colmax, *cmb;
-    float                *dnum, *dA, *dC, *dB, *dE, *dphq, *dphk, *Sf, *Gf, *scan[3];
-    const float          *q, *k; /* the block's (rotated) inputs */
-    double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
-    size_t                ck_stride, scan_floats;
-    /* forget gate: c (N), a block's decays e^{lambda_i} (float for the scans, double for
-     * the sums) and e^{lambda_{i+1}}, fold weights, E.g per row, the fold's workspace */
-    const float *logf;
-    double      *cum, *ad, *adn, *wk, *eg;
-    float       *af, *afn, *Kw;
-};
 
 static enum lin_mode lin_mode(const struct rl_attn_opts *o, int has_rope)
 {
@@ -135,6 +114,15 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
         p->af = at(s, &off, R), p->afn = at(s, &off, R);
         p->Kw = at(s, &off, R * (size_t)(p->D > dv ? p->D : dv));
     }
+    p->rel = NULL, p->drel = NULL;
+    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = NULL, p->dcd = NULL;
+    if (o->forget && o->pe == RL_ATTN_PE_T5) { /* the quadratic tiles of T5 with the gate */
+        const size_t ND = (size_t)N * p->D, T = R * R;
+        p->Af = at(s, &off, ND), p->Cf = at(s, &off, ND);
+        p->dAf = at(s, &off, ND), p->dCf = at(s, &off, ND);
+        p->tS = at(s, &off, T), p->tW = at(s, &off, T), p->tD = at(s, &off, T);
+        p->dcd = atd(s, &off, (size_t)N);
+    }
     return off;
 }
 
@@ -194,7 +182,7 @@ static void shen_prepass(struct lin_plan *p, const float *q, const float *k)
 
 /* Features of rows t0 .. t0+l-1 (side: SIDE_K and/or SIDE_Q; the Shen causal queries need
  * the keys of the same block and advance Zrun). */
-static void build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l, int side)
+void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l, int side)
 {
     const int d = p->d;
     block_inputs(p, q, k, t0, l, side);
@@ -233,7 +221,7 @@ static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *o = out + (size_t)t0 * p->dv;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         rl_lin_scan_rows(&s, o, p->A, p->C, v + (size_t)t0 * p->dv, l, 0, 1);
         *bad += rl_lin_den_rows(den + t0, o, p->dv, p->B, p->E, l, p->Dd, 1, eps, p->z);
     }
@@ -247,7 +235,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     memset(p->Sd, 0, (size_t)D * dv * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* S = C^T V, z = sum E */
         int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         rl_lin_gemm_acc(p->Sd, p->Gf, p->C, D, v + (size_t)t0 * dv, dv, l);
         rl_lin_sum_rows(p->z, p->E, l, p->Dd);
     }
@@ -256,7 +244,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* num = A S */
         int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *o = out + (size_t)t0 * dv;
-        build_block(p, q, k, t0, l, SIDE_Q);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_Q);
         rl_tile_gemm(l, dv, D, 1.0f, p->A, D, 1, p->Sf, dv, 0.0f, o, dv);
         *bad += rl_lin_den_rows(den + t0, o, dv, p->B, p->E, l, p->Dd, 0, eps, p->z);
     }
@@ -274,17 +262,11 @@ static void call_plan(struct lin_plan *p, const float *q, const float *k,
     if (p->shen) shen_prepass(p, q, k);
 }
 
-static void forward_causal_gated(struct lin_plan *p, float *out, float *den, long *bad,
-                                 const float *q, const float *k, const float *v, float eps);
-static void backward_causal_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
-                                  float *dlogf, const float *dout, const float *out,
-                                  const float *den, const float *q, const float *k, const float *v,
-                                  float eps);
-
-static void gate_plan(struct lin_plan *p, const float *logf)
+static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
 {
-    p->logf = logf;
-    if (logf) rl_lin_cumsum(p->cum, logf, p->N);
+    p->logf = h->logf;
+    p->rel  = h->rel;
+    if (h->logf) rl_lin_cumsum(p->cum, h->logf, p->N);
 }
 
 void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,
@@ -294,9 +276,11 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl
     long            bad = 0;
     const float    *q = h->q, *k = h->k, *v = h->v;
     call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
-    gate_plan(&p, h->logf);
-    if (h->logf)
-        forward_causal_gated(&p, out, den, &bad, q, k, v, o->eps);
+    gate_plan(&p, h);
+    if (h->logf && h->rel)
+        rl_lin_forward_quad(&p, out, den, &bad, q, k, v, o->eps);
+    else if (h->logf)
+        rl_lin_forward_gated(&p, out, den, &bad, q, k, v, o->eps);
     else if (o->causal)
         forward_causal(&p, out, den, &bad, q, k, v, o->eps);
     else
@@ -306,7 +290,7 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl
 
 /* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
 RL_SIMD_CLONES
-static void output_backward(float *dnum, double *dden, const float *dout, const float *out,
+void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const float *out,
                             const float *den, int l, int dv)
 {
     for (int m = 0; m < l; m++) {
@@ -347,7 +331,7 @@ static void shen_prefix_backward(struct lin_plan *p, float *dk, int l)
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
  * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
  * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
-static void chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
+void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
 {
     const int    d   = p->d;
     const size_t nd  = (size_t)l * d;
@@ -404,7 +388,7 @@ static void record_prefix_states(struct lin_plan *p, const float *q, const float
         memcpy(ck, p->Sd, Dv * sizeof(double));
         memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
         memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         rl_lin_gemm_acc(p->Sd, p->Gf, v + (size_t)t0 * dv, dv, p->C, D, l);
         rl_lin_sum_rows(p->z, p->E, l, Dd);
         if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
@@ -428,9 +412,9 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
         const double *ck = p->ck + (size_t)b * p->ck_stride;
         const float  *vb = v + (size_t)t0 * dv;
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_lin_scan_init(&sA, p->scan[0], dv, D, ck); /* dA_m = sum_{n<=m} (dnum_m.v_n) C_n */
         rl_lin_scan_rows(&sA, p->dA, p->dnum, vb, p->C, l, 0, 0);
         rl_lin_scan_rows(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, 0);
@@ -443,153 +427,7 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
         memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
         rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 1, p->z, p->g);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        chain_block(p, dq, dk, t0, l, NULL);
-    }
-}
-
-/* ---- the forget gate (causal only) ----------------------------------------------------
- * Every pair (m, n <= m) of the generic form is weighted by w(m,n) = e^{c_m - c_n}, c the
- * cumulative log gate, so each sum is a decayed scan: S_m = e^{lambda_m} S_{m-1} + C_m v_m^T,
- * z_m = e^{lambda_m} z_{m-1} + E_m (the float scan state shrinks row by row; the double
- * state of a block fold takes the block's terms weighted by their decay to its end).
- * Shen's positional normaliser Z is not decayed: it is part of the features.  Backward:
- * the suffix states decay the other way, G_n = e^{lambda_{n+1}} G_{n+1} + A_n dnum_n^T, and
- * the gate's own gradient is, per row,
- *   dc_m = sum_{n<=m} w (...)  [query side]  -  sum_{m'>=m} w (...)  [key side]
- *        = (dout_m . o_m) eps / den_m  -  v_m . dv_m  -  E_m . g_m,
- * (num_m . dnum_m + raw_m dden_m collapses to the first term), and dlogf_l = sum_{m>=l} dc_m. */
-
-static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->cum[m]; }
-
-/* The block's decays: ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] = e^{lambda_{t0+i+1}} (1 at
- * the end: no state follows). */
-static void gate_decays(struct lin_plan *p, int t0, int l)
-{
-    for (int i = 0; i < l; i++) {
-        int n      = t0 + i;
-        p->ad[i]   = exp((double)p->logf[n]);
-        p->adn[i]  = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
-        p->af[i]   = (float)p->ad[i];
-        p->afn[i]  = (float)p->adn[i];
-    }
-}
-
-/* Fold weights toward the block's last row (forward) or first row (reverse); returns the
- * decay of the state carried across the block. */
-static double gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
-{
-    const int e = reverse ? t0 : t0 + l - 1;
-    for (int i = 0; i < l; i++)
-        p->wk[i] = reverse ? exp(p->cum[t0 + i] - p->cum[e]) : exp(p->cum[e] - p->cum[t0 + i]);
-    if (!reverse) return exp(p->cum[e] - cum_at(p, t0 - 1));
-    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[e]) : 0.0;
-}
-
-static void forward_causal_gated(struct lin_plan *p, float *out, float *den, long *bad,
-                                 const float *q, const float *k, const float *v, float eps)
-{
-    struct rl_lin_scan s;
-    rl_lin_scan_init(&s, p->scan[0], p->D, p->dv, NULL);
-    memset(p->z, 0, (size_t)p->Dd * sizeof(double));
-    memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
-    for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int          l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        float       *o = out + (size_t)t0 * p->dv;
-        const float *vb = v + (size_t)t0 * p->dv;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        gate_decays(p, t0, l);
-        rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
-        double bd = gate_fold_weights(p, t0, l, 0);
-        rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
-        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
-    }
-}
-
-/* The gated pre-pass: the decayed dA state (sum w v C^T), z and Shen's Z at block starts. */
-static void record_prefix_states_gated(struct lin_plan *p, const float *q, const float *k,
-                                       const float *v)
-{
-    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
-    const size_t Dv = (size_t)D * dv;
-    memset(p->Sd, 0, Dv * sizeof(double));
-    memset(p->z, 0, (size_t)Dd * sizeof(double));
-    memset(p->Zrun, 0, (size_t)d * sizeof(double));
-    for (int b = 0, t0 = 0; b < p->nb; b++, t0 += RL_LIN_BLOCK) {
-        int     l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        double *ck = p->ck + (size_t)b * p->ck_stride;
-        memcpy(ck, p->Sd, Dv * sizeof(double));
-        memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
-        memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K);
-        double       bd = gate_fold_weights(p, t0, l, 0);
-        const float *vb = v + (size_t)t0 * dv;
-        for (size_t i = 0; i < Dv; i++)
-            p->Sd[i] *= bd;
-        for (int n = 0; n < l; n++)
-            for (int j = 0; j < dv; j++)
-                p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
-        rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
-        rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
-        if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
-    }
-}
-
-/* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
- * sum over the rows after the block. */
-static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,
-                           const float *v, const float *dvg, int t0, int l, float eps, double *acc)
-{
-    const int dv = p->dv;
-    for (int i = l - 1; i >= 0; i--) {
-        const size_t r  = (size_t)(t0 + i) * dv;
-        double       kv = 0.0;
-        for (int j = 0; j < dv; j++)
-            kv += (double)v[r + j] * (double)dvg[r + j];
-        double dc = -p->dden[i] * (double)eps - kv - p->eg[i];
-        (void)dout, (void)out;
-        dlogf[t0 + i] = (float)(*acc += dc);
-    }
-}
-
-static void backward_causal_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
-                                  float *dlogf, const float *dout, const float *out,
-                                  const float *den, const float *q, const float *k, const float *v,
-                                  float eps)
-{
-    const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
-    const size_t       Dv = (size_t)D * dv;
-    struct rl_lin_scan sA, sG, sGT;
-    double             acc = 0.0;
-    record_prefix_states_gated(p, q, k, v);
-    rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);
-    rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL);
-    memset(p->g, 0, (size_t)Dd * sizeof(double));
-    memset(p->Zs, 0, (size_t)d * sizeof(double));
-    for (int b = p->nb - 1; b >= 0; b--) {
-        const int t0 = b * RL_LIN_BLOCK, l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        const double *ck = p->ck + (size_t)b * p->ck_stride;
-        const float  *vb = v + (size_t)t0 * dv;
-        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        gate_decays(p, t0, l);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
-        rl_lin_scan_init(&sA, p->scan[0], dv, D, ck);
-        rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, p->af);
-        rl_lin_scan_rows_decay(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, p->afn);
-        rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, p->afn);
-        double bd = gate_fold_weights(p, t0, l, 1);
-        rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
-        if (p->sep) {
-            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-        }
-        memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
-        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
-                                       p->ad, p->adn);
-        gate_grad_rows(p, dlogf, dout, out, v, dvg, t0, l, eps, &acc);
-        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        chain_block(p, dq, dk, t0, l, NULL);
+        rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
 }
 
@@ -604,9 +442,9 @@ static void full_sums(struct lin_plan *p, const float *dout, const float *out, c
     memset(p->g, 0, (size_t)Dd * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_lin_gemm_acc(p->Sd, p->Sf, p->C, D, v + (size_t)t0 * dv, dv, l);
         rl_lin_gemm_acc(p->Gd, p->Sf, p->A, D, p->dnum, dv, l);
         rl_lin_sum_rows(p->z, p->E, l, Dd);
@@ -627,9 +465,9 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         const float *vb = v + (size_t)t0 * dv;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, vb, dv, p->Gf, dv, 0.0f, p->dC, D);
         rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, dvg + (size_t)t0 * dv, dv);
@@ -638,13 +476,13 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
         }
         rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 0, p->z, p->g);
-        chain_block(p, dq, dk, t0, l, p->Zs);
+        rl_lin_chain_block(p, dq, dk, t0, l, p->Zs);
     }
     if (!p->shen) return;
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* dk -= phi_k colsum */
         int    l   = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *dkb = dk + (size_t)t0 * d;
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         for (int i = 0; i < l; i++)
             for (int f = 0; f < d; f++)
                 p->phk[(size_t)i * d + f] *= (float)p->Zs[f];
@@ -662,9 +500,12 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
     float          *dq = g->dq, *dk = g->dk, *dvg = g->dv;
     const float    *q = h->q, *k = h->k, *v = h->v;
     call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
-    gate_plan(&p, h->logf);
-    if (h->logf)
-        backward_causal_gated(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+    gate_plan(&p, h);
+    p.drel = g->drel;
+    if (h->logf && h->rel)
+        rl_lin_backward_quad(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+    else if (h->logf)
+        rl_lin_backward_gated(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
     else if (o->causal)
         backward_causal(&p, dq, dk, dvg, dout, out, den, q, k, v);
     else

@@ -18,17 +18,21 @@
 #include "attn_opts.h"
 
 /* One head's operands: q, k (N, d), v (N, dv); rope (eq. 19 or the input place, as
- * o->rope_place) or NULL; logf (N log gates <= 0, causal) or NULL. */
+ * o->rope_place) or NULL; logf (N log gates <= 0, causal) or NULL; rel, T5's relative
+ * bias (2N-1), with the gate only (without it T5 takes the FFT path, attn_toeplitz.h). */
 struct rl_lin_head {
     const float          *q, *k, *v;
     const struct rl_rope *rope;
     const float          *logf;
     int                   N, d, dv;
+    const float          *rel;
 };
 
-/* One head's gradients, overwritten: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate. */
+/* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;
+ * drel (2N-1 doubles, T5 with the gate), accumulated, or NULL. */
 struct rl_lin_grads {
-    float *dq, *dk, *dv, *dlogf;
+    float  *dq, *dk, *dv, *dlogf;
+    double *drel;
 };
 
 size_t rl_attn_linear_scratch_floats(const struct rl_attn_opts *o, int N, int d, int dv);

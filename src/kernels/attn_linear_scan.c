@@ -156,7 +156,7 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
  *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
  * the same tiles with one multiply more per state element and row. */
 #define LIN_ROWD(r, kx, qx)                                                                        \
-    s0 = s0 * a##r + (kx)*w##r##0, s1 = s1 * a##r + (kx)*w##r##1, a##r##0 += (qx)*s0,             \
+    s0 = s0 * a##r + (kx)*w##r##0, s1 = s1 * a##r + (kx)*w##r##1, a##r##0 += (qx)*s0,              \
     a##r##1 += (qx)*s1
 
 RL_SIMD_CLONES

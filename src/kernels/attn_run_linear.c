@@ -6,6 +6,8 @@
  *   the forget gate, no PE or RoPE               attn_linear.c's decayed scans
  *   the forget gate with ALiBi                   the same with log gates lambda - slope:
  *                                                ALiBi's causal weight is a constant gate
+ *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
+ *                                                weights have no recurrence
  * T5's relative gradient is summed head by head in g order by the owner of head h. */
 #include "config.h"
 #include "attn_impl.h"
@@ -37,17 +39,24 @@ size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
 }
 
 /* Head g's operands for attn_linear.c; ALiBi with the gate: lambda - slope in scratch. */
-static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g,
-                                   float *scr)
+static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr)
 {
     const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    struct rl_lin_head h  = {in->q + g * sq, in->k + g * sq, in->v + g * sv,
-                             a->has_rope ? &a->rope : NULL,
-                             in->logf ? in->logf + (size_t)g * a->N : NULL, a->N, a->d, a->dv};
+    struct rl_lin_head h = {
+        in->q + g * sq,
+        in->k + g * sq,
+        in->v + g * sv,
+        a->has_rope ? &a->rope : NULL,
+        in->logf ? in->logf + (size_t)g * a->N : NULL,
+        a->N,
+        a->d,
+        a->dv,
+        in->logf && a->o.pe == RL_ATTN_PE_T5 ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL};
     if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI) {
-        struct rl_attn_opts o   = lin_opts(a);
-        float              *lam = scr + ((rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15);
-        const float         s   = (float)a->slopes[g % a->H];
+        struct rl_attn_opts o = lin_opts(a);
+        float              *lam =
+            scr + ((rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15);
+        const float s = (float)a->slopes[g % a->H];
         for (int m = 0; m < a->N; m++)
             lam[m] = h.logf[m] - s;
         h.logf = lam;
@@ -110,14 +119,15 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
     else {
         struct rl_attn_opts       op = lin_opts(a);
         const struct rl_lin_head  lh = lin_head(a, in, g, scr);
-        const struct rl_lin_grads lg = {dq, dk, dv, in->logf ? gr->dlogf + (size_t)g * N : NULL};
+        const struct rl_lin_grads lg = {dq, dk, dv, in->logf ? gr->dlogf + (size_t)g * N : NULL,
+                                        drel ? drel + (size_t)h * (2 * N - 1) : NULL};
         rl_attn_linear_backward(&lg, dout, o, saved, &lh, &op, scr);
     }
 }
 
 void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                                 const float *o, const float *saved,
-                                 const struct rl_attn_in *in, int G)
+                                 const float *o, const float *saved, const struct rl_attn_in *in,
+                                 int G)
 {
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     const int np = t5 ? a->H : G; /* T5: head h's owner takes g = h, h + H, ... in order */

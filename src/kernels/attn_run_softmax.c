@@ -36,18 +36,19 @@ static struct rl_sm_head head_of(const rl_attn *a, const struct rl_attn_in *in, 
                                  float *scratch, int gate)
 {
     const size_t      sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    struct rl_sm_head h  = {.q      = in->q + g * sq,
-                            .k      = in->k + g * sq,
-                            .v      = in->v + g * sv,
-                            .rope   = a->has_rope ? &a->rope : NULL,
-                            .rel    = a->has_bias ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL,
-                            .xlam   = a->xlam,
-                            .N      = a->N,
-                            .d      = a->d,
-                            .dv     = a->dv,
-                            .causal = a->o.causal};
+    struct rl_sm_head h = {.q    = in->q + g * sq,
+                           .k    = in->k + g * sq,
+                           .v    = in->v + g * sv,
+                           .rope = a->has_rope ? &a->rope : NULL,
+                           .rel = a->has_bias ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL,
+                           .xlam   = a->xlam,
+                           .N      = a->N,
+                           .d      = a->d,
+                           .dv     = a->dv,
+                           .causal = a->o.causal};
     if (gate && in->logf) {
-        size_t  k   = (rl_attn_softmax_scratch_floats(a->N, a->d, a->dv, a->o.xpos) + 15) & ~(size_t)15;
+        size_t k =
+            (rl_attn_softmax_scratch_floats(a->N, a->d, a->dv, a->o.xpos) + 15) & ~(size_t)15;
         double *cum = (double *)(scratch + k);
         rl_attn_gate_cumsum(cum, in->logf + (size_t)g * a->N, a->N);
         h.cum = cum;
@@ -63,8 +64,8 @@ void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struc
     double     t0 = rl_region_begin();
 #pragma omp parallel num_threads(rl_attn_team(a, np))
     {
-        float *scr  = a->scratch[rl_thread_slot()];
-        int    last = -1;
+        float            *scr  = a->scratch[rl_thread_slot()];
+        int               last = -1;
         struct rl_sm_head h;
 #pragma omp for schedule(dynamic, 1)
         for (long p = 0; p < np; p++) {
@@ -83,11 +84,11 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
                           double *drel, float *scr)
 {
     const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    struct rl_sm_head  h  = head_of(a, in, g, scr, 1);
+    struct rl_sm_head  h    = head_of(a, in, g, scr, 1);
     double            *dcum = NULL;
-    struct rl_sm_grads w  = {gr->dq + g * sq, gr->dk + g * sq, gr->dv + g * sv, drel, NULL};
+    struct rl_sm_grads w    = {gr->dq + g * sq, gr->dk + g * sq, gr->dv + g * sv, drel, NULL};
     if (in->logf) { /* dcum in double after the cumulative gate, then dlogf */
-        dcum = (double *)h.cum + a->N;
+        dcum   = (double *)h.cum + a->N;
         w.dcum = dcum;
     }
     rl_attn_softmax_backward(&w, dout + g * sv, o + g * sv, saved + (size_t)g * a->N, &h, scr);
@@ -100,8 +101,7 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
 }
 
 static void backward_by_head(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                             const float *o, const float *saved, const struct rl_attn_in *in,
-                             int G)
+                             const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     const int np = t5 ? a->H : G; /* T5: head h's owner takes g = h, h + H, ... in order */
@@ -133,20 +133,22 @@ static void backward_split(rl_attn *a, const struct rl_attn_grads *gr, const flo
         for (long p = 0; p < (long)G * nq; p++) {
             int               g = (int)(p / nq);
             struct rl_sm_head h = head_of(a, in, g, scr, 0);
-            rl_attn_softmax_row_dots(D + (size_t)g * a->N, dout + g * sv, o + g * sv, &h, (int)(p % nq));
+            rl_attn_softmax_row_dots(D + (size_t)g * a->N, dout + g * sv, o + g * sv, &h,
+                                     (int)(p % nq));
         }
         int               last = -1;
         struct rl_sm_head h;
 #pragma omp for schedule(dynamic, 1)
         for (long p = 0; p < np; p++) {
             int kv = p < (long)G * nk, g = kv ? (int)(p / nk) : (int)((p - (long)G * nk) / nq);
-            int b  = kv ? (int)(p % nk) : (int)((p - (long)G * nk) % nq);
+            int b = kv ? (int)(p % nk) : (int)((p - (long)G * nk) % nq);
             if (g != last) h = head_of(a, in, g, scr, 1), last = g;
-            const float *dg = dout + g * sv, *lse = saved + (size_t)g * a->N, *Dg = D + (size_t)g * a->N;
+            const float *dg = dout + g * sv, *lse = saved + (size_t)g * a->N,
+                        *Dg = D + (size_t)g * a->N;
             if (kv) /* the gate's column sums go to dlogf, summed per head below */
                 rl_attn_softmax_backward_kv(gr->dk + g * sq, gr->dv + g * sv,
-                                            in->logf ? gr->dlogf + (size_t)g * a->N : NULL, dg,
-                                            lse, Dg, &h, b, scr);
+                                            in->logf ? gr->dlogf + (size_t)g * a->N : NULL, dg, lse,
+                                            Dg, &h, b, scr);
             else
                 rl_attn_softmax_backward_q(gr->dq + g * sq, dg, lse, Dg, &h, b, scr);
         }
@@ -155,11 +157,11 @@ static void backward_split(rl_attn *a, const struct rl_attn_grads *gr, const flo
 }
 
 void rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                                  const float *o, const float *saved,
-                                  const struct rl_attn_in *in, int G)
+                                  const float *o, const float *saved, const struct rl_attn_in *in,
+                                  int G)
 {
-    const int by_head = (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) ||
-                        G >= 2 * rl_attn_team(a, (long)G * a->N);
+    const int by_head =
+        (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) || G >= 2 * rl_attn_team(a, (long)G * a->N);
     if (by_head) {
         backward_by_head(a, gr, dout, o, saved, in, G);
         return;

@@ -343,7 +343,7 @@ int rl_attn_softmax_key_blocks(int N)
 
 int rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d)
 {
-    struct rl_sm_head h = {.N = N, .causal = causal, .xlam = xlam, .d = d};
+    struct rl_sm_head h  = {.N = N, .causal = causal, .xlam = xlam, .d = d};
     int               qb = block_height(&h);
     return (N + qb - 1) / qb;
 }
@@ -351,7 +351,7 @@ int rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d)
 void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int b, int *i0,
                                 int *mb)
 {
-    struct rl_sm_head h = {.N = N, .causal = causal, .xlam = xlam, .d = d};
+    struct rl_sm_head h  = {.N = N, .causal = causal, .xlam = xlam, .d = d};
     int               qb = block_height(&h);
     *i0                  = b * qb;
     *mb                  = imin(qb, N - *i0);
@@ -387,7 +387,7 @@ static const float *key_tile(struct sm_call *c, struct key_pack *kp, int c0, int
     float *ks = c->xs + 2 * (size_t)c->bq * h->d, *fk = ks + (size_t)c->bk * h->d;
     xpos_rows(ks, fk, k, h->xlam, j0, nb, h->d, c0, -1.0f);
     rl_tile_pack_t(kp->t, c->ld, ks, h->d, nb, h->d);
-    kp->j0   = -1; /* the pack is this block's, not reusable */
+    kp->j0   = -1;                      /* the pack is this block's, not reusable */
     c->kr_j0 = h->rope ? -1 : c->kr_j0; /* nb rows only: not the whole tile */
     if (rows_out) *rows_out = ks;
     if (fk_out) *fk_out = fk;
@@ -410,7 +410,9 @@ static const float *block_queries(const struct sm_call *c, int i0, int mb)
 static void unrotate(const struct sm_call *c, float *dx, int r0, int n)
 {
     const struct rl_sm_head *h = c->h;
-    if (h->rope) rl_rope_rotate(h->rope, dx + (size_t)r0 * h->d, h->d, dx + (size_t)r0 * h->d, h->d, n, r0, 1);
+    if (h->rope)
+        rl_rope_rotate(h->rope, dx + (size_t)r0 * h->d, h->d, dx + (size_t)r0 * h->d, h->d, n, r0,
+                       1);
 }
 
 /* One block of query rows [i0, i0+mb): o rows accumulate p v over the key tiles. */
@@ -425,7 +427,7 @@ static void forward_block(struct sm_call *c, float *o, float *lse, int i0, int m
     const int    jend = h->causal ? i0 + mb : h->N; /* causal: tiles right of the block skipped */
     const float *qi   = block_queries(c, i0, mb);
     for (int j0 = 0; j0 < jend; j0 += c->bk) {
-        const int    nb = imin(c->bk, jend - j0); /* causal: keys past the block's last row unused */
+        const int nb = imin(c->bk, jend - j0); /* causal: keys past the block's last row unused */
         const float *kt = key_tile(c, kp, i0 + mb / 2, j0, nb, NULL, NULL);
         const float *gb = gate_cols(c, i0 + mb - 1, j0, nb);
         const int    g  = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
@@ -434,12 +436,12 @@ static void forward_block(struct sm_call *c, float *o, float *lse, int i0, int m
             if (ng <= 0) continue; /* rows left of the tile: their state is unchanged */
             float *sa = c->s + (size_t)a0 * c->ld, *oa = oi + (size_t)a0 * h->dv;
             /* s = q k^T / sqrt(d) */
-            rl_tile_gemm(rows, (ng + 15) & ~15, h->d, c->scale, qi + (size_t)a0 * h->d, h->d, 1,
-                         kt, c->ld, 0.0f, sa, c->ld);
+            rl_tile_gemm(rows, (ng + 15) & ~15, h->d, c->scale, qi + (size_t)a0 * h->d, h->d, 1, kt,
+                         c->ld, 0.0f, sa, c->ld);
             for (int a = a0; a < a0 + rows; a++) {
-                float alpha = online_row(c->s + (size_t)a * c->ld, SM_DIAG(h->rel, c, i0 + a, j0),
-                                         gb, row_cols(h->causal, i0 + a, j0, ng), ng, c->mrow + a,
-                                         c->lrow + a);
+                float alpha =
+                    online_row(c->s + (size_t)a * c->ld, SM_DIAG(h->rel, c, i0 + a, j0), gb,
+                               row_cols(h->causal, i0 + a, j0, ng), ng, c->mrow + a, c->lrow + a);
                 if (alpha != 1.0f) scale_row(oi + (size_t)a * h->dv, h->dv, alpha);
             }
             /* o += p v */
@@ -467,9 +469,9 @@ void rl_attn_softmax_forward_block(float *o, float *lse, const struct rl_sm_head
 
 void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, float *scratch)
 {
-    struct sm_call  c  = sm_call_make(h, scratch);
-    struct key_pack kp = {c.kt, -1}; /* kept across blocks: at N <= BK one pack serves all */
-    const int       qb = block_height(h);
+    struct sm_call  c    = sm_call_make(h, scratch);
+    struct key_pack kp   = {c.kt, -1}; /* kept across blocks: at N <= BK one pack serves all */
+    const int       qb   = block_height(h);
     const unsigned  mode = ftz_on();
     for (int i0 = 0; i0 < h->N; i0 += qb)
         forward_block(&c, o, lse, i0, imin(qb, h->N - i0), &kp);
@@ -479,8 +481,7 @@ void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, f
 /* p = exp(s + rel + gate - lse_i) on the valid columns, 0 past them (forward: p =
  * softmax(s)). */
 RL_SIMD_CLONES
-static void recompute_p(float *p, const float *bias, const float *colb, int nc, int nb,
-                        float lse_i)
+static void recompute_p(float *p, const float *bias, const float *colb, int nc, int nb, float lse_i)
 {
     const int nv = vector_cols(nc, nb);
     add_biases(p, bias, colb, nc);
@@ -530,8 +531,7 @@ struct sm_out {
  * block's queries qblk (scaled for xPos) and Drow (D of its rows, from bi0 on). */
 static void backward_tile(struct sm_call *c, const struct sm_out *w, const float *dout,
                           const float *lse, const float *Drow, const float *qblk, int bi0, int bmb,
-                          int i0, int mb, int j0, int nb, struct key_pack *kp,
-                          struct key_pack *vp)
+                          int i0, int mb, int j0, int nb, struct key_pack *kp, struct key_pack *vp)
 {
     const struct rl_sm_head *h = c->h;
     const int                d = h->d, dv = h->dv, ld = c->ld, np = (nb + 15) & ~15;
@@ -551,8 +551,8 @@ static void backward_tile(struct sm_call *c, const struct sm_out *w, const float
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(w->drel, c, i0 + a, j0),
-                         w->dcum ? w->dcum + (j0 - w->dcum0) : NULL, row_cols(h->causal, i0 + a, j0, nb), nb,
-                         Drow[i0 - bi0 + a]);
+                         w->dcum ? w->dcum + (j0 - w->dcum0) : NULL,
+                         row_cols(h->causal, i0 + a, j0, nb), nb, Drow[i0 - bi0 + a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
     if (w->dq) rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, w->dq + (size_t)i0 * d, d);
     if (!w->dk) return;
@@ -574,7 +574,8 @@ static void backward_block_tile(struct sm_call *c, const struct sm_out *w, const
     const struct rl_sm_head *h    = c->h;
     const int                jend = h->causal ? i0 + mb : h->N;
     if (j0 >= jend) return;
-    const int nb = imin(c->bk, jend - j0), g = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
+    const int nb = imin(c->bk, jend - j0),
+              g  = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
     for (int a0 = 0; a0 < mb; a0 += g) {
         const int rows = imin(g, mb - a0), ng = group_cols(h->causal, i0 + a0, rows, j0, nb);
         if (ng > 0)
@@ -619,7 +620,7 @@ void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, 
 {
     struct sm_call  c  = sm_call_make(h, scratch);
     struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
-    struct sm_out   w  = {.dq = dq};
+    struct sm_out   w = {.dq = dq};
     int             i0, mb;
     rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &i0, &mb);
     memset(dq + (size_t)i0 * h->d, 0, sizeof(float) * (size_t)mb * h->d);

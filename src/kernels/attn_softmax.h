@@ -5,12 +5,12 @@
  *   o_m    = sum_n softmax_n(s[m,.]) v_n
  *
  * With RoPE, q_m and k_n enter as R_m q_m and R_n k_n: rotated block by block inside the
- * kernel (a key tile once per query block that uses it), and dq, dk are rotated back.  rel is the relative bias vector (2N-1, see posbias.h) or NULL.  cum is the
- * forget gate's cumulative log gate c[m] = sum_{l<=m} lambda[l] (N doubles) or NULL.
- * causal: n <= m.  Memory O(N*d): the N x N matrix is never stored; tiles are Bq x Bk.
- * lse (N): the log-sum-exp of each score row as the kernel forms it, saved for the
- * backward (with the gate, minus the row's own c[m] - c[r], r its block's last row: the
- * constant cancels in the softmax).
+ * kernel (a key tile once per query block that uses it), and dq, dk are rotated back.  rel is the
+ * relative bias vector (2N-1, see posbias.h) or NULL.  cum is the forget gate's cumulative log gate
+ * c[m] = sum_{l<=m} lambda[l] (N doubles) or NULL. causal: n <= m.  Memory O(N*d): the N x N matrix
+ * is never stored; tiles are Bq x Bk. lse (N): the log-sum-exp of each score row as the kernel
+ * forms it, saved for the backward (with the gate, minus the row's own c[m] - c[r], r its block's
+ * last row: the constant cancels in the softmax).
  *
  * Work is cut into query blocks (rl_attn_softmax_blocks of them, their size fixed by N
  * and causality only), each a piece of its own: the forward of one block, the query-side
@@ -30,10 +30,10 @@ struct rl_rope;
 struct rl_sm_head {
     const float          *q, *k, *v; /* (N, d), (N, d), (N, dv) */
     const struct rl_rope *rope;      /* RoPE: q and k rotated (R_m q_m, R_n k_n), or NULL */
-    const float  *rel;       /* relative bias (2N-1) or NULL */
-    const float  *xlam;      /* xPos: ln(zeta_f)/gamma per feature (d), or NULL (causal) */
-    const double *cum;       /* forget gate: c (N), or NULL (causal) */
-    int           N, d, dv, causal;
+    const float          *rel;       /* relative bias (2N-1) or NULL */
+    const float          *xlam;      /* xPos: ln(zeta_f)/gamma per feature (d), or NULL (causal) */
+    const double         *cum;       /* forget gate: c (N), or NULL (causal) */
+    int                   N, d, dv, causal;
 };
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv) overwritten by the whole-head backward;
