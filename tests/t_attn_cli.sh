@@ -18,10 +18,6 @@ check() { # options...
     rm -rf "$work/c"; mkdir -p "$work/c"
     if out=$("$PY" "$top_srcdir/tests/ref/attn_ref.py" check "$ROPELAB" "$work/c" $n -- "$@" 2>&1); then
         echo "ok $n - attn $* vs float64 NumPy reference"
-    elif printf '%s\n' "$out" | grep -q '^ropelab attn failed: .*not implemented yet'; then
-        # a combination the kernels refuse for now: said, and checked once they have it
-        echo "ok $n - attn $* vs float64 NumPy reference # SKIP $(printf '%s\n' "$out" | sed -n 's/^ropelab attn failed: ropelab attn: //p')"
-        return
     else
         echo "not ok $n - attn $* vs float64 NumPy reference"; failed=1
     fi

@@ -139,30 +139,10 @@ static void generate(rl_decoder *dc, int32_t *gen, const int32_t *prompt, int le
     }
 }
 
-/* 1 (and a SKIP line) when the training kernels refuse the combination for now: it is
- * checked as soon as they have it. */
-static int refused_for_now(rl_model *m, const struct combo *k)
-{
-    int32_t         tok = 0, tgt = 0;
-    uint8_t         mask = 0;
-    struct rl_batch b    = {.B = 1, .N = 1, .inputs = &tok, .targets = &tgt, .mask = &mask};
-    double          s;
-    long            nt, nc;
-    if (rl_model_forward(m, &b, &s, &nt, &nc) == RL_OK ||
-        !strstr(rl_last_error(), "not implemented yet"))
-        return 0;
-    tap_skip(rl_last_error(), "%s: recurrent = full forward", k->name);
-    return 1;
-}
-
 static void check_combo(const struct combo *k)
 {
     rl_model   *m   = make_model(k);
     rl_decoder *rec = NULL, *full = NULL;
-    if (refused_for_now(m, k)) {
-        rl_model_free(m);
-        return;
-    }
     if (rl_decoder_create(&rec, m, RL_DECODE_RECURRENT, 8) != RL_OK ||
         rl_decoder_create(&full, m, RL_DECODE_FULL, 8) != RL_OK)
         tap_bail("%s: %s", k->name, rl_last_error());
