@@ -41,6 +41,9 @@ check_PROGRAMS += tests/t_decode
 ## --- task tests ---
 check_PROGRAMS += tests/t_task
 
+## --- the tables of the enumerated choices ---
+check_PROGRAMS += tests/t_choice
+
 ## --- config and training tests ---
 check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
 check_PROGRAMS += tests/t_threads

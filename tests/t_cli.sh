@@ -58,7 +58,7 @@ ok $? "bench_attn.csv: two timed rows for each of the $cfgs kernels ($rows rows,
 # the same usage error through both spellings proves the value reached the option
 for c in "attn --in $tmp --out $tmp/o --pe=nope" "attn --in $tmp --out $tmp/o --pe nope"; do
     err=$("$ROPELAB" $c 2>&1 >/dev/null)
-    case "$err" in *"--pe: unknown value 'nope'"*) r=0 ;; *) r=1 ;; esac; ok $r "ropelab $c: $err"
+    case "$err" in *"--pe: expected one of none, rope, t5, alibi, got 'nope'"*) r=0 ;; *) r=1 ;; esac; ok $r "ropelab $c: $err"
 done
 for c in "bench --train --decode" "bench --decode --train"; do
     err=$("$ROPELAB" $c 2>&1 >/dev/null); st=$?
@@ -86,13 +86,39 @@ done
 # report --rope-decay --base: an empty item is an error, not skipped
 for b in 10,,20 10,; do
     err=$("$ROPELAB" report --rope-decay --out "$tmp/rd" --base $b 2>&1 >/dev/null); st=$?
-    case "$err" in *"--base: expected a number, got ''"*) r=0 ;; *) r=1 ;; esac
+    case "$err" in *"--base: expected a number > 1, got '' in '$b'"*) r=0 ;; *) r=1 ;; esac
     [ $st = 2 ] && [ ! -e "$tmp/rd" ]; ok $((r | $?)) "ropelab report --rope-decay --base $b: exit 2, $err"
 done
 err=$("$ROPELAB" run x.ini --out 2>&1 >/dev/null)
 case "$err" in *"option '--out' needs an argument"*) r=0 ;; *) r=1 ;; esac; ok $r "missing value: $err"
 err=$("$ROPELAB" attn --frob=1 2>&1 >/dev/null)
 case "$err" in *"unknown option '--frob=1'"*) r=0 ;; *) r=1 ;; esac; ok $r "unknown option: $err"
+# one option parser (cli/opts.h) for every command: the same message shapes and hints
+while IFS='|' read -r args want; do
+    err=$("$ROPELAB" $args 2>&1 >/dev/null); st=$?
+    case "$err" in *"$want"*) r=0 ;; *) r=1 ;; esac
+    [ $st = 2 ]; ok $((r | $?)) "ropelab $args: exit 2, $err"
+done <<'EOF_CASES'
+attn --in x --out y --rope-bse 2|unknown option '--rope-bse' (did you mean '--rope-base'?)
+attn --in x --out y --pe=rpoe|--pe: expected one of none, rope, t5, alibi, got 'rpoe' (did you mean 'rope'?)
+attn --in x --out y --causal=1|option '--causal' takes no argument
+attn --in x --out y --rope-d 4|option '--rope-d' is ambiguous: --rope-dims, --rope-denominator
+attn --in x --out y --eps|option '--eps' needs an argument
+bench --decode --steps=2x|--steps: expected an integer in [1, 100000], got '2x'
+bench --train --n 256,8|--n: expected an integer in [16, 65536], got '8' in '256,8'
+bench --pe all --attention quadratic|--attention: expected one of softmax, linear, all, got 'quadratic'
+eval --rope-factor|option '--rope-factor' needs an argument
+generate ck --prompt a --seed -1|--seed: expected a non-negative integer, got '-1'
+run a.ini b.ini|one EXPERIMENT.ini expected, got 'a.ini' and 'b.ini'
+report a b|one RUN_DIR expected, got 'a' and 'b'
+EOF_CASES
+# the help shows each choice's names and their help lines from the same tables
+"$ROPELAB" attn --help | grep -q -- '--feature-map elu1|softmax|exp' &&
+    "$ROPELAB" attn --help | grep -q '^ *rotated: ' &&
+    "$ROPELAB" generate --help | grep -q -- '\[--mode recurrent|full\]' &&
+    "$ROPELAB" eval --help | grep -q -- '--rope-extend none|pi|ntk|yarn\[,...\]' &&
+    "$ROPELAB" bench --help | grep -q -- '--decode'
+ok $? "--help lists the choices of the tables (feature maps, denominators, decode modes, rope_extend)"
 printf '[experiment]\nname = c\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n[task]\nname = copy\nlength = 8\n[train]\nsteps = 2\nbatch = 2\n[eval]\nlengths = 8\nbatches = 1\n' >"$tmp/c.ini"
 ROPELAB_GNUPLOT=none "$ROPELAB" run -q --out="$tmp/runs" --set=train.steps=3 --threads=1 "$tmp/c.ini" >/dev/null 2>&1 &&
     grep -q '^steps = 3$' "$tmp/runs/c/config.ini" && grep -q '^threads = 1$' "$tmp/runs/c/config.ini"

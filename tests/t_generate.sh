@@ -126,8 +126,8 @@ expect 2 "empty prompt" "$lin" --prompt-file "$tmp/empty.txt"
 expect 2 "missing --prompt or --prompt-file" "$lin"
 expect 2 "exclude each other" "$lin" --prompt a --prompt-file "$tmp/prompt.txt"
 expect 2 "missing CHECKPOINT" --prompt a
-expect 2 "--mode: expected recurrent or full" "$lin" --prompt a --mode fast
-expect 2 "--temperature: must be >= 0" "$lin" --prompt a --temperature -1
+expect 2 "--mode: expected one of recurrent, full, got 'fast'" "$lin" --prompt a --mode fast
+expect 2 "--temperature: expected a number >= 0, got '-1'" "$lin" --prompt a --temperature -1
 expect 2 "unknown option '--bogus'" "$lin" --prompt a --bogus
 expect 1 "cannot open" "$tmp/none.safetensors" --prompt a
 expect 1 "safetensors\|header\|format" "$tmp/prompt.txt" --prompt a

@@ -24,16 +24,6 @@ struct decode_point {
     size_t              bytes;
 };
 
-static double median_of(double *x, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1], x[j - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* ms per token of `steps` steps after a context of p->ctx tokens, median of reps. */
 static rl_status measure(struct decode_point *p, rl_model *m, int steps, int reps)
 {
@@ -50,7 +40,7 @@ static rl_status measure(struct decode_point *p, rl_model *m, int steps, int rep
             st = rl_decoder_step(dc, logits, (int32_t)(s % 64));
         t[r] = (rl_now_ms() - t0) / steps;
     }
-    if (st == RL_OK) p->ms = median_of(t, reps);
+    if (st == RL_OK) p->ms = rl_bench_median(t, reps);
     rl_decoder_free(dc);
     return st;
 }
@@ -68,93 +58,83 @@ static rl_status make_model(rl_model **m, enum rl_attn_kind kind)
     return RL_OK;
 }
 
-static int parse_list(const char *s, int *ns, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *e;
-        long  v = strtol(s, &e, 10);
-        if (e == s || v < 0 || v > (1 << 26) || (*e && *e != ',')) return -1;
-        ns[n++] = (int)v;
-        s       = *e ? e + 1 : e;
-    }
-    return n;
-}
-
 static void print_point(FILE *f, FILE *csv, const struct decode_point *p)
 {
-    const char *a = p->kind == RL_ATTN_SOFTMAX ? "softmax" : "linear";
-    const char *m = p->mode == RL_DECODE_FULL ? "full" : "recurrent";
+    const char *a = rl_choice_name(rl_attn_kinds, (int)p->kind);
+    const char *m = rl_choice_name(rl_decode_modes, (int)p->mode);
     fprintf(f, "%-8s %-10s %8d %12.4f %14zu\n", a, m, p->ctx, p->ms, p->bytes);
     fflush(f);
     if (csv)
         fprintf(csv, "%s,%s,%d,%d,%.5f,%zu\n", a, m, p->ctx, rl_threads_get(), p->ms, p->bytes);
 }
 
-int rl_bench_decode(int argc, char **argv)
+struct decode_args {
+    int         mode, threads, steps, reps, full_steps, ns[32], nn, fs[32], nf;
+    const char *out;
+};
+
+#define A struct decode_args
+const struct rl_opt rl_bench_decode_opts[] = {
+    RL_OPT_FLAG("decode", 0, A, mode, 1, "generation instead of the kernels"),
+    RL_OPT_INTS("n", A, ns, nn, 1, 0, 1 << 26, "N,...", "contexts (default 1024,4096,16384,65536)"),
+    RL_OPT_INTS("full-n", A, fs, nf, 0, 0, 1 << 26, "N,...",
+                "contexts of the full recomputation (default 1024,4096; empty: none)"),
+    RL_OPT_INT("steps", A, steps, 1, 100000, "S", "generated tokens timed (default 64)"),
+    RL_OPT_INT("full-steps", A, full_steps, 1, 1000, "S",
+               "tokens timed with full recomputation (default 3)"),
+    RL_OPT_INT("reps", A, reps, 1, 16, "R", "repetitions, median reported (default 3)"),
+    RL_OPT_INT("threads", A, threads, 1, 1024, "N", "threads (default 1)"),
+    RL_OPT_STRING("out", A, out, "DIR", "write DIR/bench_decode.csv (default: no CSV)"),
+    RL_OPT_END};
+#undef A
+
+/* Every attention kind, recurrent at the contexts ns, then full at fs. */
+static int decode_table(FILE *out, FILE *csv, const struct decode_args *a)
 {
-    int         threads = 1, steps = 64, reps = 3, full_steps = 3;
-    int         ns[32] = {1024, 4096, 16384, 65536}, nn = 4, fs[32] = {1024, 4096}, nf = 2;
-    const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int         e = 0;
-        if (!strcmp(a, "--decode")) continue;
-        if (!(v = rl_opt_value("bench", argc, argv, &i))) return RL_EXIT_USAGE;
-        if (!strcmp(a, "--threads"))
-            e = rl_parse_int("bench", a, v, 1, 1024, &threads);
-        else if (!strcmp(a, "--steps"))
-            e = rl_parse_int("bench", a, v, 1, 100000, &steps);
-        else if (!strcmp(a, "--full-steps"))
-            e = rl_parse_int("bench", a, v, 1, 1000, &full_steps);
-        else if (!strcmp(a, "--reps"))
-            e = rl_parse_int("bench", a, v, 1, 16, &reps);
-        else if (!strcmp(a, "--n"))
-            e = (nn = parse_list(v, ns, 32)) < 1;
-        else if (!strcmp(a, "--full-n"))
-            e = (nf = parse_list(v, fs, 32)) < 0;
-        else if (!strcmp(a, "--out"))
-            out = v;
-        else
-            return rl_usage_error("bench", "unknown option '%s' with --decode", a);
-        if (e && (!strcmp(a, "--n") || !strcmp(a, "--full-n")))
-            return rl_usage_error("bench", "%s: bad list '%s'", a, v);
-        if (e) return RL_EXIT_USAGE;
-    }
-    rl_cli_threads("bench", threads);
-    FILE *csv = NULL;
-    if (out) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/bench_decode.csv", out);
-        if (rl_mkdir_p(out) != RL_OK || !(csv = fopen(p, "w"))) {
-            fprintf(stderr, "ropelab bench: cannot write %s\n", p);
-            return RL_EXIT_FAIL;
-        }
-        fprintf(csv, "attention,mode,context,threads,ms_per_token,state_bytes\n");
-    }
-    printf("# ropelab bench --decode: vocab 64, D 128, 4 heads, 2 layers, causal RoPE (linear: "
-           "elu1, eq. 19); threads=%d BLIS=%s; ms per generated token after a context of the "
-           "given length (median of %d x %d steps; full: %d steps); state = attention cache or "
-           "state bytes\n",
-           rl_threads_get(), rl_blis_arch(), reps, steps, full_steps);
-    printf("%-8s %-10s %8s %12s %14s\n", "attn", "mode", "context", "ms/token", "state bytes");
     int rc = RL_EXIT_OK;
-    for (int k = 0; k < 2 && rc == RL_EXIT_OK; k++) {
+    for (int k = 0; k < RL_ATTN_KIND_COUNT && rc == RL_EXIT_OK; k++) {
         rl_model *m = NULL;
-        if (make_model(&m, k ? RL_ATTN_LINEAR : RL_ATTN_SOFTMAX) != RL_OK) rc = RL_EXIT_FAIL;
+        if (make_model(&m, (enum rl_attn_kind)k) != RL_OK) rc = RL_EXIT_FAIL;
         for (int pass = 0; pass < 2 && rc == RL_EXIT_OK; pass++) /* recurrent, then full */
-            for (int i = 0; i < (pass ? nf : nn) && rc == RL_EXIT_OK; i++) {
-                struct decode_point p = {.kind = k ? RL_ATTN_LINEAR : RL_ATTN_SOFTMAX,
+            for (int i = 0; i < (pass ? a->nf : a->nn) && rc == RL_EXIT_OK; i++) {
+                struct decode_point p = {.kind = (enum rl_attn_kind)k,
                                          .mode = pass ? RL_DECODE_FULL : RL_DECODE_RECURRENT,
-                                         .ctx  = pass ? fs[i] : ns[i]};
-                if (measure(&p, m, pass ? full_steps : steps, pass ? 1 : reps) != RL_OK)
+                                         .ctx  = pass ? a->fs[i] : a->ns[i]};
+                if (measure(&p, m, pass ? a->full_steps : a->steps, pass ? 1 : a->reps) != RL_OK)
                     rc = RL_EXIT_FAIL;
                 else
-                    print_point(stdout, csv, &p);
+                    print_point(out, csv, &p);
             }
         rl_model_free(m);
     }
     if (rc != RL_EXIT_OK) fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
+    return rc;
+}
+
+int rl_bench_decode(const struct rl_command *command, int argc, char **argv)
+{
+    struct decode_args a  = {.threads    = 1,
+                             .steps      = 64,
+                             .reps       = 3,
+                             .full_steps = 3,
+                             .ns         = {1024, 4096, 16384, 65536},
+                             .nn         = 4,
+                             .fs         = {1024, 4096},
+                             .nf         = 2};
+    int                rc = rl_opts_parse(command, &a, argc, argv, NULL);
+    if (rc != RL_OPTS_GO_ON) return rc;
+    rl_cli_threads("bench", a.threads);
+    FILE *csv = a.out ? rl_bench_csv(a.out, "bench_decode.csv",
+                                     "attention,mode,context,threads,ms_per_token,state_bytes\n")
+                      : NULL;
+    if (a.out && !csv) return RL_EXIT_FAIL;
+    printf("# ropelab bench --decode: vocab 64, D 128, 4 heads, 2 layers, causal RoPE (linear: "
+           "elu1, eq. 19); threads=%d BLIS=%s; ms per generated token after a context of the "
+           "given length (median of %d x %d steps; full: %d steps); state = attention cache or "
+           "state bytes\n",
+           rl_threads_get(), rl_blis_arch(), a.reps, a.steps, a.full_steps);
+    printf("%-8s %-10s %8s %12s %14s\n", "attn", "mode", "context", "ms/token", "state bytes");
+    rc = decode_table(stdout, csv, &a);
     if (csv && fclose(csv) != 0) rc = RL_EXIT_FAIL;
     return rc;
 }

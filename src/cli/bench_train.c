@@ -8,6 +8,7 @@
  * 2-thread peak of 103 GFLOP/s instead of 200 was seen), which would inflate the rows. */
 #include "config.h"
 #include "cli.h"
+#include "opts.h"
 #include "../core/gemm.h"
 #include "../core/threads.h"
 #include "../core/peak.h"
@@ -47,40 +48,52 @@ static void print_header(FILE *out, const struct peak *p, int steps)
             "GFLOP/s", "peak", "% peak", "in prod", "prod pk");
 }
 
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int kind, const int *ns,
-                   int nn)
+struct train_args {
+    int         mode, threads, steps, warmup, kind, ns[16], nn;
+    const char *out;
+};
+
+#define A struct train_args
+const struct rl_opt rl_bench_train_opts[] = {
+    RL_OPT_FLAG("train", 0, A, mode, 1, "training throughput instead of the kernels"),
+    RL_OPT_CHOICE_ALL("attention", A, kind, rl_attn_kinds,
+                      "attention kinds (default all; linear with elu1)"),
+    RL_OPT_INTS("n", A, ns, nn, 1, 16, 65536, "N,...", "sequence lengths (default 256,4096)"),
+    RL_OPT_INT("steps", A, steps, 1, 100000, "S", "timed updates, median reported (default 10)"),
+    RL_OPT_INT("warmup", A, warmup, 0, 100000, "W", "untimed updates first (default 2)"),
+    RL_OPT_INT("threads", A, threads, 1, 1024, "N",
+               "threads (default OMP_NUM_THREADS or all cores)"),
+    RL_OPT_STRING("out", A, out, "DIR", "write DIR/bench_train.csv (default: no CSV)"),
+    RL_OPT_END};
+#undef A
+
+/* The rows: each attention kind asked for at each length. */
+static int train_table(FILE *out, FILE *csv, const struct train_args *a)
 {
-    static const int               default_ns[] = {256, 4096};
-    static const enum rl_attn_kind kinds[]      = {RL_ATTN_SOFTMAX, RL_ATTN_LINEAR};
-    if (nn <= 0) ns = default_ns, nn = 2;
-    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv_path && !csv) {
-        fprintf(stderr, "ropelab: %s: cannot create\n", csv_path);
-        return 1;
-    }
-    struct peak pk = {0};
+    static const int default_ns[] = {256, 4096};
+    const int       *ns = a->nn ? a->ns : default_ns, nn = a->nn ? a->nn : 2;
+    struct peak      pk = {0};
     measure_peak(&pk, rl_threads_get());
-    print_header(out, &pk, steps);
-    if (csv)
-        fprintf(csv, "attention,N,batch,threads,tokens_per_s,ms_forward,ms_backward,"
-                     "ms_optimizer,ms_step,flops_per_token,gflops,peak_gflops,pct_peak,"
-                     "products_time_pct,products_pct_peak\n");
+    print_header(out, &pk, a->steps);
     int rc = 0, ran = 0, t = rl_threads_get();
-    for (int i = 0; i < 2 * nn && !rc; i++) {
-        const enum rl_attn_kind k = kinds[i % 2];
-        if (kind >= 0 && (int)k != kind) continue;
-        struct rl_bench_train_cell c = {
-            .kind = k, .N = ns[i / 2], .B = ns[i / 2] < 4096 ? 4096 / ns[i / 2] : 1};
+    for (int i = 0; i < RL_ATTN_KIND_COUNT * nn && !rc; i++) {
+        const enum rl_attn_kind k = (enum rl_attn_kind)(i % RL_ATTN_KIND_COUNT);
+        const int               N = ns[i / RL_ATTN_KIND_COUNT];
+        if (a->kind >= 0 && (int)k != a->kind) continue;
+        struct rl_bench_train_cell c = {.kind = k, .N = N, .B = N < 4096 ? 4096 / N : 1};
         if (ran++ > 0) measure_peak(&pk, rl_threads_get()); /* start-up's serves the first */
-        if (rl_bench_train_cell(&c, warmup, steps) != RL_OK) {
-            fprintf(stderr, "ropelab: %s\n", rl_last_error());
+        if (rl_bench_train_cell(&c, a->warmup, a->steps) != RL_OK) {
+            fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
             rc = 1;
             break;
         }
         double      gf   = c.tokens_per_s * c.flops_per_token / 1e9;
         double      pct  = pk.best > 0 ? 100.0 * gf / pk.best : 0;
         double      ppk  = pk.best > 0 ? 100.0 * c.products_gflops_per_thread * t / pk.best : 0;
-        const char *name = c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear (elu1)";
+        const char *kind = rl_choice_name(rl_attn_kinds, (int)c.kind);
+        char        name[32];
+        snprintf(name, sizeof name, c.kind == RL_ATTN_LINEAR ? "%s (%s)" : "%s", kind,
+                 rl_choice_name(rl_fmaps, RL_FMAP_ELU1));
         fprintf(out,
                 "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %7.1f %6.1f%% "
                 "%7.1f%% %7.1f%%\n",
@@ -90,10 +103,27 @@ int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int k
         fflush(out);
         if (csv)
             fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
-                    c.kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", c.N, c.B, rl_threads_get(),
-                    c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer, c.ms_step,
-                    c.flops_per_token, gf, pk.best, pct, 100.0 * c.products_time_share, ppk);
+                    kind, c.N, c.B, rl_threads_get(), c.tokens_per_s, c.ms_forward, c.ms_backward,
+                    c.ms_optimizer, c.ms_step, c.flops_per_token, gf, pk.best, pct,
+                    100.0 * c.products_time_share, ppk);
     }
-    if (csv && fclose(csv) != 0) rc = 1;
     return rc;
+}
+
+int rl_bench_train(const struct rl_command *command, int argc, char **argv)
+{
+    struct train_args a  = {.steps = 10, .warmup = 2, .kind = -1};
+    int               rc = rl_opts_parse(command, &a, argc, argv, NULL);
+    if (rc != RL_OPTS_GO_ON) return rc;
+    rl_cli_threads("bench", a.threads);
+    FILE *csv = a.out ? rl_bench_csv(a.out, "bench_train.csv",
+                                     "attention,N,batch,threads,tokens_per_s,ms_forward,"
+                                     "ms_backward,ms_optimizer,ms_step,flops_per_token,gflops,"
+                                     "peak_gflops,pct_peak,products_time_pct,products_pct_peak\n")
+                      : NULL;
+    if (a.out && !csv) return RL_EXIT_FAIL;
+    printf("# ropelab bench --train: threads=%d BLIS=%s\n", rl_threads_get(), rl_blis_arch());
+    rc = train_table(stdout, csv, &a);
+    if (csv && fclose(csv) != 0) rc = 1;
+    return rc ? RL_EXIT_FAIL : RL_EXIT_OK;
 }

@@ -4,6 +4,7 @@
 #define RL_CLI_H
 
 #include <stdio.h>
+#include "opts.h"
 
 int rl_cmd_run(int argc, char **argv);
 int rl_cmd_attn(int argc, char **argv);
@@ -12,13 +13,17 @@ int rl_cmd_report(int argc, char **argv);
 int rl_cmd_eval(int argc, char **argv);
 int rl_cmd_generate(int argc, char **argv);
 
-/* bench_train.c: the training-throughput table of `ropelab bench --train` on out (and
- * csv_path when not NULL); returns the exit status. */
-/* The training benchmark's cells: attention kinds (-1: both) x sequence lengths ns[0 .. nn)
- * (nn = 0: 256 and 4096), batch max(1, 4096 / N) rows. */
-int rl_bench_train(FILE *out, int warmup, int steps, const char *csv_path, int kind, const int *ns,
-                   int nn);
-/* bench_decode.c: `ropelab bench --decode [options]` (argv as rl_cmd_bench's). */
-int rl_bench_decode(int argc, char **argv);
+/* `ropelab bench` has three modes, each chosen by its word: the kernels (cmd_bench.c),
+ * --train (bench_train.c) and --decode (bench_decode.c).  A mode's file has its table of
+ * options and its run function, which parses argv (as rl_cmd_bench's) with the command it
+ * is given; cmd_bench.c joins them with their help texts. */
+extern const struct rl_opt rl_bench_train_opts[], rl_bench_decode_opts[];
+int                        rl_bench_train(const struct rl_command *c, int argc, char **argv);
+int                        rl_bench_decode(const struct rl_command *c, int argc, char **argv);
+/* DIR/name (DIR made if missing) opened for writing, with its header line, or NULL after
+ * printing why. */
+FILE *rl_bench_csv(const char *dir, const char *name, const char *header);
+/* The median of x[0 .. n) (sorts x). */
+double rl_bench_median(double *x, int n);
 
 #endif

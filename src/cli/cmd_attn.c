@@ -11,13 +11,64 @@
 #include "../core/npy.h"
 #include "../core/util.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char attn_usage[] =
+struct attn_args {
+    const char         *in, *out;
+    struct rl_attn_opts o;
+    int                 threads, t5_buckets; /* t5_buckets: --t5-buckets, 0 = not given */
+};
+
+#define A struct attn_args
+static const struct rl_opt attn_opts[] = {
+    RL_OPT_STRING("in", A, in, "DIR",
+                  "directory of q.npy, k.npy, v.npy, t5_bias.npy, logf.npy, dout.npy"),
+    RL_OPT_STRING("out", A, out, "DIR", "directory of the outputs (made if missing)"),
+    RL_OPT_CHOICE("attention", A, o.kind, rl_attn_kinds, "kernel (default softmax)"),
+    RL_OPT_CHOICE("feature-map", A, o.fmap, rl_fmaps,
+                  "linear-attention feature map (default elu1)"),
+    RL_OPT_CHOICE("pe", A, o.pe, rl_attn_pes, "attention-level position encoding (default none)"),
+    RL_OPT_FLAG("causal", 0, A, o.causal, 1, "causal (n <= m); default non-causal"),
+    RL_OPT_DOUBLE("rope-base", A, o.rope.base, RL_ANY, "B", "RoPE base (default 10000)"),
+    RL_OPT_CHOICE("rope-layout", A, o.rope.layout, rl_rope_layouts, "RoPE pairing (default pairs)"),
+    RL_OPT_INT("rope-dims", A, o.rope.dims, 1, 1 << 20, "R",
+               "rotate only the first R dims (default d)"),
+    RL_OPT_DOUBLE("rope-scale", A, o.rope.scale, RL_ANY, "S",
+                  "position interpolation m -> m/S (default 1)"),
+    RL_OPT_DOUBLE("rope-ntk", A, o.rope.ntk, RL_ANY, "A", "NTK-aware base scaling (default 1)"),
+    RL_OPT_DOUBLE("rope-yarn", A, o.rope.yarn, RL_ANY, "S",
+                  "YaRN factor (default 1 = off; excludes --rope-scale and --rope-ntk); softmax "
+                  "also multiplies rotated q, k (all d features) by 0.1 ln S + 1"),
+    RL_OPT_INT("rope-yarn-orig", A, o.rope.yarn_orig, 1, 1 << 30, "L",
+               "YaRN's trained context L (default N of the input)"),
+    RL_OPT_FLAG("xpos", 0, A, o.xpos, 1, "xPos decay on RoPE (softmax, causal, --pe rope)"),
+    RL_OPT_DOUBLE("xpos-scale-base", A, o.xpos_scale_base, RL_ANY, "G", "xPos gamma (default 512)"),
+    RL_OPT_CHOICE("rope-place", A, o.rope_place, rl_rope_places,
+                  "linear attention: where RoPE rotates (default feature)"),
+    RL_OPT_CHOICE("rope-denominator", A, o.rope_denominator, rl_rope_denoms,
+                  "linear attention: the denominator (default plain)"),
+    RL_OPT_INT("t5-buckets", A, t5_buckets, 2, 1 << 20, "NB",
+               "must equal t5_bias.npy's second dimension (default: that dimension)"),
+    RL_OPT_INT("t5-max-distance", A, o.t5_max_distance, 1, 1 << 30, "M",
+               "T5 max distance (default 128)"),
+    RL_OPT_FLAG("alibi-scan", 0, A, o.alibi_scan, 1,
+                "linear causal ALiBi by the O(N) decayed scan (else FFT)"),
+    RL_OPT_FLOAT("eps", A, o.eps, RL_ANY, "E", "linear-attention epsilon (default 1e-6)"),
+    RL_OPT_FLAG("forget", 0, A, o.forget, 1,
+                "forget gate (needs --causal): logf.npy holds log forget values lambda[h,l] "
+                "<= 0; the pair n <= m is weighted by exp(lambda[n+1] + ... + lambda[m]) (a "
+                "score term in softmax, a decay in linear attention)"),
+    RL_OPT_INT("threads", A, threads, 1, 1024, "N",
+               "threads (default OMP_NUM_THREADS or all cores)"),
+    RL_OPT_HELP,
+    RL_OPT_END};
+#undef A
+
+static const struct rl_command attn_command = {
+    "attn", attn_opts,
     "Usage: ropelab attn --in DIR --out DIR [options]\n"
     "\n"
     "Runs one attention kernel on float32 .npy arrays: DIR/q.npy (H,N,d), k.npy (H,N,d),\n"
@@ -26,125 +77,22 @@ static const char attn_usage[] =
     "float32.  Writes OUT/out.npy; with dout also dq.npy, dk.npy, dv.npy (and\n"
     "dt5_bias.npy, dlogf.npy); and OUT/stats.json (time, and for linear attention the\n"
     "rows whose denominator <= eps).\n"
-    "\n"
-    "  --attention softmax|linear      kernel (default softmax)\n"
-    "  --feature-map elu1|softmax|exp  linear-attention feature map (default elu1)\n"
-    "  --pe none|rope|t5|alibi         attention-level position encoding (default none)\n"
-    "  --causal                        causal (n <= m); default non-causal\n"
-    "  --rope-base B                   RoPE base (default 10000)\n"
-    "  --rope-layout pairs|halves      RoPE pairing (default pairs: (2i, 2i+1))\n"
-    "  --rope-dims R                   rotate only the first R dims (default d)\n"
-    "  --rope-scale S                  position interpolation m -> m/S (default 1)\n"
-    "  --rope-ntk A                    NTK-aware base scaling (default 1)\n"
-    "  --rope-yarn S                   YaRN factor (default 1 = off; excludes --rope-scale\n"
-    "                                  and --rope-ntk); softmax also multiplies rotated q, k\n"
-    "                                  (all d features) by 0.1 ln S + 1\n"
-    "  --rope-yarn-orig L              YaRN's trained context L (default N of the input)\n"
-    "  --xpos                          xPos decay on RoPE (softmax, causal, --pe rope)\n"
-    "  --xpos-scale-base G             xPos gamma (default 512)\n"
-    "  --rope-place feature|input      linear: rotate phi(q),phi(k) (eq. 19) or q,k\n"
-    "  --rope-denominator plain|rotated linear: eq. 19 unrotated denominator or rotated\n"
-    "  --t5-buckets NB                 must equal t5_bias.npy's second dimension (default 32)\n"
-    "  --t5-max-distance M             T5 max distance (default 128)\n"
-    "  --alibi-scan                    linear causal ALiBi by the O(N) decayed scan (else FFT)\n"
-    "  --eps E                         linear-attention epsilon (default 1e-6)\n"
-    "  --forget                        forget gate (needs --causal): logf.npy holds log\n"
-    "                                  forget values lambda[h,l] <= 0; the pair n <= m is\n"
-    "                                  weighted by exp(lambda[n+1] + ... + lambda[m]) (a\n"
-    "                                  score term in softmax, a decay in linear attention)\n"
-    "  --threads N                     threads (default OMP_NUM_THREADS or all cores)\n"
-    "  -h, --help                      this help\n";
+    "\n",
+    NULL, 0};
 
-struct attn_args {
-    const char         *in, *out;
-    struct rl_attn_opts o;
-    int                 threads, t5_buckets_given;
-};
-
-static int parse_enum(const char *opt, const char *s, const char *const *names, int n, int *out)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 0;
-        }
-    rl_usage_error("attn", "%s: unknown value '%s'", opt, s);
-    return 1;
-}
-
-/* Returns -1 to continue, or an exit status. */
+/* Returns RL_OPTS_GO_ON, or an exit status. */
 static int parse_args(struct attn_args *A, int argc, char **argv)
 {
-    static const char *const kinds[] = {"softmax", "linear"}, *const maps[] = {"elu1", "softmax", "exp"},
-                             *const pes[] = {"none", "rope", "t5", "alibi"},
-                             *const lays[] = {"pairs", "halves"}, *const places[] = {"feature", "input"},
-                             *const dens[] = {"plain", "rotated"};
+    int rc;
     memset(A, 0, sizeof *A);
     rl_attn_opts_default(&A->o);
-    /* every option is matched by name below (val 0); --opt VALUE and --opt=VALUE both work */
-    static const struct option longs[] = {
-        {"in", required_argument, NULL, 0}, {"out", required_argument, NULL, 0},
-        {"attention", required_argument, NULL, 0}, {"feature-map", required_argument, NULL, 0},
-        {"pe", required_argument, NULL, 0}, {"rope-layout", required_argument, NULL, 0},
-        {"rope-place", required_argument, NULL, 0}, {"rope-denominator", required_argument, NULL, 0},
-        {"rope-base", required_argument, NULL, 0}, {"rope-scale", required_argument, NULL, 0},
-        {"rope-ntk", required_argument, NULL, 0}, {"rope-dims", required_argument, NULL, 0},
-        {"t5-buckets", required_argument, NULL, 0}, {"t5-max-distance", required_argument, NULL, 0},
-        {"threads", required_argument, NULL, 0}, {"eps", required_argument, NULL, 0},
-        {"causal", no_argument, NULL, 0}, {"alibi-scan", no_argument, NULL, 0},
-        {"rope-yarn", required_argument, NULL, 0}, {"rope-yarn-orig", required_argument, NULL, 0},
-        {"xpos", no_argument, NULL, 0}, {"xpos-scale-base", required_argument, NULL, 0},
-        {"forget", no_argument, NULL, 0},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    struct rl_opt o = {0};
-    for (int c; (c = rl_next_opt("attn", &o, argc, argv, ":h", longs)) != -1;) {
-        const char *a = o.name, *v = o.value;
-        int         e = 0, iv = 0;
-        if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
-        if (c == 'h') {
-            fputs(attn_usage, stdout);
-            return RL_EXIT_OK;
-        }
-        if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
-        if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
-        if (!strcmp(a, "--xpos")) { A->o.xpos = 1; continue; }
-        if (!strcmp(a, "--forget")) { A->o.forget = 1; continue; }
-        if (!strcmp(a, "--in")) A->in = v;
-        else if (!strcmp(a, "--out")) A->out = v;
-        else if (!strcmp(a, "--attention")) e = parse_enum(a, v, kinds, 2, &iv), A->o.kind = iv;
-        else if (!strcmp(a, "--feature-map")) e = parse_enum(a, v, maps, 3, &iv), A->o.fmap = iv;
-        else if (!strcmp(a, "--pe")) e = parse_enum(a, v, pes, 4, &iv), A->o.pe = iv;
-        else if (!strcmp(a, "--rope-layout")) e = parse_enum(a, v, lays, 2, &iv), A->o.rope.layout = iv;
-        else if (!strcmp(a, "--rope-place")) e = parse_enum(a, v, places, 2, &iv), A->o.rope_place = iv;
-        else if (!strcmp(a, "--rope-denominator")) e = parse_enum(a, v, dens, 2, &iv), A->o.rope_denominator = iv;
-        else if (!strcmp(a, "--rope-base")) e = rl_parse_double("attn", a, v, &A->o.rope.base);
-        else if (!strcmp(a, "--rope-scale")) e = rl_parse_double("attn", a, v, &A->o.rope.scale);
-        else if (!strcmp(a, "--rope-ntk")) e = rl_parse_double("attn", a, v, &A->o.rope.ntk);
-        else if (!strcmp(a, "--rope-yarn"))
-            e = rl_parse_double("attn", a, v, &A->o.rope.yarn);
-        else if (!strcmp(a, "--rope-yarn-orig"))
-            e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.rope.yarn_orig);
-        else if (!strcmp(a, "--xpos-scale-base"))
-            e = rl_parse_double("attn", a, v, &A->o.xpos_scale_base);
-        else if (!strcmp(a, "--rope-dims")) e = rl_parse_int("attn", a, v, 1, 1 << 20, &A->o.rope.dims);
-        else if (!strcmp(a, "--t5-buckets")) e = rl_parse_int("attn", a, v, 2, 1 << 20, &A->o.t5_buckets), A->t5_buckets_given = 1;
-        else if (!strcmp(a, "--t5-max-distance")) e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.t5_max_distance);
-        else if (!strcmp(a, "--threads")) e = rl_parse_int("attn", a, v, 1, 1024, &A->threads);
-        else if (!strcmp(a, "--eps")) {
-            double eps = 0;
-            e          = rl_parse_double("attn", a, v, &eps);
-            A->o.eps   = (float)eps;
-        } else
-            return rl_usage_error("attn", "unknown option '%s'", a);
-        if (e) return RL_EXIT_USAGE;
-    }
-    if (optind < argc) return rl_usage_error("attn", "unexpected argument '%s'", argv[optind]);
+    if ((rc = rl_opts_parse(&attn_command, A, argc, argv, NULL)) != RL_OPTS_GO_ON) return rc;
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
     if (!A->in[0]) return rl_usage_error("attn", "--in: expected a directory, got ''");
     if (!A->out[0]) return rl_usage_error("attn", "--out: expected a directory, got ''");
     if (A->o.forget && !A->o.causal)
         return rl_usage_error("attn", "--forget needs --causal (the gate weighs n <= m only)");
-    return -1;
+    return RL_OPTS_GO_ON;
 }
 
 struct arrays {
@@ -168,14 +116,15 @@ static int check_finite(const char *name, const float *x, const int64_t *shape, 
         n *= (size_t)shape[i];
     for (size_t i = 0; i < n; i++) {
         if (isfinite(x[i]) && fabsf(x[i]) <= ATTN_MAX_ABS) continue;
-        char   at[96];
-        size_t r = i;
-        int    len = 0;
+        char    at[96];
+        size_t  r      = i;
+        int     len    = 0;
         int64_t idx[3] = {0, 0, 0};
         for (int k = nd - 1; k >= 0; k--)
             idx[k] = (int64_t)(r % (size_t)shape[k]), r /= (size_t)shape[k];
         for (int k = 0; k < nd; k++)
-            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "", (long long)idx[k]);
+            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "",
+                            (long long)idx[k]);
         return rl_usage_error("attn", "%s[%s] = %g: inputs must be finite with |x| <= %g", name, at,
                               (double)x[i], ATTN_MAX_ABS);
     }
@@ -234,18 +183,21 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     int64_t H = X->sq[0], N = X->sq[1], d = X->sq[2];
     if (H < 1 || N < 1 || d < 1) return rl_usage_error("attn", "q.npy: empty shape");
     if (X->sk[0] != H || X->sk[1] != N || X->sk[2] != d)
-        return rl_usage_error("attn", "k.npy shape must equal q.npy's (%lld,%lld,%lld)", (long long)H,
-                              (long long)N, (long long)d);
+        return rl_usage_error("attn", "k.npy shape must equal q.npy's (%lld,%lld,%lld)",
+                              (long long)H, (long long)N, (long long)d);
     if (X->sv[0] != H || X->sv[1] != N || X->sv[2] < 1)
         return rl_usage_error("attn", "v.npy must be (%lld,%lld,dv)", (long long)H, (long long)N);
     if (X->dout && (X->sd[0] != H || X->sd[1] != N || X->sd[2] != X->sv[2]))
         return rl_usage_error("attn", "dout.npy must have v.npy's shape");
     if (A->o.pe == RL_ATTN_PE_T5) {
-        if (!X->t5) return rl_usage_error("attn", "--pe t5 needs %s/t5_bias.npy (H x buckets)", A->in);
-        if (X->st5[0] != H) return rl_usage_error("attn", "t5_bias.npy must have H=%lld rows", (long long)H);
-        if (A->t5_buckets_given && A->o.t5_buckets != X->st5[1])
-            return rl_usage_error("attn", "--t5-buckets %d disagrees with t5_bias.npy (%lld buckets)",
-                                  A->o.t5_buckets, (long long)X->st5[1]);
+        if (!X->t5)
+            return rl_usage_error("attn", "--pe t5 needs %s/t5_bias.npy (H x buckets)", A->in);
+        if (X->st5[0] != H)
+            return rl_usage_error("attn", "t5_bias.npy must have H=%lld rows", (long long)H);
+        if (A->t5_buckets && A->t5_buckets != X->st5[1])
+            return rl_usage_error("attn",
+                                  "--t5-buckets %d disagrees with t5_bias.npy (%lld buckets)",
+                                  A->t5_buckets, (long long)X->st5[1]);
         A->o.t5_buckets = (int)X->st5[1];
     } else if (X->t5) {
         return rl_usage_error("attn", "t5_bias.npy given but --pe is not t5");
@@ -261,7 +213,8 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     return rc;
 }
 
-static int write_out(const char *dir, const char *name, const float *x, int nd, const int64_t *shape)
+static int write_out(const char *dir, const char *name, const float *x, int nd,
+                     const int64_t *shape)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -296,19 +249,18 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
         return RL_EXIT_FAIL;
     }
-    size_t  nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
-    float  *o = calloc(nv, sizeof(float)), *saved = calloc((size_t)H * N, sizeof(float));
-    float  *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL, *dlf = NULL;
-    int     rc = RL_EXIT_FAIL;
-    struct rl_attn_stats fs = {0};
-    double  ms_bwd = 0;
+    size_t nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
+    float *o = calloc(nv, sizeof(float)), *saved = calloc((size_t)H * N, sizeof(float));
+    float *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL, *dlf = NULL;
+    int    rc                   = RL_EXIT_FAIL;
+    struct rl_attn_stats fs     = {0};
+    double               ms_bwd = 0;
     if (!o || !saved) {
         rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
         goto done;
     }
     const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, X->logf};
-    if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK)
-        goto done;
+    if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK) goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     for (size_t i = 0; i < nv; i++)
         if (!isfinite(o[i])) { /* finite inputs, yet an overflow inside the kernel */
@@ -320,17 +272,17 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         }
     if (write_out(A->out, "out.npy", o, 3, shv)) goto done;
     if (X->dout) {
-        dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)), dvv = calloc(nv, sizeof(float));
+        dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)),
+        dvv = calloc(nv, sizeof(float));
         if (X->t5) dt5 = calloc((size_t)X->st5[0] * X->st5[1], sizeof(float));
         if (X->logf) dlf = calloc((size_t)H * N, sizeof(float));
         if (!dq || !dk || !dvv || (X->t5 && !dt5) || (X->logf && !dlf)) {
             rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the gradients");
             goto done;
         }
-        double t0 = rl_now_ms();
+        double                     t0 = rl_now_ms();
         const struct rl_attn_grads gr = {dq, dk, dvv, dt5, dlf};
-        if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK)
-            goto done;
+        if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK) goto done;
         ms_bwd = rl_now_ms() - t0;
         if (write_out(A->out, "dq.npy", dq, 3, shq) || write_out(A->out, "dk.npy", dk, 3, shq) ||
             write_out(A->out, "dv.npy", dvv, 3, shv) ||
@@ -352,7 +304,7 @@ int rl_cmd_attn(int argc, char **argv)
 {
     struct attn_args A;
     int              rc = parse_args(&A, argc, argv);
-    if (rc >= 0) return rc;
+    if (rc != RL_OPTS_GO_ON) return rc;
     rl_cli_threads("attn", A.threads);
     if (rl_mkdir_p(A.out) != RL_OK) {
         fprintf(stderr, "ropelab attn: %s\n", rl_last_error());

@@ -4,18 +4,99 @@
 #include "config.h"
 #include "cli.h"
 #include "opts.h"
+#include "../config/cfg.h"
 #include "../experiment/evaluate.h"
 #include "../core/gemm.h"
 #include "../core/status.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+struct eval_args {
+    const char              *path, *out;
+    int                      quiet, n;
+    struct rl_eval_override *ov;
+    char                   **where; /* owned strings of the overrides (argc entries) */
+};
+
+/* The next override, its where string (of n bytes) allocated, or NULL. */
+static struct rl_eval_override *next_override(struct eval_args *a, size_t n)
+{
+    if (!(a->where[a->n] = malloc(n))) return NULL;
+    struct rl_eval_override *v = &a->ov[a->n];
+    v->where                   = a->where[a->n++];
+    return v;
+}
+
+/* --lengths M,... and the others that set one key: [eval] NAME (dashes as underscores), or
+ * [experiment] threads; where: "--NAME" followed by the key's name. */
+static int set_key(void *args, const struct rl_opt *row, const char *value)
+{
+    size_t                   n = strlen(row->name);
+    struct rl_eval_override *v = next_override(args, 2 * n + 4);
+    if (!v) return RL_EXIT_FAIL;
+    char *where = (char *)v->where, *key = where + n + 3;
+    sprintf(where, "--%s", row->name);
+    for (size_t i = 0; i <= n; i++)
+        key[i] = row->name[i] == '-' ? '_' : row->name[i];
+    v->section = strcmp(row->name, "threads") ? "eval" : "experiment";
+    v->key = key, v->value = value;
+    return RL_EXIT_OK;
+}
+
+/* --set section.key=value: where "--set section.key=value", then its split copy */
+static int set_any(void *args, const struct rl_opt *row, const char *value)
+{
+    size_t                   n = strlen(value);
+    struct rl_eval_override *v = next_override(args, 2 * n + 16);
+    if (!v) return RL_EXIT_FAIL;
+    char *copy = (char *)v->where + n + 7;
+    sprintf((char *)v->where, "--set %s", value);
+    memcpy(copy, value, n + 1);
+    char *dot = strchr(copy, '.'), *eq = strchr(copy, '=');
+    if (!dot || !eq || dot > eq)
+        return rl_usage_error("eval", "--%s %s: expected section.key=value", row->name, value);
+    *dot = 0, *eq = 0;
+    v->section = copy, v->key = dot + 1, v->value = eq + 1;
+    return RL_EXIT_OK;
+}
+
+#define A struct eval_args
+static const struct rl_opt eval_opts[] = {
+    RL_OPT_OPERAND("RUN_DIR or CHECKPOINT", A, path),
+    RL_OPT_CALL("lengths", set_key, "M,...", "evaluation lengths (eval.lengths)"),
+    RL_OPT_CALL("batches", set_key, "B", "batches per length (eval.batches)"),
+    RL_OPT_CALL("stride", set_key, "S",
+                "LM tasks: sliding windows advanced by S < M tokens, each scoring its last S "
+                "(eval.stride; 0 = non-overlapping)"),
+    {.name    = "rope-extend",
+     .arg     = RL_ARG_CALL,
+     .call    = set_key,
+     .choices = rl_cfg_extends,
+     .metavar = "[,...]",
+     .help    = "RoPE points: evaluate under each method listed (eval.rope_extend)"},
+    RL_OPT_CALL("rope-factor", set_key, "auto|F",
+                "their factor s: auto = max(1, M/N), or F >= 1 (eval.rope_factor)"),
+    RL_OPT_CALL("set", set_any, "section.key=V",
+                "change a key (repeatable): [eval] keys, [model] keys that keep every tensor's "
+                "shape (rope_*, xpos*, eps, ...), [task] path or valid_path (data that moved), "
+                "[experiment] threads; anything else is an error naming the key"),
+    RL_OPT_CALL("threads", set_key, "N",
+                "threads (experiment.threads; default the run's, at most the cores; results do "
+                "not depend on it)"),
+    RL_OPT_STRING("out", A, out, "DIR",
+                  "output directory (default: RUN_DIR/eval, or ./eval-<name> for a checkpoint; "
+                  "-2, -3, ... appended when it exists)"),
+    RL_OPT_FLAG("quiet", 'q', A, quiet, 1, "no progress lines (the table is still printed)"),
+    RL_OPT_HELP,
+    RL_OPT_END};
+#undef A
+
+static const struct rl_command eval_command = {
+    "eval", eval_opts,
     "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B] [--stride S]\n"
-    "                    [--rope-extend none|pi|ntk|yarn[,...]] [--rope-factor auto|F]\n"
+    "                    [--rope-extend {rope-extend}] [--rope-factor auto|F]\n"
     "                    [--set section.key=value]... [--out DIR]\n"
     "\n"
     "Evaluate trained models again, without training: every point of a finished run\n"
@@ -25,106 +106,10 @@ static const char usage[] =
     "settings it repeats the numbers of its results.csv.  Prints the table and writes\n"
     "config.ini, results.csv, summary.md, plots/ and one directory per point under DIR.\n"
     "\n"
-    "Options (each sets an [eval] key; docs/config.md, docs/evaluation.md):\n"
-    "  --lengths M,...        evaluation lengths (eval.lengths)\n"
-    "  --batches B            batches per length (eval.batches)\n"
-    "  --stride S             LM tasks: sliding windows advanced by S < M tokens, each\n"
-    "                         scoring its last S (eval.stride; 0 = non-overlapping)\n"
-    "  --rope-extend LIST     RoPE points: evaluate under each of none, pi, ntk, yarn\n"
-    "                         (eval.rope_extend)\n"
-    "  --rope-factor auto|F   their factor s: auto = max(1, M/N), or F >= 1\n"
-    "                         (eval.rope_factor)\n"
-    "  --set section.key=V    change a key (repeatable): [eval] keys, [model] keys that keep\n"
-    "                         every tensor's shape (rope_*, xpos*, eps, ...), [task] path or\n"
-    "                         valid_path (data that moved), [experiment] threads; anything\n"
-    "                         else is an error naming the key\n"
-    "  --threads N            threads (experiment.threads; default the run's, at most the\n"
-    "                         cores; results do not depend on it)\n"
-    "  --out DIR              output directory (default: RUN_DIR/eval, or ./eval-<name> for\n"
-    "                         a checkpoint; -2, -3, ... appended when it exists)\n"
-    "  -q, --quiet            no progress lines (the table is still printed)\n"
-    "  -h, --help             show this help\n"
+    "Options (each sets an [eval] key; docs/config.md, docs/evaluation.md):\n",
     "\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
-
-/* "section.key=value" of --set into an override. */
-static int split_set(char *s, struct rl_eval_override *v)
-{
-    char *dot = strchr(s, '.'), *eq = strchr(s, '=');
-    if (!dot || !eq || dot > eq) return 1;
-    *dot = 0, *eq = 0;
-    v->section = s, v->key = dot + 1, v->value = eq + 1;
-    return 0;
-}
-
-struct eval_args {
-    const char              *path, *out;
-    int                      quiet, n;
-    struct rl_eval_override *ov;
-    char                   **where; /* owned strings of the --set messages */
-};
-
-static int parse_args(struct eval_args *a, int argc, char **argv)
-{
-    static const struct option opts[] = {{"lengths", required_argument, NULL, 'L'},
-                                         {"batches", required_argument, NULL, 'B'},
-                                         {"stride", required_argument, NULL, 'S'},
-                                         {"rope-extend", required_argument, NULL, 'E'},
-                                         {"rope-factor", required_argument, NULL, 'F'},
-                                         {"set", required_argument, NULL, 's'},
-                                         {"out", required_argument, NULL, 'o'},
-                                         {"threads", required_argument, NULL, 'T'},
-                                         {"quiet", no_argument, NULL, 'q'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    static const char *const key[] = {"lengths", "batches", "stride", "rope_extend", "rope_factor"};
-    static const char        flag[] = "LBSEF";
-    int                      c;
-    optind = 1, opterr = 0;
-    while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
-        const char              *f = strchr(flag, c);
-        struct rl_eval_override *v = &a->ov[a->n];
-        if (c == 'h') return fputs(usage, stdout), -1;
-        if (c == 'q') {
-            a->quiet = 1;
-        } else if (c == 'o') {
-            a->out = optarg;
-        } else if (f) {
-            const char *name = opts[f - flag].name;
-            if (!(a->where[a->n] = malloc(strlen(name) + 3))) return RL_EXIT_FAIL;
-            sprintf(a->where[a->n], "--%s", name);
-            v->section = "eval", v->key = key[f - flag], v->value = optarg;
-            v->where = a->where[a->n++];
-        } else if (c == 'T') {
-            if (!(a->where[a->n] = malloc(16))) return RL_EXIT_FAIL;
-            sprintf(a->where[a->n], "--threads");
-            v->section = "experiment", v->key = "threads", v->value = optarg;
-            v->where = a->where[a->n++];
-        } else if (c == 's') {
-            size_t n       = strlen(optarg);
-            a->where[a->n] = malloc(2 * n + 16);
-            if (!a->where[a->n]) return RL_EXIT_FAIL;
-            sprintf(a->where[a->n], "--set %s", optarg);
-            char *copy = a->where[a->n] + n + 7;
-            memcpy(copy, optarg, n + 1);
-            if (split_set(copy, v))
-                return rl_usage_error("eval", "--set %s: expected section.key=value", optarg);
-            v->where = a->where[a->n++];
-        } else if (c == ':') {
-            return rl_usage_error("eval", "option '%s' needs an argument", argv[optind - 1]);
-        } else {
-            return rl_usage_error("eval", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    for (int i = optind; i < argc; i++) {
-        if (a->path)
-            return rl_usage_error("eval", "one RUN_DIR or CHECKPOINT expected, got '%s' and '%s'",
-                                  a->path, argv[i]);
-        a->path = argv[i];
-    }
-    if (!a->path) return rl_usage_error("eval", "missing RUN_DIR or CHECKPOINT");
-    return RL_EXIT_OK;
-}
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
+    0};
 
 int rl_cmd_eval(int argc, char **argv)
 {
@@ -132,8 +117,8 @@ int rl_cmd_eval(int argc, char **argv)
     char             out[4096];
     a.ov    = calloc((size_t)argc + 1, sizeof *a.ov);
     a.where = calloc((size_t)argc + 1, sizeof *a.where);
-    int rc  = a.ov && a.where ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
-    if (rc == RL_EXIT_OK) {
+    int rc  = a.ov && a.where ? rl_opts_parse(&eval_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
+    if (rc == RL_OPTS_GO_ON) {
         rl_cli_threads("eval", 0);
         struct rl_evaluate_opts o = {
             .ov = a.ov, .n_ov = a.n, .out = a.out, .table = stdout, .log = a.quiet ? NULL : stdout};
@@ -141,10 +126,12 @@ int rl_cmd_eval(int argc, char **argv)
         if (st != RL_OK) {
             fprintf(stderr, "ropelab: %s\n", rl_last_error());
             rc = st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
+        } else {
+            rc = RL_EXIT_OK;
         }
     }
     for (int i = 0; a.where && i < argc; i++)
         free(a.where[i]);
     free(a.ov), free(a.where);
-    return rc < 0 ? RL_EXIT_OK : rc;
+    return rc;
 }

@@ -14,14 +14,53 @@
 #include "../core/util.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+struct gen_args {
+    const char         *ckpt, *prompt, *prompt_file, *logits;
+    int                 tokens, top_k, threads;
+    double              temperature;
+    uint64_t            seed;
+    enum rl_decode_mode mode;
+};
+
+#define A struct gen_args
+static const struct rl_opt gen_opts[] = {
+    RL_OPT_OPERAND("CHECKPOINT", A, ckpt),
+    RL_OPT_STRING("prompt", A, prompt, "TEXT",
+                  "the prompt (charlm: its bytes; others: ids such as '3 1 4')"),
+    RL_OPT_STRING("prompt-file", A, prompt_file, "F",
+                  "the prompt from file F (all of its bytes, or its ids)\n"
+                  "An empty prompt is refused: the models have no begin-of-text token, so give "
+                  "at least one (charlm: e.g. a newline)."),
+    RL_OPT_INT("tokens", A, tokens, 1, 1 << 24, "K", "tokens to generate (default 100)"),
+    RL_OPT_DOUBLE("temperature", A, temperature, RL_GE(0), "T",
+                  "0 = greedy (argmax); else sample softmax(logits / T) (default 1)"),
+    RL_OPT_INT("top-k", A, top_k, 0, 1 << 30, "K",
+               "sample among the K largest logits only; 0 = all (default 0); K = 1 is greedy"),
+    RL_OPT_U64("seed", A, seed, "S",
+               "seed of the sampler; equal seeds give equal text (default 1)"),
+    RL_OPT_CHOICE("mode", A, mode, rl_decode_modes,
+                  "how each token is computed (default recurrent; same logits up to rounding). "
+                  "Linear attention with T5 has no recurrence: it recomputes, and says so on "
+                  "stderr."),
+    RL_OPT_STRING("logits", A, logits, "OUT.npy",
+                  "write the logits every generated token was sampled from (K x vocab float32): "
+                  "row 0 those after the last prompt token, row i those after generated token "
+                  "i-1"),
+    RL_OPT_INT("threads", A, threads, 1, 4096, "N",
+               "threads (default 1: one row at a time gains nothing from more, and idle "
+               "spinning threads slow a busy machine down)"),
+    RL_OPT_HELP,
+    RL_OPT_END};
+#undef A
+
+static const struct rl_command gen_command = {
+    "generate", gen_opts,
     "Usage: ropelab generate CHECKPOINT [--prompt TEXT | --prompt-file F] [--tokens K]\n"
-    "                        [--temperature T] [--top-k K] [--seed S] [--mode recurrent|full]\n"
+    "                        [--temperature T] [--top-k K] [--seed S] [--mode {mode}]\n"
     "                        [--logits OUT.npy] [--threads N]\n"
     "\n"
     "Continue a prompt with a trained causal model: the model is rebuilt from the\n"
@@ -32,121 +71,22 @@ static const char usage[] =
     "token ids as whitespace-separated integers.  stdout gets the continuation only, then\n"
     "a newline.  Classifier checkpoints (listops) are refused.\n"
     "\n"
-    "Options:\n"
-    "  --prompt TEXT        the prompt (charlm: its bytes; others: ids such as '3 1 4')\n"
-    "  --prompt-file F      the prompt from file F (all of its bytes, or its ids)\n"
-    "                       An empty prompt is refused: the models have no begin-of-text\n"
-    "                       token, so give at least one (charlm: e.g. a newline).\n"
-    "  --tokens K           tokens to generate (default 100)\n"
-    "  --temperature T      0 = greedy (argmax); else sample softmax(logits / T) (default 1)\n"
-    "  --top-k K            sample among the K largest logits only; 0 = all (default 0);\n"
-    "                       K = 1 is greedy\n"
-    "  --seed S             seed of the sampler; equal seeds give equal text (default 1)\n"
-    "  --mode recurrent|full\n"
-    "                       recurrent (default): one token per step; O(1) per token in\n"
-    "                       linear attention (its eq. 19 state), O(context) in softmax\n"
-    "                       attention (key/value cache).  Linear attention with T5 has no\n"
-    "                       recurrence: it recomputes, and says so on stderr.\n"
-    "                       full: the whole prefix through the training forward at every\n"
-    "                       step (the reference; same logits up to rounding)\n"
-    "  --logits OUT.npy     write the logits every generated token was sampled from\n"
-    "                       (K x vocab float32): row 0 those after the last prompt token,\n"
-    "                       row i those after generated token i-1\n"
-    "  --threads N          threads (default 1: one row at a time gains nothing from more,\n"
-    "                       and idle spinning threads slow a busy machine down)\n"
-    "  -h, --help           show this help\n"
+    "Options:\n",
     "\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
+    "Exit status: 0 success, 1 runtime failure, 2 usage error.\n",
+    0};
 
-struct gen_args {
-    const char         *ckpt, *prompt, *prompt_file, *logits;
-    int                 tokens, top_k, threads;
-    double              temperature;
-    uint64_t            seed;
-    enum rl_decode_mode mode;
-};
-
-static int parse_seed(const char *s, uint64_t *out)
-{
-    char *e              = NULL;
-    errno                = 0;
-    unsigned long long v = strtoull(s, &e, 10);
-    if (errno || e == s || *e || s[0] == '-')
-        return rl_usage_error("generate", "--seed: expected an integer >= 0, got '%s'", s);
-    *out = v;
-    return 0;
-}
-
-static int parse_one(struct gen_args *a, int opt, const char *v)
-{
-    switch (opt) {
-    case 'p':
-        a->prompt = v;
-        return 0;
-    case 'f':
-        a->prompt_file = v;
-        return 0;
-    case 'n':
-        return rl_parse_int("generate", "--tokens", v, 1, 1 << 24, &a->tokens);
-    case 't':
-        if (rl_parse_double("generate", "--temperature", v, &a->temperature)) return 1;
-        if (!(a->temperature >= 0))
-            return rl_usage_error("generate", "--temperature: must be >= 0, got '%s'", v);
-        return 0;
-    case 'k':
-        return rl_parse_int("generate", "--top-k", v, 0, 1 << 30, &a->top_k);
-    case 's':
-        return parse_seed(v, &a->seed);
-    case 'T':
-        return rl_parse_int("generate", "--threads", v, 1, 4096, &a->threads);
-    case 'o':
-        a->logits = v;
-        return 0;
-    case 'm':
-        if (!strcmp(v, "recurrent"))
-            a->mode = RL_DECODE_RECURRENT;
-        else if (!strcmp(v, "full"))
-            a->mode = RL_DECODE_FULL;
-        else
-            return rl_usage_error("generate", "--mode: expected recurrent or full, got '%s'", v);
-        return 0;
-    }
-    return 1;
-}
-
+/* Returns RL_OPTS_GO_ON, or an exit status. */
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
-    static const struct option opts[] = {{"prompt", required_argument, NULL, 'p'},
-                                         {"prompt-file", required_argument, NULL, 'f'},
-                                         {"tokens", required_argument, NULL, 'n'},
-                                         {"temperature", required_argument, NULL, 't'},
-                                         {"top-k", required_argument, NULL, 'k'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {"mode", required_argument, NULL, 'm'},
-                                         {"logits", required_argument, NULL, 'o'},
-                                         {"threads", required_argument, NULL, 'T'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    *a     = (struct gen_args){.tokens = 100, .temperature = 1.0, .seed = 1, .threads = 1};
-    opterr = 0, optind = 0; /* 0: glibc re-initialises (ropelab's argv[0] is "generate") */
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (c == 'h') return -1;
-        if (c == ':')
-            return rl_usage_error("generate", "option '%s' needs an argument", argv[optind - 1]);
-        if (c == '?') return rl_usage_error("generate", "unknown option '%s'", argv[optind - 1]);
-        if (parse_one(a, c, optarg)) return RL_EXIT_USAGE;
-    }
-    if (optind >= argc) return rl_usage_error("generate", "missing CHECKPOINT");
-    if (optind + 1 < argc)
-        return rl_usage_error("generate", "one checkpoint expected, got '%s' and '%s'",
-                              argv[optind], argv[optind + 1]);
-    a->ckpt = argv[optind];
+    int rc;
+    *a = (struct gen_args){.tokens = 100, .temperature = 1.0, .seed = 1, .threads = 1};
+    if ((rc = rl_opts_parse(&gen_command, a, argc, argv, NULL)) != RL_OPTS_GO_ON) return rc;
     if (a->prompt && a->prompt_file)
         return rl_usage_error("generate", "--prompt and --prompt-file exclude each other");
     if (!a->prompt && !a->prompt_file)
         return rl_usage_error("generate", "missing --prompt or --prompt-file");
-    return RL_EXIT_OK;
+    return RL_OPTS_GO_ON;
 }
 
 /* The model of the checkpoint: its configuration from the metadata, then its weights. */
@@ -352,11 +292,7 @@ int rl_cmd_generate(int argc, char **argv)
 {
     struct gen_args a;
     int             rc = parse_args(&a, argc, argv);
-    if (rc < 0) {
-        fputs(usage, stdout);
-        return RL_EXIT_OK;
-    }
-    if (rc != RL_EXIT_OK) return rc;
+    if (rc != RL_OPTS_GO_ON) return rc;
     rl_cli_threads("generate", a.threads);
     rl_model *m      = NULL;
     int32_t  *prompt = NULL;

@@ -16,14 +16,53 @@
 #include "../core/mpi.h"
 #include "../core/util.h"
 
-#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+struct run_args {
+    const char  *ini, *out;
+    int          threads, resume, quiet, n_set, stop_after;
+    const char **set; /* the --set assignments in order (argc entries) */
+};
+
+static int add_set(void *args, const struct rl_opt *row, const char *value)
+{
+    struct run_args *a = args;
+    a->set[a->n_set++] = value;
+    (void)row;
+    return RL_EXIT_OK;
+}
+
+#define A struct run_args
+static const struct rl_opt run_opts[] = {
+    RL_OPT_OPERAND("EXPERIMENT.ini", A, ini),
+    RL_OPT_STRING("out", A, out, "DIR",
+                  "parent of the run directory (default: [experiment] out, 'runs')"),
+    RL_OPT_INT("threads", A, threads, 1, 4096, "N",
+               "threads (default: [experiment] threads, all cores; at most the cores); results "
+               "are bit-identical for every N, so training lowers N while another process takes "
+               "a core (not with OMP_DYNAMIC=false)"),
+    RL_OPT_CALL("set", add_set, "section.key=V",
+                "override one key of the file (repeatable), e.g. --set model.pe=alibi --set "
+                "train.steps=200; --set sweep.model.pe=none,rope adds a swept key"),
+    RL_OPT_FLAG("resume", 0, A, resume, 1,
+                "continue an interrupted run: finished sweep points (those with results.csv) are "
+                "skipped, an interrupted one continues from its latest checkpoint (the "
+                "configuration must match, except out and threads)"),
+    RL_OPT_INT("stop-after", A, stop_after, 1, 2147483647, "N",
+               "stop after N updates in all, as if interrupted (for tests and time-boxed runs; "
+               "continue with --resume)"),
+    RL_OPT_FLAG("quiet", 'q', A, quiet, 1,
+                "no progress lines (the accuracy table is still printed)"),
+    RL_OPT_HELP,
+    RL_OPT_END};
+#undef A
+
+static const struct rl_command run_command = {
+    "run", run_opts,
     "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
     "[--resume]\n"
     "(every option with a value takes it as --opt VALUE or --opt=VALUE)\n"
@@ -35,23 +74,7 @@ static const char usage[] =
     "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the accuracy\n"
     "table is printed at the end.  Every point is checked before anything trains.\n"
     "\n"
-    "Options:\n"
-    "  --out DIR              parent of the run directory (default: [experiment] out, 'runs')\n"
-    "  --threads N            threads (default: [experiment] threads, all cores; at most the\n"
-    "                         cores); results are bit-identical for every N, so training\n"
-    "                         lowers N while another process takes a core (not with\n"
-    "                         OMP_DYNAMIC=false)\n"
-    "  --set section.key=V    override one key of the file (repeatable), e.g.\n"
-    "                         --set model.pe=alibi --set train.steps=200;\n"
-    "                         --set sweep.model.pe=none,rope adds a swept key\n"
-    "  --resume               continue an interrupted run: finished sweep points (those with\n"
-    "                         results.csv) are skipped, an interrupted one continues from its\n"
-    "                         latest checkpoint (the configuration must match, except out\n"
-    "                         and threads)\n"
-    "  --stop-after N         stop after N updates in all, as if interrupted (for tests and\n"
-    "                         time-boxed runs; continue with --resume)\n"
-    "  -q, --quiet            no progress lines (the accuracy table is still printed)\n"
-    "  -h, --help             show this help\n"
+    "Options:\n",
     "\n"
     "Under MPI (mpirun -np K ropelab run ..., when built with Open MPI) the sweep's points\n"
     "are shared out over the ranks, or with train.data_parallel = true every point is\n"
@@ -59,64 +82,8 @@ static const char usage[] =
     "cores (docs/scale-out.md).\n"
     "\n"
     "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
-
-struct run_args {
-    const char  *ini, *out;
-    int          threads, resume, quiet, n_set;
-    long long    stop_after;
-    const char **set;
-};
-
-static int parse_args(struct run_args *a, int argc, char **argv)
-{
-    enum { OPT_OUT = 256, OPT_THREADS, OPT_SET, OPT_STOP_AFTER, OPT_RESUME };
-    static const struct option longs[] = {{"out", required_argument, NULL, OPT_OUT},
-                                          {"threads", required_argument, NULL, OPT_THREADS},
-                                          {"set", required_argument, NULL, OPT_SET},
-                                          {"stop-after", required_argument, NULL, OPT_STOP_AFTER},
-                                          {"resume", no_argument, NULL, OPT_RESUME},
-                                          {"quiet", no_argument, NULL, 'q'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
-    optind = 0, opterr = 0; /* 0: glibc starts afresh; messages are ours */
-    for (int c, n; (c = getopt_long(argc, argv, ":qh", longs, NULL)) != -1;) {
-        switch (c) {
-        case OPT_OUT:
-            a->out = optarg;
-            break;
-        case OPT_THREADS:
-            if (rl_parse_int("run", "--threads", optarg, 1, 4096, &a->threads))
-                return RL_EXIT_USAGE;
-            break;
-        case OPT_SET:
-            a->set[a->n_set++] = optarg;
-            break;
-        case OPT_STOP_AFTER:
-            if (rl_parse_int("run", "--stop-after", optarg, 1, 2147483647, &n))
-                return RL_EXIT_USAGE;
-            a->stop_after = n;
-            break;
-        case OPT_RESUME:
-            a->resume = 1;
-            break;
-        case 'q':
-            a->quiet = 1;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        default:
-            return rl_getopt_error("run", c, argv, optind);
-        }
-    }
-    if (optind < argc) a->ini = argv[optind++];
-    if (optind < argc)
-        return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
-                              argv[optind]);
-    if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
-    return RL_EXIT_OK;
-}
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
+    0};
 
 /* File, overrides, command-line options (the combination checks run per sweep point). */
 static rl_status load_config(struct rl_cfg *c, const struct run_args *a)
@@ -236,8 +203,8 @@ static int run(struct rl_cfg *c, const struct run_args *a)
         return RL_EXIT_FAIL;
     }
     if (stopped && rl_mpi_rank() == 0)
-        printf("stopped after %lld updates (--stop-after%s); continue with --resume\n",
-               a->stop_after, rl_mpi_size() > 1 ? ", per rank" : "");
+        printf("stopped after %d updates (--stop-after%s); continue with --resume\n", a->stop_after,
+               rl_mpi_size() > 1 ? ", per rank" : "");
     return RL_EXIT_OK;
 }
 
@@ -246,15 +213,19 @@ int rl_cmd_run(int argc, char **argv)
     struct run_args a = {0};
     a.set             = calloc((size_t)argc + 1, sizeof *a.set);
     struct rl_cfg *c  = malloc(sizeof *c);
-    int            rc = a.set && c ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
-    if (rc == RL_EXIT_OK && rl_mpi_init(NULL, NULL) != RL_OK) {
+    int rc = a.set && c ? rl_opts_parse(&run_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
+    if (rc != RL_OPTS_GO_ON) {
+        free(c), free(a.set);
+        return rc;
+    }
+    rc = RL_EXIT_OK;
+    if (rl_mpi_init(NULL, NULL) != RL_OK) {
         fprintf(stderr, "ropelab: %s\n", rl_last_error());
         rc = RL_EXIT_FAIL;
     }
     if (rc == RL_EXIT_OK) rc = check_launch();
     if (rc == RL_EXIT_OK) rc = run(c, &a);
     rl_mpi_finalize();
-    if (rc < 0) rc = RL_EXIT_OK; /* --help */
     free(c);
     free(a.set);
     return rc;

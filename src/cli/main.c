@@ -7,32 +7,66 @@
 #include "../core/init.h"
 #include "../core/mpi.h"
 #include "../core/tilemm.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
-    "Usage: ropelab COMMAND [OPTIONS]\n"
+/* The commands: name, what follows it in the usage, what it does. */
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *args, *help;
+} commands[] = {
+    {"run", rl_cmd_run, "EXPERIMENT.ini",
+     "train and evaluate the experiment (sweeps, evaluation lengths)"},
+    {"attn", rl_cmd_attn, "", "run one attention kernel on .npy arrays (forward, backward)"},
+    {"bench", rl_cmd_bench, "", "kernel and training throughput benchmarks"},
+    {"report", rl_cmd_report, "RUN_DIR", "tables and plots from a finished run"},
+    {"eval", rl_cmd_eval, "RUN_DIR|CKPT",
+     "evaluate a finished run or a checkpoint again (lengths, sliding windows, RoPE extension "
+     "by PI / NTK / YaRN)"},
+    {"generate", rl_cmd_generate, "CHECKPOINT", "continue a prompt with a trained language model"},
+    {NULL, NULL, NULL, NULL}};
+
+struct main_args {
+    int help, version;
+};
+
+/* --help is a flag here: the usage has the commands too */
+static const struct rl_opt main_opts[] = {
+    RL_OPT_FLAG("help", 'h', struct main_args, help, 1,
+                "show this help (ropelab COMMAND --help for a command)"),
+    RL_OPT_FLAG("version", 'V', struct main_args, version, 1,
+                "show version, BLIS kernel set and build options"),
+    RL_OPT_END};
+
+static const struct rl_command main_command = {
+    NULL, main_opts,
     "\n"
-    "Position encodings in softmax and linear attention (RoPE in linear attention:\n"
-    "RoFormer eq. 19), with a small transformer trainer and experiment runner.\n"
+    "Options:\n",
     "\n"
-    "Commands:\n"
-    "  run EXPERIMENT.ini   train and evaluate the experiment (sweeps, evaluation lengths)\n"
-    "  attn                 run one attention kernel on .npy arrays (forward, backward)\n"
-    "  bench                kernel and training throughput benchmarks\n"
-    "  report RUN_DIR       tables and plots from a finished run\n"
-    "  eval RUN_DIR|CKPT    evaluate a finished run or a checkpoint again (lengths, sliding\n"
-    "                       windows, RoPE extension by PI / NTK / YaRN)\n"
-    "  generate CHECKPOINT  continue a prompt with a trained language model\n"
-    "\n"
-    "Options:\n"
-    "  -h, --help           show this help (ropelab COMMAND --help for a command)\n"
-    "  -V, --version        show version, BLIS kernel set and build options\n"
-    "\n"
-    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+    "Exit status: 0 success, 1 failure, 2 usage error.\n",
+    1};
+
+static void usage(FILE *f)
+{
+    fputs("Usage: ropelab COMMAND [OPTIONS]\n"
+          "\n"
+          "Position encodings in softmax and linear attention (RoPE in linear attention:\n"
+          "RoFormer eq. 19), with a small transformer trainer and experiment runner.\n"
+          "\n"
+          "Commands:\n",
+          f);
+    for (const struct command *c = commands; c->name; c++) {
+        int n = fprintf(f, "  %s %s", c->name, c->args);
+        n += fprintf(f, "%*s", n < 23 ? 23 - n : 1, "");
+        rl_opts_wrap(f, c->help, n, 23);
+    }
+    rl_opts_usage(f, &main_command);
+}
 
 static int version(void)
 {
@@ -80,26 +114,28 @@ static void thread_env(char **argv)
 
 int main(int argc, char **argv)
 {
+    struct main_args a    = {0};
+    int              next = 0, rc;
     thread_env(argv);
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return RL_EXIT_USAGE;
-    }
-    const char *c = argv[1];
-    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
-        fputs(usage, stdout);
+    if ((rc = rl_opts_parse(&main_command, &a, argc, argv, &next)) != RL_OPTS_GO_ON) return rc;
+    if (a.help || (next < argc && !strcmp(argv[next], "help"))) {
+        usage(stdout);
         return RL_EXIT_OK;
     }
-    if (!strcmp(c, "-V") || !strcmp(c, "--version")) return version();
-    if (!strcmp(c, "run")) return rl_cmd_run(argc - 1, argv + 1);
-    if (!strcmp(c, "attn")) return rl_cmd_attn(argc - 1, argv + 1);
-    if (!strcmp(c, "bench")) return rl_cmd_bench(argc - 1, argv + 1);
-    if (!strcmp(c, "report")) return rl_cmd_report(argc - 1, argv + 1);
-    if (!strcmp(c, "eval")) return rl_cmd_eval(argc - 1, argv + 1);
-    if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
-    if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
-    static const char *const commands[] = {"run", "attn", "bench", "report", "eval", "generate", "help", NULL};
-    const char              *near       = rl_suggest(c, commands);
-    if (near) return rl_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", c, near);
-    return rl_usage_error(NULL, "unknown command '%s'", c);
+    if (a.version) return version();
+    if (next >= argc) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
+    struct rl_near near;
+    rl_near_init(&near, argv[next]);
+    for (const struct command *c = commands; c->name; c++) {
+        if (!strcmp(argv[next], c->name)) return c->run(argc - next, argv + next);
+        rl_near_offer(&near, c->name);
+    }
+    rl_near_offer(&near, "help");
+    if (near.best)
+        return rl_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", argv[next],
+                              near.best);
+    return rl_usage_error(NULL, "unknown command '%s'", argv[next]);
 }

@@ -3,8 +3,9 @@
  * live in cfg_check.c.
  *
  * Every key is one row of a table (section, key, type, offset into struct rl_cfg, range,
- * enum names): parsing, rendering and the documentation test all walk the same rows, so
- * a key cannot be parsed but not rendered, or rendered but not documented. */
+ * the table of an enum's names): parsing, rendering and the documentation test all walk
+ * the same rows, so a key cannot be parsed but not rendered, or rendered but not
+ * documented. */
 #include "config.h"
 #include "cfg.h"
 #include "cfg_keys.h"
@@ -20,17 +21,24 @@
 #include <sys/stat.h>
 #include "../core/util.h"
 
-static const char *const names_attention[] = {"softmax", "linear", NULL};
-static const char *const names_fmap[]      = {"elu1", "softmax", "exp", NULL};
-static const char *const names_pe[]        = {"none",  "sinusoidal", "learned", "t5",
-                                              "alibi", "rope",       NULL};
-static const char *const names_layout[]    = {"pairs", "halves", NULL};
-static const char *const names_place[]     = {"feature", "input", NULL};
-static const char *const names_denom[]     = {"plain", "rotated", NULL};
-static const char *const names_task[]      = {"copy",   "reverse", "sort",    "mqar", "listops",
-                                              "charlm", "tokens",  "passkey", NULL};
-static const char *const names_filler[]    = {"pattern", "random", NULL};
-static const char *const names_extend[]    = {"none", "pi", "ntk", "yarn", NULL};
+const struct rl_choice rl_cfg_pes[] = {
+    {"none", RL_CFG_PE_NONE, "no position information"},
+    {"sinusoidal", RL_CFG_PE_SINUSOIDAL,
+     "fixed sinusoids added to the input, times a learned gain"},
+    {"learned", RL_CFG_PE_LEARNED, "a learned vector per position added to the input"},
+    {"t5", RL_CFG_PE_T5, "T5 relative-distance buckets in the attention"},
+    {"alibi", RL_CFG_PE_ALIBI, "ALiBi distance bias in the attention"},
+    {"rope", RL_CFG_PE_ROPE, "rotary embedding of q and k in the attention"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_cfg_pes, RL_CFG_PE_COUNT);
+
+const struct rl_choice rl_cfg_extends[] = {
+    {"none", RL_CFG_EXTEND_NONE, "positions as trained"},
+    {"pi", RL_CFG_EXTEND_PI, "position interpolation: rope_scale = s"},
+    {"ntk", RL_CFG_EXTEND_NTK, "NTK-aware base: rope_ntk = s"},
+    {"yarn", RL_CFG_EXTEND_YARN, "YaRN: rope_yarn = s, rope_yarn_orig = N"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_cfg_extends, RL_CFG_EXTEND_COUNT);
 
 #define OFF(f) offsetof(struct rl_cfg, f)
 #define BIG (1 << 30)
@@ -45,17 +53,17 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"model", "d_model",     RL_K_INT, OFF(model.d_model), 1, 65536, NULL, "model width D"},
     {"model", "heads",       RL_K_INT, OFF(model.heads), 1, BIG, NULL, "attention heads H"},
     {"model", "layers",      RL_K_INT, OFF(model.layers), 1, BIG, NULL, "transformer blocks"},
-    {"model", "attention",   RL_K_ENUM, OFF(model.attention), 0, 0, names_attention,
+    {"model", "attention",   RL_K_ENUM, OFF(model.attention), 0, 0, rl_attn_kinds,
      "softmax or linear (RoFormer eq. 18)"},
-    {"model", "feature_map", RL_K_ENUM, OFF(model.feature_map), 0, 0, names_fmap,
+    {"model", "feature_map", RL_K_ENUM, OFF(model.feature_map), 0, 0, rl_fmaps,
      "linear attention feature map"},
     {"model", "eps",         RL_K_DBL, OFF(model.eps), RL_D_NONNEG, 0, NULL,
      "linear attention denominator epsilon"},
-    {"model", "pe",          RL_K_ENUM, OFF(model.pe), 0, 0, names_pe, "position encoding"},
+    {"model", "pe",          RL_K_ENUM, OFF(model.pe), 0, 0, rl_cfg_pes, "position encoding"},
     {"model", "max_len",     RL_K_INT, OFF(model.max_len), 0, BIG, NULL,
      "learned PE rows (0 = task length)"},
     {"model", "rope_base",   RL_K_DBL, OFF(model.rope_base), RL_D_POS, 0, NULL, "RoPE base"},
-    {"model", "rope_layout", RL_K_ENUM, OFF(model.rope_layout), 0, 0, names_layout,
+    {"model", "rope_layout", RL_K_ENUM, OFF(model.rope_layout), 0, 0, rl_rope_layouts,
      "RoPE pairing: adjacent pairs or halves"},
     {"model", "rope_dims",   RL_K_INT, OFF(model.rope_dims), 0, 65536, NULL,
      "rotated dimensions R (0 = head dim)"},
@@ -63,9 +71,9 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "position interpolation m -> m/scale"},
     {"model", "rope_ntk",    RL_K_DBL, OFF(model.rope_ntk), RL_D_POS, 0, NULL,
      "NTK-aware base rescaling alpha"},
-    {"model", "rope_place",  RL_K_ENUM, OFF(model.rope_place), 0, 0, names_place,
+    {"model", "rope_place",  RL_K_ENUM, OFF(model.rope_place), 0, 0, rl_rope_places,
      "linear attention: rotate feature-mapped q,k (eq. 19) or the inputs"},
-    {"model", "rope_denominator", RL_K_ENUM, OFF(model.rope_denominator), 0, 0, names_denom,
+    {"model", "rope_denominator", RL_K_ENUM, OFF(model.rope_denominator), 0, 0, rl_rope_denoms,
      "linear attention: unrotated (eq. 19) or rotated denominator"},
     {"model", "t5_buckets",  RL_K_INT, OFF(model.t5_buckets), 2, 4096, NULL, "T5 buckets"},
     {"model", "t5_max_distance", RL_K_INT, OFF(model.t5_max_distance), 1, BIG, NULL,
@@ -86,7 +94,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "data-dependent forget gate per head and token (causal tasks only)"},
     {"model", "forget_bias", RL_K_DBL, OFF(model.forget_bias), RL_D_ANY, 0, NULL,
      "initial bias of the forget gate's projection (gate sigmoid(bias) at the start)"},
-    {"task", "name",       RL_K_ENUM, OFF(task.name), 0, 0, names_task, "the task"},
+    {"task", "name",       RL_K_ENUM, OFF(task.name), 0, 0, rl_task_kinds, "the task"},
     {"task", "length",     RL_K_INT, OFF(task.length), 0, BIG, NULL,
      "training sequence length N (0 = task default)"},
     {"task", "vocab",      RL_K_INT, OFF(task.vocab), 0, BIG, NULL,
@@ -103,7 +111,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "tokens: validation .npy"},
     {"task", "digits",     RL_K_INT, OFF(task.digits), 1, 1 << 20, NULL,
      "passkey: digits of the key"},
-    {"task", "filler",     RL_K_ENUM, OFF(task.filler), 0, 0, names_filler,
+    {"task", "filler",     RL_K_ENUM, OFF(task.filler), 0, 0, rl_passkey_fillers,
      "passkey: filler around the key, a repeating pattern or random tokens"},
     {"train", "steps",       RL_K_INT, OFF(train.steps), 1, INT_MAX, NULL, "optimizer updates"},
     {"train", "batch",       RL_K_INT, OFF(train.batch), 1, BIG, NULL, "rows per update"},
@@ -140,7 +148,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "updates between evaluations (0 = at the end only)"},
     {"eval", "stride",  RL_K_INT, OFF(eval.stride), 0, BIG, NULL,
      "LM tasks: sliding windows advanced by stride tokens (0 = non-overlapping)"},
-    {"eval", "rope_extend", RL_K_EXTEND, OFF(eval.extend), 0, 0, names_extend,
+    {"eval", "rope_extend", RL_K_EXTEND, OFF(eval.extend), 0, 0, rl_cfg_extends,
      "RoPE points: evaluate under each of none, pi, ntk, yarn"},
     {"eval", "rope_factor", RL_K_FACTOR, OFF(eval.rope_factor), 0, 0, NULL,
      "rope_extend factor s: auto (max(1, M/N)) or a number >= 1"},
@@ -167,9 +175,15 @@ int rl_cfg_find_key(const char *section, const char *key)
     return -1;
 }
 
-const char *rl_cfg_pe_name(enum rl_cfg_pe pe) { return names_pe[pe]; }
-const char *rl_cfg_attention_name(enum rl_attn_kind k) { return names_attention[k]; }
-const char *rl_cfg_extend_name(enum rl_cfg_extend e) { return names_extend[e]; }
+const char *rl_cfg_pe_name(enum rl_cfg_pe pe) { return rl_choice_name(rl_cfg_pes, (int)pe); }
+const char *rl_cfg_attention_name(enum rl_attn_kind k)
+{
+    return rl_choice_name(rl_attn_kinds, (int)k);
+}
+const char *rl_cfg_extend_name(enum rl_cfg_extend e)
+{
+    return rl_choice_name(rl_cfg_extends, (int)e);
+}
 
 void rl_cfg_defaults(struct rl_cfg *c)
 {
@@ -217,16 +231,6 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
     if (errno || e == s || *e || v < lo || v > hi) return 1;
     *out = v;
     return 0;
-}
-
-static void int_expectation(char *buf, size_t len, long lo, long hi)
-{
-    if (lo == 1 && hi >= BIG)
-        snprintf(buf, len, "a positive integer");
-    else if (lo == 0 && hi >= BIG)
-        snprintf(buf, len, "a non-negative integer");
-    else
-        snprintf(buf, len, "an integer in [%ld, %ld]", lo, hi);
 }
 
 static const char *dbl_expectation(int range)
@@ -296,36 +300,37 @@ static int parse_lengths(const char *s, int *v, int *n, char *why, size_t len)
     return 0;
 }
 
-/* "none, pi" -> eval.extend: names of k->names, each at most once, at least one. */
+/* "none, pi" -> eval.extend: names of the key's table, each at most once, at least one. */
 static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char *s, char *why,
                         size_t len)
 {
-    char buf[256];
+    char buf[256], names[128];
     int  n = 0, e[RL_CFG_EXTEND_MAX];
     if (strlen(s) >= sizeof buf)
         return snprintf(why, len, "value longer than %zu characters", sizeof buf - 1), 1;
     snprintf(buf, sizeof buf, "%s", s);
+    rl_choice_list(k->choices, ", ", names, sizeof names);
     for (char *rest = *trim(buf) ? buf : NULL, *tok; rest;) {
-        tok   = rl_list_item(&rest);
-        int j = 0;
-        while (k->names[j] && strcmp(k->names[j], trim(tok)))
-            j++;
-        for (int i = 0; i < n && k->names[j]; i++)
-            if (e[i] == j) return snprintf(why, len, "'%s' listed twice", k->names[j]), 1;
-        if (!k->names[j] || n == RL_CFG_EXTEND_MAX) {
-            snprintf(why, len, "expected a list of none, pi, ntk, yarn, got '%s'", s);
+        int v = -1;
+        tok   = trim(rl_list_item(&rest));
+        if (rl_choice_parse(k->choices, tok, &v)) {
+            const char *near = rl_choice_suggest(k->choices, tok);
+            int         w    = snprintf(why, len, "expected a list of %s, got '%s'", names, s);
+            if (near && w >= 0 && (size_t)w < len)
+                snprintf(why + w, len - (size_t)w, " (did you mean '%s'?)", near);
             return 1;
         }
-        e[n++] = j;
+        for (int i = 0; i < n; i++)
+            if (e[i] == v) return snprintf(why, len, "'%s' listed twice", tok), 1;
+        e[n++] = v; /* at most RL_CFG_EXTEND_MAX distinct names */
     }
-    if (!n) return snprintf(why, len, "expected a list of none, pi, ntk, yarn"), 1;
+    if (!n) return snprintf(why, len, "expected a list of %s", names), 1;
     c->eval.n_extend = n;
     for (int i = 0; i < n; i++)
         c->eval.extend[i] = (enum rl_cfg_extend)e[i];
     return 0;
 }
 
-/* Parse `value` into key i of c; on failure write the reason into why. */
 /* A string value that rl_cfg_render writes as "key = value" and the INI reader gives back
  * unchanged: no surrounding blanks (trimmed), no control characters, no comment start
  * (';' or '#' first or after a blank). */
@@ -341,100 +346,94 @@ static int reads_back(const char *v)
     return 1;
 }
 
+/* A string key: it must fit, read back from config.ini, and name a directory where it is one. */
+static int parse_str(char *p, const struct rl_cfg_key *k, const char *value, char *why, size_t len)
+{
+    if (strlen(value) >= (size_t)k->hi)
+        return snprintf(why, len, "value longer than %ld characters", k->hi - 1), 1;
+    if (!reads_back(value)) {
+        snprintf(why, len,
+                 "'%s' would not read back from an INI file (a leading or trailing space, "
+                 "a control character, or ';' or '#' at the start or after a space, "
+                 "which start a comment)",
+                 value);
+        return 1;
+    }
+    if (k->off == OFF(experiment.out) && !*value)
+        return snprintf(why, len, "expected a directory, got ''"), 1;
+    if (k->off == OFF(experiment.name) &&
+        (!*value || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, ".."))) {
+        snprintf(why, len, "expected a directory name (no '/'), got '%s'", value);
+        return 1;
+    }
+    if (k->off == OFF(train.init_from) && !strcmp(value, "none")) value = "";
+    memcpy(p, value, strlen(value) + 1);
+    return 0;
+}
+
+/* The numeric keys: int (in [lo, hi]), u64, double (of range lo), factor (auto or >= 1). */
+static int parse_number(char *p, const struct rl_cfg_key *k, const char *value, char *why,
+                        size_t len)
+{
+    char     *e = NULL, exp[64];
+    long long x;
+    errno = 0;
+    if (k->type == RL_K_INT) {
+        if (!parse_long(value, k->lo, k->hi, &x)) return *(int *)p = (int)x, 0;
+        rl_int_expectation(exp, sizeof exp, k->lo, k->hi);
+        return snprintf(why, len, "expected %s, got '%s'", exp, value), 1;
+    }
+    if (k->type == RL_K_U64) {
+        unsigned long long u = strtoull(value, &e, 10);
+        if (!errno && e != value && !*e && value[0] != '-') return *(uint64_t *)p = u, 0;
+        return snprintf(why, len, "expected a non-negative integer, got '%s'", value), 1;
+    }
+    double v = strtod(value, &e);
+    if (k->type == RL_K_FACTOR) {
+        if (!strcmp(value, "auto")) return *(double *)p = 0, 0;
+        if (e != value && !*e && isfinite(v) && v >= 1) return *(double *)p = v, 0;
+        return snprintf(why, len, "expected auto or a number >= 1, got '%s'", value), 1;
+    }
+    if (!errno && e != value && !*e && dbl_ok(v, (int)k->lo)) return *(double *)p = v, 0;
+    return snprintf(why, len, "expected %s, got '%s'", dbl_expectation((int)k->lo), value), 1;
+}
+
+/* Parse `value` into key i of c; on failure write the reason into why. */
 static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, size_t len)
 {
     const struct rl_cfg_key *k = &rl_cfg_keys[i];
-    char                    *p = (char *)c + k->off, exp[64];
-    long long                x;
+    char                    *p = (char *)c + k->off;
     switch (k->type) {
     case RL_K_INT:
-        if (!parse_long(value, k->lo, k->hi, &x)) return *(int *)p = (int)x, 0;
-        int_expectation(exp, sizeof exp, k->lo, k->hi);
-        snprintf(why, len, "expected %s, got '%s'", exp, value);
-        return 1;
-    case RL_K_U64: {
-        char              *e = NULL;
-        unsigned long long u;
-        errno = 0;
-        u     = strtoull(value, &e, 10);
-        if (errno || e == value || *e || value[0] == '-') {
-            snprintf(why, len, "expected a non-negative integer, got '%s'", value);
-            return 1;
-        }
-        return *(uint64_t *)p = (uint64_t)u, 0;
-    }
-    case RL_K_DBL: {
-        char *e  = NULL;
-        errno    = 0;
-        double v = strtod(value, &e);
-        if (!errno && e != value && !*e && dbl_ok(v, (int)k->lo)) return *(double *)p = v, 0;
-        snprintf(why, len, "expected %s, got '%s'", dbl_expectation((int)k->lo), value);
-        return 1;
-    }
+    case RL_K_U64:
+    case RL_K_DBL:
+    case RL_K_FACTOR:
+        return parse_number(p, k, value, why, len);
     case RL_K_BOOL:
         if (!parse_bool(value, (int *)p)) return 0;
-        snprintf(why, len, "expected true or false, got '%s'", value);
-        return 1;
+        return snprintf(why, len, "expected true or false, got '%s'", value), 1;
     case RL_K_ENUM:
-        for (int e = 0; k->names[e]; e++)
-            if (!strcmp(value, k->names[e])) return *(int *)p = e, 0;
-        int n = snprintf(why, len, "expected one of");
-        for (int e = 0; k->names[e] && n < (int)len; e++)
-            n += snprintf(why + n, len - (size_t)n, "%s %s", e ? "," : "", k->names[e]);
-        if (n < (int)len) snprintf(why + n, len - (size_t)n, ", got '%s'", value);
-        return 1;
+        if (!rl_choice_parse(k->choices, value, (int *)p)) return 0;
+        return rl_choice_refusal(k->choices, value, why, len), 1;
     case RL_K_STR:
-        if (strlen(value) >= (size_t)k->hi) {
-            snprintf(why, len, "value longer than %ld characters", k->hi - 1);
-            return 1;
-        }
-        if (!reads_back(value)) {
-            snprintf(why, len,
-                     "'%s' would not read back from an INI file (a leading or trailing space, "
-                     "a control character, or ';' or '#' at the start or after a space, "
-                     "which start a comment)",
-                     value);
-            return 1;
-        }
-        if (k->off == OFF(experiment.out) && !*value) {
-            snprintf(why, len, "expected a directory, got ''");
-            return 1;
-        }
-        if (k->off == OFF(experiment.name) &&
-            (!*value || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, ".."))) {
-            snprintf(why, len, "expected a directory name (no '/'), got '%s'", value);
-            return 1;
-        }
-        if (k->off == OFF(train.init_from) && !strcmp(value, "none")) value = "";
-        memcpy(p, value, strlen(value) + 1);
-        return 0;
+        return parse_str(p, k, value, why, len);
     case RL_K_LENGTHS:
         return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
     case RL_K_EXTEND:
         return parse_extend(c, k, value, why, len);
-    case RL_K_FACTOR: {
-        char  *e = NULL;
-        double v = strtod(value, &e);
-        if (!strcmp(value, "auto")) return *(double *)p = 0, 0;
-        if (e != value && !*e && isfinite(v) && v >= 1) return *(double *)p = v, 0;
-        snprintf(why, len, "expected auto or a number >= 1, got '%s'", value);
-        return 1;
-    }
     }
     return 1;
 }
 
 static void unknown_key_msg(char *buf, size_t len, const char *section, const char *key)
 {
-    const char *best = NULL;
-    int         bd   = 3;
-    for (int i = 0; i < rl_cfg_nkeys; i++) {
-        if (strcmp(rl_cfg_keys[i].section, section)) continue;
-        int d = rl_edit_distance(key, rl_cfg_keys[i].key);
-        if (d < bd) bd = d, best = rl_cfg_keys[i].key;
-    }
+    struct rl_near near;
+    rl_near_init(&near, key);
+    for (int i = 0; i < rl_cfg_nkeys; i++)
+        if (!strcmp(rl_cfg_keys[i].section, section)) rl_near_offer(&near, rl_cfg_keys[i].key);
     int n = snprintf(buf, len, "unknown key '%s'", key);
-    if (best && n < (int)len) snprintf(buf + n, len - (size_t)n, " (did you mean '%s'?)", best);
+    if (near.best && n < (int)len)
+        snprintf(buf + n, len - (size_t)n, " (did you mean '%s'?)", near.best);
 }
 
 static int known_section(const char *s)
@@ -695,7 +694,8 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
 {
     struct parse_state *ps = calloc(1, sizeof *ps);
     if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
-    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3; /* a UTF-8 byte-order mark, as editors write */
+    if (!strncmp(text, "\xEF\xBB\xBF", 3))
+        text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     rl_status st = parse(ps);
     free(ps);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include "../kernels/attn.h"
 #include "../model/model.h"
+#include "../core/choice.h"
 #include "../core/status.h"
 #include "../tasks/task.h"
 
@@ -34,7 +35,8 @@
 #define RL_CFG_MAX_KEYS 80
 #define RL_CFG_WHERE 160
 
-/* model.pe: input-level (none, sinusoidal, learned) or attention-level (t5, alibi, rope). */
+/* model.pe: input-level (none, sinusoidal, learned) or attention-level (t5, alibi, rope);
+ * the names are rl_cfg_pes (cfg.c). */
 enum rl_cfg_pe {
     RL_CFG_PE_NONE = 0,
     RL_CFG_PE_SINUSOIDAL,
@@ -42,17 +44,23 @@ enum rl_cfg_pe {
     RL_CFG_PE_T5,
     RL_CFG_PE_ALIBI,
     RL_CFG_PE_ROPE,
+    RL_CFG_PE_COUNT
 };
+extern const struct rl_choice rl_cfg_pes[];
 
 /* eval.rope_extend: how RoPE positions are rescaled at evaluation length M (factor s):
- * none; pi (rope_scale = s); ntk (rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N). */
+ * none; pi (rope_scale = s); ntk (rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N).
+ * The names are rl_cfg_extends (cfg.c). */
 enum rl_cfg_extend {
     RL_CFG_EXTEND_NONE = 0,
     RL_CFG_EXTEND_PI,
     RL_CFG_EXTEND_NTK,
-    RL_CFG_EXTEND_YARN
+    RL_CFG_EXTEND_YARN,
+    RL_CFG_EXTEND_COUNT
 };
-#define RL_CFG_EXTEND_MAX 4
+extern const struct rl_choice rl_cfg_extends[];
+/* eval.rope_extend lists each method at most once */
+#define RL_CFG_EXTEND_MAX RL_CFG_EXTEND_COUNT
 
 struct rl_cfg_sweep_key {
     char key[64];     /* "section.key" */
@@ -106,7 +114,7 @@ struct rl_cfg {
         uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
-        int      data_parallel; /* every rank trains each point (MPI) */
+        int      data_parallel;          /* every rank trains each point (MPI) */
     } train;
     struct {
         int                n_lengths;

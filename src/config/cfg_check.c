@@ -252,7 +252,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         snprintf(buf, len, "%s", *(const int *)p ? "true" : "false");
         return;
     case RL_K_ENUM:
-        snprintf(buf, len, "%s", k->names[*(const int *)p]);
+        snprintf(buf, len, "%s", rl_choice_name(k->choices, *(const int *)p));
         return;
     case RL_K_STR:
         snprintf(buf, len, "%s",
@@ -269,7 +269,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         size_t n = 0;
         for (int j = 0; j < c->eval.n_extend && n < len; j++)
             n += (size_t)snprintf(buf + n, len - n, "%s%s", j ? ", " : "",
-                                  k->names[c->eval.extend[j]]);
+                                  rl_choice_name(k->choices, (int)c->eval.extend[j]));
         return;
     }
     case RL_K_FACTOR:
@@ -384,7 +384,7 @@ int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len)
 {
     enum { MAX = 256 };
     struct kv     *ka = calloc(3 * MAX, sizeof *ka), *kb = ka + MAX, *kd = kb + MAX;
-    struct rl_cfg *def = malloc(sizeof *def);
+    struct rl_cfg *def   = malloc(sizeof *def);
     char          *dtext = malloc(1 << 16);
     if (!ka || !def || !dtext)
         return free(ka), free(def), free(dtext), snprintf(msg, len, "out of memory"), 1;
@@ -421,7 +421,7 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
     o->digits = c->task.digits, o->filler = c->task.filler;
-    o->seed       = c->train.data_seed ? c->train.data_seed : c->train.seed;
+    o->seed = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

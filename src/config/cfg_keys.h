@@ -4,6 +4,7 @@
 #define RL_CFG_KEYS_H
 
 #include <stddef.h>
+#include "../core/choice.h"
 
 enum rl_cfg_key_type {
     RL_K_INT,
@@ -20,12 +21,12 @@ enum rl_cfg_key_type {
 enum { RL_D_ANY = 0, RL_D_POS, RL_D_NONNEG, RL_D_UNIT_OPEN, RL_D_UNIT };
 
 struct rl_cfg_key {
-    const char          *section, *key;
-    enum rl_cfg_key_type type;
-    size_t               off;    /* into struct rl_cfg */
-    long                 lo, hi; /* int range; RL_K_DBL: lo = range kind; RL_K_STR: hi = size */
-    const char *const   *names;  /* RL_K_ENUM: value names in enum order, NULL-terminated */
-    const char          *doc;
+    const char             *section, *key;
+    enum rl_cfg_key_type    type;
+    size_t                  off;     /* into struct rl_cfg */
+    long                    lo, hi;  /* int range; RL_K_DBL: lo = range kind; RL_K_STR: hi = size */
+    const struct rl_choice *choices; /* RL_K_ENUM, RL_K_EXTEND: the enum's table */
+    const char             *doc;
 };
 
 extern const struct rl_cfg_key rl_cfg_keys[];

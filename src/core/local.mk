@@ -3,6 +3,7 @@ noinst_LTLIBRARIES += src/core/libcore.la
 src_core_libcore_la_SOURCES = \
 	%D%/status.c %D%/status.h \
 	%D%/util.c %D%/util.h \
+	%D%/choice.c %D%/choice.h \
 	%D%/rng.c %D%/rng.h \
 	%D%/json.c %D%/json.h \
 	%D%/npy.c %D%/npy.h \
@@ -17,4 +18,4 @@ src_core_libcore_la_SOURCES = \
 ## <mpi.h> only for core/mpi.c (MPI_CFLAGS is empty without MPI)
 src_core_libcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 ropelab_coredir = $(pkgincludedir)/core
-ropelab_core_HEADERS = %D%/status.h %D%/gemm.h %D%/threads.h %D%/init.h %D%/npy.h
+ropelab_core_HEADERS = %D%/status.h %D%/choice.h %D%/gemm.h %D%/threads.h %D%/init.h %D%/npy.h

@@ -20,7 +20,7 @@
 static rl_status read_stream(unsigned char **buf, size_t *len, FILE *f, const char *path)
 {
     size_t         cap = 4096, n = 0;
-    unsigned char *b   = malloc(cap + 1);
+    unsigned char *b = malloc(cap + 1);
     for (;;) {
         if (!b) RL_FAIL(RL_ENOMEM, "%s: cannot allocate %zu bytes", path, cap + 1);
         size_t want = cap - n, got = fread(b + n, 1, want, f);
@@ -257,4 +257,25 @@ int rl_edit_distance(const char *a, const char *b)
         }
     }
     return row[lb];
+}
+
+void rl_near_init(struct rl_near *n, const char *word)
+{
+    n->word = word, n->best = NULL, n->dist = 3;
+}
+
+void rl_near_offer(struct rl_near *n, const char *candidate)
+{
+    int d = rl_edit_distance(n->word, candidate);
+    if (d < n->dist && d < (int)strlen(n->word)) n->dist = d, n->best = candidate;
+}
+
+void rl_int_expectation(char *buf, size_t len, long long lo, long long hi)
+{
+    if (lo == 1 && hi >= 1 << 30)
+        snprintf(buf, len, "a positive integer");
+    else if (lo == 0 && hi >= 1 << 30)
+        snprintf(buf, len, "a non-negative integer");
+    else
+        snprintf(buf, len, "an integer in [%lld, %lld]", lo, hi);
 }

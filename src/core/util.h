@@ -18,6 +18,19 @@ int rl_path_exists(const char *path);
 char *rl_list_item(char **rest);
 /* Levenshtein distance of two short words (keys, command names); 99 past 62 bytes. */
 int rl_edit_distance(const char *a, const char *b);
+/* The candidate nearest to word within two edits (a swap of two letters is two) and fewer
+ * edits than word has letters, for "did you mean" hints: rl_near_init, then rl_near_offer
+ * each candidate; best stays NULL when none is that near, and the first of equally near
+ * candidates wins. */
+struct rl_near {
+    const char *word, *best;
+    int         dist;
+};
+void rl_near_init(struct rl_near *n, const char *word);
+void rl_near_offer(struct rl_near *n, const char *candidate);
+/* What an integer in [lo, hi] is called in messages: "a positive integer" (lo 1, hi at
+ * least 2^30), "a non-negative integer" (lo 0, the same hi), else "an integer in [lo, hi]". */
+void rl_int_expectation(char *buf, size_t len, long long lo, long long hi);
 /* Remove the temporary files of interrupted writes in dir: NAME.tmp.<digits> (left by
  * rl_write_file_atomic) and NAME.tmp; *removed counts them.  A missing dir is fine. */
 rl_status rl_remove_stale_tmp(const char *dir, int *removed);

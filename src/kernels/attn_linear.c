@@ -57,6 +57,30 @@ static float *at(float *base, size_t *off, size_t n)
 
 static double *atd(float *base, size_t *off, size_t n) { return (double *)at(base, off, 2 * n); }
 
+/* The forget gate's buffers (and T5 with the gate: the quadratic tiles'). */
+static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N, size_t R, float *s,
+                        size_t *off)
+{
+    p->logf = NULL;
+    p->cum = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
+    if (o->forget) {
+        p->cum = atd(s, off, (size_t)N);
+        p->ad = atd(s, off, R), p->adn = atd(s, off, R), p->wk = atd(s, off, R);
+        p->eg = atd(s, off, R);
+        p->af = at(s, off, R), p->afn = at(s, off, R);
+        p->Kw = at(s, off, R * (size_t)(p->D > p->dv ? p->D : p->dv));
+    }
+    p->rel = NULL, p->drel = NULL;
+    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = NULL, p->dcd = NULL;
+    if (o->forget && o->pe == RL_ATTN_PE_T5) { /* the quadratic tiles of T5 with the gate */
+        const size_t ND = (size_t)N * p->D, T = R * R;
+        p->Af = at(s, off, ND), p->Cf = at(s, off, ND);
+        p->dAf = at(s, off, ND), p->dCf = at(s, off, ND);
+        p->tS = at(s, off, T), p->tW = at(s, off, T), p->tD = at(s, off, T);
+        p->dcd = atd(s, off, (size_t)N);
+    }
+}
+
 /* Lays the plan out in scratch (NULL: sizing only); returns the floats used. */
 static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has_rope, int N, int d,
                        int dv, float *s)
@@ -105,24 +129,7 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
         p->scan[i] = at(s, &off, p->scan_floats);
     p->ck_stride = Dv + (size_t)p->Dd + (size_t)d; /* doubles: dA scan state, sum E, Shen Z */
     p->ck        = o->causal ? atd(s, &off, (size_t)p->nb * p->ck_stride) : NULL;
-    p->logf      = NULL;
-    p->cum = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
-    if (o->forget) {
-        p->cum = atd(s, &off, (size_t)N);
-        p->ad = atd(s, &off, R), p->adn = atd(s, &off, R), p->wk = atd(s, &off, R);
-        p->eg = atd(s, &off, R);
-        p->af = at(s, &off, R), p->afn = at(s, &off, R);
-        p->Kw = at(s, &off, R * (size_t)(p->D > dv ? p->D : dv));
-    }
-    p->rel = NULL, p->drel = NULL;
-    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = NULL, p->dcd = NULL;
-    if (o->forget && o->pe == RL_ATTN_PE_T5) { /* the quadratic tiles of T5 with the gate */
-        const size_t ND = (size_t)N * p->D, T = R * R;
-        p->Af = at(s, &off, ND), p->Cf = at(s, &off, ND);
-        p->dAf = at(s, &off, ND), p->dCf = at(s, &off, ND);
-        p->tS = at(s, &off, T), p->tW = at(s, &off, T), p->tD = at(s, &off, T);
-        p->dcd = atd(s, &off, (size_t)N);
-    }
+    gate_layout(p, o, N, R, s, &off);
     return off;
 }
 
@@ -267,6 +274,13 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
     p->logf = h->logf;
     p->rel  = h->rel;
     if (h->logf) rl_lin_cumsum(p->cum, h->logf, p->N);
+}
+
+void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                      float *scratch)
+{
+    call_plan(p, h->q, h->k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(p, h);
 }
 
 void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,

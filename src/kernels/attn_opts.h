@@ -5,13 +5,28 @@
 #ifndef RL_ATTN_OPTS_H
 #define RL_ATTN_OPTS_H
 
+#include "../core/choice.h"
 #include "rope.h"
 
-enum rl_attn_kind { RL_ATTN_SOFTMAX = 0, RL_ATTN_LINEAR = 1 };
-enum rl_fmap { RL_FMAP_ELU1 = 0, RL_FMAP_SOFTMAX = 1, RL_FMAP_EXP = 2 };
-enum rl_attn_pe { RL_ATTN_PE_NONE = 0, RL_ATTN_PE_ROPE, RL_ATTN_PE_T5, RL_ATTN_PE_ALIBI };
-enum rl_rope_place { RL_ROPE_PLACE_FEATURE = 0, RL_ROPE_PLACE_INPUT = 1 };
-enum rl_rope_denom { RL_ROPE_DENOM_PLAIN = 0, RL_ROPE_DENOM_ROTATED = 1 };
+/* Each enum's names, help lines and count live in one table (attn_opts.c, core/choice.h):
+ * the configuration, the command line and the descriptions read them there. */
+enum rl_attn_kind { RL_ATTN_SOFTMAX = 0, RL_ATTN_LINEAR = 1, RL_ATTN_KIND_COUNT };
+enum rl_fmap { RL_FMAP_ELU1 = 0, RL_FMAP_SOFTMAX = 1, RL_FMAP_EXP = 2, RL_FMAP_COUNT };
+enum rl_attn_pe {
+    RL_ATTN_PE_NONE = 0,
+    RL_ATTN_PE_ROPE,
+    RL_ATTN_PE_T5,
+    RL_ATTN_PE_ALIBI,
+    RL_ATTN_PE_COUNT
+};
+enum rl_rope_place { RL_ROPE_PLACE_FEATURE = 0, RL_ROPE_PLACE_INPUT = 1, RL_ROPE_PLACE_COUNT };
+enum rl_rope_denom { RL_ROPE_DENOM_PLAIN = 0, RL_ROPE_DENOM_ROTATED = 1, RL_ROPE_DENOM_COUNT };
+
+extern const struct rl_choice rl_attn_kinds[];  /* softmax, linear */
+extern const struct rl_choice rl_fmaps[];       /* elu1, softmax, exp */
+extern const struct rl_choice rl_attn_pes[];    /* none, rope, t5, alibi */
+extern const struct rl_choice rl_rope_places[]; /* feature, input */
+extern const struct rl_choice rl_rope_denoms[]; /* plain, rotated */
 
 struct rl_attn_opts {
     enum rl_attn_kind   kind;             /* softmax */

@@ -24,17 +24,21 @@
 #ifndef RL_ROPE_H
 #define RL_ROPE_H
 
+#include "../core/choice.h"
 #include "../core/status.h"
 
-enum rl_rope_layout { RL_ROPE_LAYOUT_PAIRS = 0, RL_ROPE_LAYOUT_HALVES = 1 };
+enum rl_rope_layout { RL_ROPE_LAYOUT_PAIRS = 0, RL_ROPE_LAYOUT_HALVES = 1, RL_ROPE_LAYOUT_COUNT };
+/* pairs, halves: the names of the layouts (defined with the other attention choices in
+ * attn_opts.c) */
+extern const struct rl_choice rl_rope_layouts[];
 
 struct rl_rope_opts {
-    double              base;   /* 10000 */
-    enum rl_rope_layout layout; /* pairs */
-    int                 dims;   /* R; 0 means d */
-    double              scale;  /* position interpolation m -> m/scale; 1 */
-    double              ntk;    /* NTK alpha; 1 */
-    double              yarn;   /* YaRN factor s; 1 = off */
+    double              base;      /* 10000 */
+    enum rl_rope_layout layout;    /* pairs */
+    int                 dims;      /* R; 0 means d */
+    double              scale;     /* position interpolation m -> m/scale; 1 */
+    double              ntk;       /* NTK alpha; 1 */
+    double              yarn;      /* YaRN factor s; 1 = off */
     int                 yarn_orig; /* YaRN: L, the context trained at; 0 = the table's n_pos */
 };
 

@@ -14,6 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+const struct rl_choice rl_decode_modes[] = {
+    {"recurrent", RL_DECODE_RECURRENT,
+     "one token per step: O(1) per token in linear attention (its eq. 19 state), O(context) "
+     "in softmax attention (key/value cache)"},
+    {"full", RL_DECODE_FULL,
+     "the whole prefix through the training forward at every step (the reference)"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_decode_modes, RL_DECODE_MODE_COUNT);
+
 struct layer_view {
     const float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
     const float *wf, *bf; /* the forget gate's projection (NULL without the gate) */

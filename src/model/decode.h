@@ -24,9 +24,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "../core/choice.h"
 #include "model.h"
 
-enum rl_decode_mode { RL_DECODE_RECURRENT = 0, RL_DECODE_FULL = 1 };
+enum rl_decode_mode { RL_DECODE_RECURRENT = 0, RL_DECODE_FULL = 1, RL_DECODE_MODE_COUNT };
+extern const struct rl_choice rl_decode_modes[]; /* recurrent, full (decode.c) */
 
 typedef struct rl_decoder rl_decoder;
 

@@ -59,9 +59,10 @@ static double csv_num(const char *line, int col, int *na, int *bad)
  * has it, else its first. */
 static const char *primary_method(const struct rl_rep_point *p)
 {
+    const char *none = rl_cfg_extend_name(RL_CFG_EXTEND_NONE);
     for (int j = 0; j < p->n_rows; j++)
-        if (!strcmp(p->rows[j].method, "none")) return "none";
-    return p->n_rows ? p->rows[0].method : "none";
+        if (!strcmp(p->rows[j].method, none)) return none;
+    return p->n_rows ? p->rows[0].method : none;
 }
 
 /* positions.csv of an LM point: kept as text for the combined file, and the bins of its
@@ -176,7 +177,8 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
         RL_FAIL(RL_EFORMAT, "%s: a line with a field that is not a number: '%.60s'", path, line);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
     int cm = csv_col(hdr, "rope_extend");
-    if (cm < 0 || !csv_field(line, cm, f, sizeof f) || !f[0]) snprintf(f, sizeof f, "none");
+    if (cm < 0 || !csv_field(line, cm, f, sizeof f) || !f[0])
+        snprintf(f, sizeof f, "%s", rl_cfg_extend_name(RL_CFG_EXTEND_NONE));
     snprintf(w->method, sizeof w->method, "%.7s", f);
     return RL_OK;
 }
@@ -238,7 +240,8 @@ static rl_status read_results(struct rl_rep_point *p, const char *pdir)
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no header line", path);
     if (st == RL_OK && !p->n_rows) /* every point evaluates at least one length */
         st = rl_error_report(RL_EFORMAT, __FILE__, __LINE__, "%s: no result lines", path);
-    if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 && !strcmp(p->attention, "linear"))
+    if (st == RL_OK && csv_col(hdr, "den_le_eps") < 0 &&
+        !strcmp(p->attention, rl_cfg_attention_name(RL_ATTN_LINEAR)))
         den_from_evals(p, pdir);
     /* the tails once every row is known (the lines are still in buf) */
     for (int k = 0; st == RL_OK && k < p->n_rows; k++)
@@ -388,13 +391,13 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
  * then any other name in order of appearance. */
 static void collect_methods(struct rl_report *r)
 {
-    static const char *const known[] = {"none", "pi", "ntk", "yarn"};
+    const struct rl_choice *known = rl_cfg_extends;
     for (int pass = 0; pass < 2; pass++)
-        for (int k = 0; k < (pass ? 1 : 4); k++)
+        for (int k = 0; k < (pass ? 1 : rl_choice_count(known)); k++)
             for (long i = 0; i < r->n_points; i++)
                 for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++) {
                     const char *m  = r->pt[i].rows[j].method;
-                    int         ok = pass ? 1 : !strcmp(m, known[k]), have = 0;
+                    int         ok = pass ? 1 : !strcmp(m, known[k].name), have = 0;
                     for (int q = 0; q < r->n_methods; q++)
                         have |= !strcmp(r->method[q], m);
                     if (ok && !have && r->n_methods < RL_CFG_EXTEND_MAX)
@@ -404,7 +407,8 @@ static void collect_methods(struct rl_report *r)
 
 int rl_rep_per_method(const struct rl_report *r)
 {
-    return r->n_methods > 1 || (r->n_methods == 1 && strcmp(r->method[0], "none"));
+    return r->n_methods > 1 ||
+           (r->n_methods == 1 && strcmp(r->method[0], rl_cfg_extend_name(RL_CFG_EXTEND_NONE)));
 }
 
 void rl_rep_free(struct rl_report *r)

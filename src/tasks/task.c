@@ -17,7 +17,7 @@
 
 static rl_status check_common(const struct rl_task_opts *o)
 {
-    if ((int)o->kind < 0 || (int)o->kind > RL_TASK_PASSKEY)
+    if ((int)o->kind < 0 || (int)o->kind >= RL_TASK_KIND_COUNT)
         RL_TASK_FAIL(RL_EINVAL, "name", "unknown task kind %d", (int)o->kind);
     const struct {
         const char *key;
@@ -52,6 +52,8 @@ static rl_status setup(struct rl_task *t, const struct rl_task_opts *o)
         return RL_OK;
     case RL_TASK_PASSKEY:
         return rl_task_passkey_setup(t, o);
+    case RL_TASK_KIND_COUNT:
+        break;
     }
     RL_TASK_FAIL(RL_EINVAL, "name", "unknown task kind %d", (int)o->kind);
 }
@@ -129,6 +131,8 @@ rl_status rl_task_batch(rl_task *t, struct rl_batch *b, int split, int64_t step)
         return rl_task_tokens_batch(t->tokens, b, split, step);
     case RL_TASK_PASSKEY:
         return rl_task_passkey_batch(t, b, split, step);
+    case RL_TASK_KIND_COUNT:
+        break;
     }
     RL_FAIL(RL_EINVAL, "batch: unknown task kind %d", (int)t->kind);
 }

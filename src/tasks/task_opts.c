@@ -1,12 +1,27 @@
-/* task_opts.c -- task kinds by name and the default [task] options. */
+/* task_opts.c -- the task kinds and passkey fillers by name, and the default [task]
+ * options. */
 #include "config.h"
 #include "task_opts.h"
 
 #include <string.h>
 
-static const char *const kind_names[] = {"copy",    "reverse", "sort",   "mqar",
-                                         "listops", "charlm",  "tokens", "passkey"};
-#define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
+const struct rl_choice rl_task_kinds[] = {
+    {"copy", RL_TASK_COPY, "reproduce a row of random symbols after a separator"},
+    {"reverse", RL_TASK_REVERSE, "the symbols in reverse order"},
+    {"sort", RL_TASK_SORT, "the symbols in ascending order"},
+    {"mqar", RL_TASK_MQAR, "multi-query associative recall of key-value pairs"},
+    {"listops", RL_TASK_LISTOPS, "the value of a nested list expression (a classifier)"},
+    {"charlm", RL_TASK_CHARLM, "character-level language model of a text file"},
+    {"tokens", RL_TASK_TOKENS, "language model of a .npy file of token ids"},
+    {"passkey", RL_TASK_PASSKEY, "retrieve a key hidden in filler"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_task_kinds, RL_TASK_KIND_COUNT);
+
+const struct rl_choice rl_passkey_fillers[] = {
+    {"pattern", RL_PASSKEY_FILLER_PATTERN, "the filler tokens in order, repeated"},
+    {"random", RL_PASSKEY_FILLER_RANDOM, "every filler token drawn at random"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_passkey_fillers, RL_PASSKEY_FILLER_COUNT);
 
 void rl_task_opts_default(struct rl_task_opts *o)
 {
@@ -21,20 +36,13 @@ void rl_task_opts_default(struct rl_task_opts *o)
 
 rl_status rl_task_kind_parse(enum rl_task_kind *k, const char *name)
 {
-    for (int i = 0; i < N_KINDS; i++)
-        if (name && strcmp(name, kind_names[i]) == 0) {
-            *k = (enum rl_task_kind)i;
-            return RL_OK;
-        }
-    RL_TASK_FAIL(RL_EINVAL, "name",
-                 "unknown task '%s' (copy, reverse, sort, mqar, listops, "
-                 "charlm, tokens, passkey)",
-                 name ? name : "(null)");
+    int  v;
+    char why[640];
+    if (rl_choice_parse(rl_task_kinds, name, &v) == 0) return *k = (enum rl_task_kind)v, RL_OK;
+    RL_TASK_FAIL(RL_EINVAL, "name", "%s",
+                 rl_choice_refusal(rl_task_kinds, name ? name : "(null)", why, sizeof why));
 }
 
-const char *rl_task_kind_name(enum rl_task_kind k)
-{
-    return (int)k >= 0 && (int)k < N_KINDS ? kind_names[k] : "unknown";
-}
+const char *rl_task_kind_name(enum rl_task_kind k) { return rl_choice_name(rl_task_kinds, (int)k); }
 
 int rl_task_kind_lm(enum rl_task_kind k) { return k == RL_TASK_CHARLM || k == RL_TASK_TOKENS; }

@@ -5,8 +5,10 @@
 #define RL_TASK_OPTS_H
 
 #include <stdint.h>
+#include "../core/choice.h"
 #include "../core/status.h"
 
+/* The names of the kinds and of the fillers are their tables (task_opts.c). */
 enum rl_task_kind {
     RL_TASK_COPY = 0,
     RL_TASK_REVERSE,
@@ -16,10 +18,17 @@ enum rl_task_kind {
     RL_TASK_CHARLM,
     RL_TASK_TOKENS,
     RL_TASK_PASSKEY,
+    RL_TASK_KIND_COUNT
 };
+extern const struct rl_choice rl_task_kinds[];
 
 /* passkey: the filler around the key */
-enum rl_passkey_filler { RL_PASSKEY_FILLER_PATTERN = 0, RL_PASSKEY_FILLER_RANDOM };
+enum rl_passkey_filler {
+    RL_PASSKEY_FILLER_PATTERN = 0,
+    RL_PASSKEY_FILLER_RANDOM,
+    RL_PASSKEY_FILLER_COUNT
+};
+extern const struct rl_choice rl_passkey_fillers[];
 
 struct rl_task_opts {
     enum rl_task_kind kind;
@@ -36,15 +45,16 @@ struct rl_task_opts {
     uint64_t          seed;
 };
 
-
 /* A failure about one [task] key: the message reads "[task] KEY: ..." and the key travels
  * with the error (rl_last_error_key), so the caller can point at the line that set it. */
 #define RL_TASK_FAIL(status, key, ...) RL_FAIL_KEY((status), "task", (key), __VA_ARGS__)
 
 typedef struct rl_task rl_task;
 
-void        rl_task_opts_default(struct rl_task_opts *o);
-rl_status   rl_task_kind_parse(enum rl_task_kind *k, const char *name);
+void rl_task_opts_default(struct rl_task_opts *o);
+/* A kind by name; an unknown name fails with the list of names (about [task] name). */
+rl_status rl_task_kind_parse(enum rl_task_kind *k, const char *name);
+/* The kind's name ("unknown" outside the enum). */
 const char *rl_task_kind_name(enum rl_task_kind k);
 /* Language-model tasks (charlm, tokens): a loss on every position, perplexity the metric. */
 int rl_task_kind_lm(enum rl_task_kind k);
