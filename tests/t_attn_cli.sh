@@ -64,6 +64,28 @@ for fm in elu1 softmax exp; do
     check --attention linear --feature-map $fm $Y8 --rope-dims 6
 done
 
+# the forget gate (causal only): log gates drawn by attn_ref.py (one of them exactly 0),
+# with every attention-level PE (the biases add to the gate's), eq. 19 and its ablations
+F="--causal --forget"
+check --attention softmax $F
+check --attention softmax --pe rope $F
+check --attention softmax --pe rope --rope-layout halves --rope-base 100 $F
+check --attention softmax --pe t5 --t5-buckets 8 --t5-max-distance 16 $F
+check --attention softmax --pe alibi $F
+for fm in elu1 softmax exp; do
+    check --attention linear --feature-map $fm $F
+    check --attention linear --feature-map $fm --pe rope $F
+    check --attention linear --feature-map $fm --pe rope --rope-layout halves --rope-base 50 $F
+    check --attention linear --feature-map $fm --pe rope --rope-place input $F
+    check --attention linear --feature-map $fm --pe rope --rope-denominator rotated --eps 0.1 $F
+    check --attention linear --feature-map $fm --pe t5 --t5-buckets 8 --t5-max-distance 16 $F
+    check --attention linear --feature-map $fm --pe alibi $F
+    check --attention linear --feature-map $fm --pe alibi --alibi-scan $F
+done
+# a sequence longer than the kernels' blocks of rows (the gate's sums carried across them)
+check --attention softmax --pe rope $F --ref-shape 1,300,2,2 --ref-sample 24
+check --attention linear --feature-map elu1 --pe rope $F --ref-shape 1,300,2,2 --ref-sample 24
+
 # usage errors: exit status 2 with a one-line message
 mkdir -p "$work/bad"
 status_of() { "$ROPELAB" attn "$@" >/dev/null 2>"$work/err"; echo $?; }
@@ -96,6 +118,24 @@ PYEOF
     [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --rope-yarn 0.5)" = 2 ]; ok $? "--rope-yarn < 1 rejected (exit 2): $(cat "$work/err")"
     [ "$(status_of --in "$work/bad" --out "$work/o" --pe rope --rope-dims 2 --xpos)" = 2 ]; ok $? "--xpos without --causal rejected (exit 2): $(cat "$work/err")"
     [ "$(status_of --in "$work/bad" --out "$work/o" --attention linear --pe rope --rope-dims 2 --causal --xpos)" = 2 ]; ok $? "--xpos with linear attention rejected (exit 2): $(cat "$work/err")"
+    # the forget gate: causal only, logf.npy (H, N) present, finite and <= 0, and only with --forget
+    [ "$(status_of --in "$work/bad" --out "$work/o" --forget)" = 2 ] && grep -q -- "--forget needs --causal" "$work/err"
+    ok $? "--forget without --causal rejected (exit 2): $(cat "$work/err")"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --forget --causal)" = 2 ] && grep -q "logf.npy" "$work/err"
+    ok $? "--forget without logf.npy rejected (exit 2): $(cat "$work/err")"
+    "$PY" -c "import numpy as np; a = -np.ones((2,5), np.float32); a[1,3] = 0.25; np.save('$work/bad/logf.npy', a)"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --forget --causal)" = 2 ] && grep -q 'logf.npy\[1,3\] = 0.25' "$work/err"
+    ok $? "a positive log gate rejected naming its index (exit 2): $(cat "$work/err")"
+    "$PY" -c "import numpy as np; a = -np.ones((2,5), np.float32); a[0,4] = np.nan; np.save('$work/bad/logf.npy', a)"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --forget --causal)" = 2 ] && grep -q 'logf.npy\[0,4\] = nan' "$work/err"
+    ok $? "a NaN log gate rejected naming its index (exit 2): $(cat "$work/err")"
+    "$PY" -c "import numpy as np; np.save('$work/bad/logf.npy', -np.ones((2,4), np.float32))"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --forget --causal)" = 2 ] && grep -q 'logf.npy must be (H, N) = (2,5)' "$work/err"
+    ok $? "logf.npy of the wrong shape rejected (exit 2): $(cat "$work/err")"
+    "$PY" -c "import numpy as np; np.save('$work/bad/logf.npy', -np.ones((2,5), np.float32))"
+    [ "$(status_of --in "$work/bad" --out "$work/o" --causal)" = 2 ] && grep -q "logf.npy given but --forget" "$work/err"
+    ok $? "logf.npy without --forget rejected (exit 2): $(cat "$work/err")"
+    rm -f "$work/bad/logf.npy"
     # float64 and big-endian float32 inputs are read and rounded to float32 (attn --help):
     # the output equals the little-endian float32 run's bit for bit
     mkdir -p "$work/f32" "$work/f64" "$work/be"

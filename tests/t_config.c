@@ -38,6 +38,8 @@ static void test_defaults(void)
                c.model.rope_denominator == RL_ROPE_DENOM_PLAIN && c.model.t5_buckets == 32 &&
                c.model.t5_max_distance == 128 && !c.model.t5_per_layer,
            "defaults: rope 10000 pairs scale 1 ntk 1 feature plain, t5 32/128 shared");
+    tap_ok(!c.model.forget_gate && c.model.forget_bias == 5.0,
+           "defaults: no forget gate, forget_bias 5");
     tap_ok(c.train.steps == 1000 && c.train.batch == 16 && c.train.accumulate == 1 &&
                c.train.lr == 1e-3 && c.train.warmup == 0 && c.train.min_lr_ratio == 0 &&
                c.train.beta1 == 0.9 && c.train.beta2 == 0.999 && c.train.adam_eps == 1e-8 &&
@@ -225,6 +227,10 @@ static void test_errors(void)
                  "c.ini:2: [model] xpos: xPos needs attention = softmax, pe = rope and a causal");
     expect_error("c.ini", "[model]\nxpos = true\n[task]\nname = listops\n", NULL,
                  "c.ini:2: [model] xpos: xPos needs");
+    expect_error("c.ini", "[task]\nname = listops\n[model]\nforget_gate = true\n", NULL,
+                 "c.ini:4: [model] forget_gate: the forget gate weighs earlier positions only: "
+                 "it needs a causal task");
+    expect_error("c.ini", "[model]\nforget_bias = inf\n", NULL, "c.ini:2: [model] forget_bias");
     expect_error("c.ini", "[train]\nbatch = 10\naccumulate = 3\n", NULL,
                  "c.ini:3: [train] accumulate: batch = 10 is not divisible by accumulate = 3");
     expect_error("c.ini", "[task]\nname = tokens\n", NULL,
@@ -397,6 +403,11 @@ static void test_model_mapping(void)
     tap_ok(mc.attn.rope.yarn == 4 && mc.attn.rope.yarn_orig == 32 && mc.attn.xpos == 1 &&
                mc.attn.xpos_scale_base == 256,
            "rope_yarn, xpos reach the attention options; rope_yarn_orig = the task length 32");
+    rl_cfg_set(&c, "model.forget_gate=true");
+    rl_cfg_set(&c, "model.forget_bias=-1.5");
+    rl_cfg_model_config(&c, 10, 1, 0, &mc);
+    tap_ok(mc.attn.forget == 1 && mc.forget_bias == -1.5,
+           "forget_gate reaches the attention options, forget_bias the model's");
     struct rl_task_opts o;
     rl_cfg_set(&c, "task.name=tokens");
     rl_cfg_set(&c, "task.path=x.npy");

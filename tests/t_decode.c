@@ -10,6 +10,9 @@
  *  - greedy continuations of a prompt are identical in recurrent and full mode;
  *  - sampling is deterministic for a seed and top-k = 1 is greedy.
  * Linear attention with T5 decodes by recomputation (checked to say so, and equal).
+ * With the forget gate (its bias drawn around +3, so that the gates spread around 0.95 and
+ * reach far back) the same checks for softmax and every linear recurrence: the softmax
+ * cache of the gates' prefix sums, the decayed linear states.
  * The sampler: draws stay in the top k, and their frequencies follow the tempered softmax. */
 #include "config.h"
 #include "model/decode.h"
@@ -39,11 +42,11 @@ struct combo {
     int                scan; /* linear ALiBi in training: the decayed scan (else FFT) */
 };
 
-/* RoPE extensions of the combination checked next (YaRN factor, xPos on or off). */
+/* Extensions of the combination checked next (YaRN factor, xPos on or off, forget gate). */
 static struct {
     double yarn;
-    int    xpos;
-} ext = {1.0, 0};
+    int    xpos, forget;
+} ext = {1.0, 0, 0};
 
 static void make_config(struct rl_model_config *c, const struct combo *k)
 {
@@ -67,6 +70,7 @@ static void make_config(struct rl_model_config *c, const struct combo *k)
     c->attn.rope.yarn_orig   = ext.yarn != 1.0 ? 64 : 0;
     c->attn.xpos             = ext.xpos;
     c->attn.xpos_scale_base  = 24.0; /* decays that matter within 300 positions */
+    c->attn.forget           = ext.forget;
 }
 
 static rl_model *make_model(const struct combo *k)
@@ -82,6 +86,9 @@ static rl_model *make_model(const struct combo *k)
         if (strstr(t->name, "ln") && strstr(t->name, ".weight"))
             for (size_t j = 0; j < t->count; j++)
                 p[t->offset + j] += 1.0f;
+        if (strstr(t->name, "attn.wf.bias")) /* gates near 0.95, wf . x spreading them */
+            for (size_t j = 0; j < t->count; j++)
+                p[t->offset + j] += 3.0f;
     }
     return m;
 }
@@ -323,7 +330,22 @@ int main(void)
          "softmax rope halves dims 6 xpos (gamma 24)", 0}};
     for (size_t i = 0; i < sizeof xpos / sizeof *xpos; i++)
         check_combo(&xpos[i]);
-    ext.xpos = 0;
+    ext.xpos                          = 0;
+    ext.forget                        = 1;
+    static const struct combo gated[] = {
+        SM(RL_ATTN_PE_NONE, RL_INPUT_PE_NONE, "forget gate: softmax none"),
+        SM(RL_ATTN_PE_ROPE, RL_INPUT_PE_NONE, "forget gate: softmax rope"),
+        SM(RL_ATTN_PE_ALIBI, RL_INPUT_PE_NONE, "forget gate: softmax alibi"),
+        SM(RL_ATTN_PE_T5, RL_INPUT_PE_NONE, "forget gate: softmax t5"),
+        LIN_MAP(RL_FMAP_ELU1, "elu1 +forget"),
+        LIN_MAP(RL_FMAP_EXP, "exp +forget"),
+        LIN_MAP(RL_FMAP_SOFTMAX, "softmax +forget"),
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, RL_ATTN_PE_ALIBI, RL_INPUT_PE_NONE, 0, 0, 0, 0,
+         "linear elu1 alibi +forget (training by the decayed scan)", 1},
+        LN(RL_FMAP_ELU1, RL_ATTN_PE_T5, 0, 0, "linear elu1 t5 +forget (recomputes)")};
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
+        check_combo(&gated[i]);
+    ext.forget = 0;
     check_sampler();
     check_errors();
     return tap_done();

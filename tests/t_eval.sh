@@ -3,7 +3,8 @@
 # rope_extend and sliding windows in the run itself): the numbers of the run's own
 # results.csv repeated from its run directory and from one checkpoint, both option
 # spellings, the default output directories, the per-method tables, --set limited to
-# shape-keeping keys, and clear errors (missing or corrupt checkpoint, data that moved,
+# shape-keeping keys (not the forget gate, which adds tensors), a run with the forget gate
+# evaluated again, and clear errors (missing or corrupt checkpoint, data that moved,
 # learned PE beyond its rows, init_from of another shape before anything trains).
 : "${ROPELAB:=./src/ropelab}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
@@ -81,6 +82,19 @@ grep -q '^rope_base = 500$' x/pe=rope/config.ini; ok $? "the evaluated configura
 "$ROPELAB" eval $d -q --out x --set model.d_model=32 >/dev/null 2>err; r=$?
 [ $r = 2 ] && grep -q "model.d_model=32: \[model\] d_model changes the trained tensors (tensor 'embed.weight'" err
 ok $? "--set model.d_model: exit 2 naming the key and the tensor"
+# the forget gate adds tensors (blocks.{i}.attn.wf): --set may not switch it on or off
+"$ROPELAB" eval $d -q --out x --set model.forget_gate=true >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q "model.forget_gate=true: \[model\] forget_gate changes the trained tensors" err
+ok $? "--set model.forget_gate=true on a run without the gate: exit 2 naming the key"
+"$ROPELAB" run lm.ini --out runs -q --set experiment.name=fg --set model.forget_gate=true \
+    --set model.forget_bias=1 >/dev/null 2>err
+ok $? "a charlm sweep (rope, alibi) with the forget gate runs"
+nots runs/fg/results.csv >a
+"$ROPELAB" eval runs/fg -q --out fg-ev >/dev/null 2>err && nots fg-ev/results.csv >b && cmp -s a b
+ok $? "eval of the gated run repeats its results.csv (but ms_per_1k_tokens)"
+"$ROPELAB" eval runs/fg -q --out x --set model.forget_gate=false >/dev/null 2>err; r=$?
+[ $r = 2 ] && grep -q "model.forget_gate=false: \[model\] forget_gate changes the trained tensors (no tensor 'blocks.0.attn.wf.weight')" err
+ok $? "--set model.forget_gate=false on a gated run: exit 2 naming the key and the tensor"
 "$ROPELAB" eval $d -q --out x --set train.steps=9 >/dev/null 2>err; r=$?
 [ $r = 2 ] && grep -q "train.steps=9: \[train\] steps cannot change in an evaluation" err
 ok $? "--set train.steps: exit 2 naming the key"

@@ -28,13 +28,14 @@ static double linear_flops(const rl_model *m)
     return f;
 }
 
-static void check(enum rl_attn_kind kind, int causal, int N)
+static void check(enum rl_attn_kind kind, int causal, int N, int forget)
 {
     struct rl_model_config c;
     memset(&c, 0, sizeof c);
     c.vocab = 64, c.d_model = 128, c.heads = 4, c.layers = 2;
     rl_attn_opts_default(&c.attn);
     c.attn.kind = kind, c.attn.causal = causal, c.attn.pe = RL_ATTN_PE_ROPE;
+    c.attn.forget = forget; /* the gate's wf (H x D) is in the tensor table */
     rl_model *m = NULL;
     if (rl_model_create(&m, &c) != RL_OK) tap_bail("rl_model_create: %s", rl_last_error());
     double d = 32, keys = causal ? (N + 1) / 2.0 : N;
@@ -43,9 +44,9 @@ static void check(enum rl_attn_kind kind, int causal, int N)
     double want = linear_flops(m) + c.layers * attn;
     double got  = rl_model_forward_flops_per_token(&c, N);
     tap_ok(fabs(got - want) <= 1e-9 * want,
-           "forward FLOPs/token %s %s N=%d: %.0f = tensor table + attention %.0f",
-           kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", causal ? "causal" : "non-causal", N, got,
-           want);
+           "forward FLOPs/token %s %s%s N=%d: %.0f = tensor table + attention %.0f",
+           kind == RL_ATTN_SOFTMAX ? "softmax" : "linear", causal ? "causal" : "non-causal",
+           forget ? " +forget" : "", N, got, want);
     tap_ok(rl_model_train_flops_per_token(&c, N) == 3 * got, "training FLOPs/token = 3 x forward");
     rl_model_free(m);
 }
@@ -53,10 +54,12 @@ static void check(enum rl_attn_kind kind, int causal, int N)
 int main(void)
 {
     rl_init(1);
-    check(RL_ATTN_SOFTMAX, 1, 256);
-    check(RL_ATTN_SOFTMAX, 0, 4096);
-    check(RL_ATTN_LINEAR, 1, 256);
-    check(RL_ATTN_LINEAR, 0, 4096);
+    check(RL_ATTN_SOFTMAX, 1, 256, 0);
+    check(RL_ATTN_SOFTMAX, 0, 4096, 0);
+    check(RL_ATTN_LINEAR, 1, 256, 0);
+    check(RL_ATTN_LINEAR, 0, 4096, 0);
+    check(RL_ATTN_SOFTMAX, 1, 256, 1);
+    check(RL_ATTN_LINEAR, 1, 256, 1);
     /* the benchmark cell quoted in docs/performance.md */
     struct rl_model_config c;
     memset(&c, 0, sizeof c);

@@ -3,7 +3,8 @@
 # equal in recurrent and full mode, determinism for a seed, top-k 1 = greedy, the logits
 # file, safe printing of bytes that are not UTF-8, and every error: classifier checkpoint,
 # prompt ids outside the vocabulary, a learned PE running out (naming the token), empty
-# and missing prompts, files that are not checkpoints.  Tiny models trained for one update
+# and missing prompts, files that are not checkpoints; and with the forget gate (softmax
+# and linear attention) the same text and logits in recurrent and full mode.  Tiny models trained for one update
 # on one thread (the numbers are checked against the training forward in t_decode).
 : "${ROPELAB:=./src/ropelab}"
 : "${top_srcdir:=.}"
@@ -77,6 +78,27 @@ if command -v iconv >/dev/null 2>&1; then
 else
     echo "ok $((n = n + 1)) # SKIP no iconv to validate UTF-8"
 fi
+
+# the forget gate (forget_bias 0.5: gates around 0.6, so that the decay matters): softmax
+# (the cache of the gates' prefix sums) and linear attention (the decayed state)
+for att in softmax linear; do
+    fg=$(train fg$att "$text" "attention = $att\npe = rope\nforget_gate = true\nforget_bias = 0.5")
+    a=$(G "$fg" --prompt "In the" --tokens 24 --temperature 0 --logits "$tmp/fr.npy")
+    b=$(G "$fg" --prompt "In the" --tokens 24 --temperature 0 --mode full --logits "$tmp/ff.npy")
+    [ -n "$a" ] && [ "$a" = "$b" ]; ok $? "forget gate, $att: greedy text identical in recurrent and full mode"
+    if [ -n "$PYTHON" ] && "$PYTHON" -c 'import numpy' 2>/dev/null; then
+        "$PYTHON" - "$tmp/fr.npy" "$tmp/ff.npy" <<'EOF'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = np.abs(a - b).max() / np.abs(b).max()
+print(f"# max |recurrent - full| / max |full| = {err:.2e}")
+sys.exit(0 if a.shape == (24, 256) and err <= 1e-4 else 1)
+EOF
+        ok $? "forget gate, $att: recurrent and full logits agree to 1e-4 of the largest logit"
+    else
+        echo "ok $((n = n + 1)) # SKIP no numpy to read the logits files"
+    fi
+done
 
 # tokens task: ids in and out
 ids=$(G "$tok" --prompt " 3  1

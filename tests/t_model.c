@@ -9,6 +9,8 @@
  * with g_t.u, the error measured relative to |g_t| (floored at 5% of the largest tensor
  * gradient norm: float32 losses resolve smaller gradients only to ~1e-5).  Parameters are drawn
  * larger than the GPT-2 init (std 0.3) so that every tensor's gradient is well above float32 noise.
+ * With the forget gate (combo.forget) the gate's projection wf, bf is checked like any tensor:
+ * its gradient flows from the kernel's dlogf through log sigmoid.
  */
 #include "config.h"
 #include "model/adamw.h"
@@ -34,7 +36,8 @@ struct combo {
     int               n_classes, t5_per_layer;
 };
 
-static int gc_ext = 0; /* RoPE extension of the next configs: 1 YaRN (s = 4, L = 3), 2 xPos */
+static int gc_ext    = 0; /* RoPE extension of the next configs: 1 YaRN (s = 4, L = 3), 2 xPos */
+static int gc_forget = 0; /* 1: the next configs have the forget gate (causal only) */
 
 static void make_config(struct rl_model_config *c, const struct combo *k, int causal)
 {
@@ -57,6 +60,8 @@ static void make_config(struct rl_model_config *c, const struct combo *k, int ca
     c->attn.t5_max_distance = 8;
     if (gc_ext == 1) c->attn.rope.yarn = 4, c->attn.rope.yarn_orig = 3;
     if (gc_ext == 2) c->attn.xpos = 1, c->attn.xpos_scale_base = 4;
+    c->attn.forget = gc_forget;
+    c->forget_bias = 2.0;
 }
 
 static void make_batch(struct rl_batch *b, int B, int N, int V, int C)
@@ -188,8 +193,8 @@ static void grad_check(const struct combo *k, int causal)
         if (e > worst_rand) worst_rand = e, wrname = t->name, wrg = gn;
         free(u);
     }
-    char desc[96];
-    snprintf(desc, sizeof desc, "%s%s pe=%s%s%s %s %dx%d", k->kind ? "linear" : "softmax",
+    char desc[112];
+    snprintf(desc, sizeof desc, "%s%s pe=%s%s%s%s %s %dx%d", k->kind ? "linear" : "softmax",
              k->kind ? (k->fmap == RL_FMAP_EXP       ? "(exp)"
                         : k->fmap == RL_FMAP_SOFTMAX ? "(softmax)"
                                                      : "(elu1)")
@@ -198,6 +203,7 @@ static void grad_check(const struct combo *k, int causal)
              gc_ext == 1   ? "+yarn"
              : gc_ext == 2 ? "+xpos"
                            : "",
+             gc_forget ? " +forget" : "",
              k->n_classes ? "classifier"
              : causal     ? "causal LM"
                           : "non-causal LM",
@@ -544,6 +550,108 @@ static void test_bad_denominators(void)
     free_batch(&b);
 }
 
+/* The forget gate's tensors: blocks.{i}.attn.wf.weight (H x D, decayed like every Linear
+ * weight) and .bias (H, not decayed) after the attention's other tensors; init N(0, 0.02^2)
+ * and forget_bias; refused without causal attention. */
+static void test_forget_table(void)
+{
+    struct combo           k = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 0, 0};
+    struct rl_model_config c;
+    gc_forget = 1;
+    make_config(&c, &k, 1);
+    c.d_model = 64, c.heads = 4, c.layers = 3, c.forget_bias = 5.0;
+    rl_model *m = NULL, *plain = NULL;
+    if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    const int64_t D = c.d_model, H = c.heads;
+    int           ok = rl_model_num_tensors(m) == 5 + 18 * 3;
+    for (int l = 0; l < 3; l++) {
+        char w[64], b[64], prev[64];
+        snprintf(w, sizeof w, "blocks.%d.attn.wf.weight", l);
+        snprintf(b, sizeof b, "blocks.%d.attn.wf.bias", l);
+        snprintf(prev, sizeof prev, "blocks.%d.attn.wo.bias", l);
+        const struct rl_tensor_info *tw = rl_model_tensor_by_name(m, w);
+        const struct rl_tensor_info *tb = rl_model_tensor_by_name(m, b);
+        const struct rl_tensor_info *tp = rl_model_tensor_by_name(m, prev);
+        ok &= tw && tb && tp && tw->ndim == 2 && tw->shape[0] == H && tw->shape[1] == D &&
+              tw->decay == 1 && tb->ndim == 1 && tb->shape[0] == H && tb->decay == 0 &&
+              tw->offset == tp->offset + tp->count && tb->offset == tw->offset + tw->count;
+    }
+    tap_ok(ok,
+           "forget gate: blocks.{i}.attn.wf.weight (H x D, decayed), .wf.bias (H, not decayed) "
+           "after attn.wo.bias (%d tensors)",
+           rl_model_num_tensors(m));
+    c.attn.forget = 0;
+    if (rl_model_create(&plain, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    tap_ok(rl_model_num_params(m) == rl_model_num_params(plain) + 3 * (size_t)(H * D + H),
+           "forget gate adds L (H D + H) parameters (%zu vs %zu)", rl_model_num_params(m),
+           rl_model_num_params(plain));
+    rl_model_init_weights(m, 7);
+    const float *p  = rl_model_params(m);
+    double       s2 = 0, s1 = 0;
+    ok              = 1;
+    for (int l = 0; l < 3; l++) {
+        char w[64], b[64];
+        snprintf(w, sizeof w, "blocks.%d.attn.wf.weight", l);
+        snprintf(b, sizeof b, "blocks.%d.attn.wf.bias", l);
+        const struct rl_tensor_info *tw = rl_model_tensor_by_name(m, w);
+        const struct rl_tensor_info *tb = rl_model_tensor_by_name(m, b);
+        for (size_t j = 0; j < tw->count; j++)
+            s1 += p[tw->offset + j], s2 += (double)p[tw->offset + j] * p[tw->offset + j];
+        for (size_t j = 0; j < tb->count; j++)
+            ok &= p[tb->offset + j] == 5.0f;
+    }
+    const double n = 3.0 * (double)(H * D), sd = sqrt(s2 / n - (s1 / n) * (s1 / n));
+    tap_ok(ok && fabs(sd - 0.02) < 0.002,
+           "forget gate init: bias = forget_bias 5, wf std %.4f (0.02)", sd);
+    rl_model_free(plain);
+    rl_model_free(m);
+    make_config(&c, &k, 0);
+    gc_forget = 0;
+    TAP_CHECK(rl_model_create(&m, &c) == RL_EINVAL && !m,
+              "forget gate with non-causal attention refused: %s", rl_last_error());
+}
+
+/* A gate held at 1 (wf = 0, bias 100: lambda = -softplus(-100) ~ -4e-44) weighs nothing:
+ * the logits are those of the same weights without the gate, for both attention kinds. */
+static void test_forget_open(enum rl_attn_kind kind)
+{
+    struct combo           k = {kind, RL_FMAP_ELU1, 3, 0, 0};
+    struct rl_model_config c;
+    gc_forget = 1;
+    make_config(&c, &k, 1);
+    gc_forget = 0;
+    rl_model *m, *plain;
+    if (rl_model_create(&m, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    c.attn.forget = 0;
+    if (rl_model_create(&plain, &c) != RL_OK) tap_bail("create: %s", rl_last_error());
+    randomize(plain, 0.3);
+    float *p = rl_model_params(m);
+    for (int i = 0; i < rl_model_num_tensors(m); i++) {
+        const struct rl_tensor_info *t = rl_model_tensor(m, i);
+        const struct rl_tensor_info *u = rl_model_tensor_by_name(plain, t->name);
+        for (size_t j = 0; j < t->count; j++)
+            p[t->offset + j] = u                            ? rl_model_params(plain)[u->offset + j]
+                               : strstr(t->name, "wf.bias") ? 100.0f
+                                                            : 0.0f;
+    }
+    struct rl_batch b;
+    make_batch(&b, 2, 7, c.vocab, 0);
+    double s1, s2;
+    long   nt, nc;
+    int    ok = rl_model_forward(m, &b, &s1, &nt, &nc) == RL_OK &&
+             rl_model_forward(plain, &b, &s2, &nt, &nc) == RL_OK;
+    double err = 0, mx = 0;
+    for (size_t i = 0; ok && i < (size_t)2 * 7 * c.vocab; i++) {
+        err = fmax(err, fabs(rl_model_logits(m)[i] - rl_model_logits(plain)[i]));
+        mx  = fmax(mx, fabs(rl_model_logits(plain)[i]));
+    }
+    tap_ok(ok && err <= 1e-6 * mx,
+           "%s: a gate held at 1 gives the gateless model's logits (max diff %.2g of %.3g)",
+           kind ? "linear" : "softmax", err, mx);
+    free_batch(&b);
+    rl_model_free(m), rl_model_free(plain);
+}
+
 int main(void)
 {
     rl_init(1);
@@ -588,5 +696,26 @@ int main(void)
     test_overfit(RL_ATTN_LINEAR, 3);
     test_bad_denominators();
     test_pos_scale();
+    test_forget_table();
+    test_forget_open(RL_ATTN_SOFTMAX);
+    test_forget_open(RL_ATTN_LINEAR);
+    /* the forget gate with every attention-level PE and feature map (whole-model gradients,
+     * the gate's wf and bf included), and across the chunks of the attention loops */
+    gc_forget            = 1;
+    struct combo gated[] = {
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 0, 0, 0},   {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 0, 0},
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 4, 0, 0},   {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 5, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, 0, 0, 0},    {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, 5, 0, 0},    {RL_ATTN_LINEAR, RL_FMAP_EXP, 3, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, 3, 0, 0}, {RL_ATTN_LINEAR, RL_FMAP_ELU1, 4, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof gated / sizeof *gated; i++)
+        grad_check(&gated[i], 1);
+    gc_B = 8, gc_N = 300;
+    struct combo gated_chunked[] = {{RL_ATTN_SOFTMAX, RL_FMAP_ELU1, 3, 0, 0},
+                                    {RL_ATTN_LINEAR, RL_FMAP_ELU1, 3, 0, 0}};
+    for (size_t i = 0; i < sizeof gated_chunked / sizeof *gated_chunked; i++)
+        grad_check(&gated_chunked[i], 1);
+    gc_B = 2, gc_N = 6, gc_forget = 0;
     return tap_done();
 }

@@ -28,6 +28,8 @@ printf '[model]\nhead = 4\n' >"$tmp/bad.ini"
 run_expect 2 "ropelab: $tmp/bad.ini:2: \[model\] unknown key 'head' (did you mean 'heads'?)" "$tmp/bad.ini"
 printf '[model]\nheads = 3\n' >"$tmp/div.ini"
 run_expect 2 "$tmp/div.ini:2: \[model\] heads: d_model = 128 is not divisible by heads = 3" "$tmp/div.ini"
+printf '[model]\nforget_gate = true\n[task]\nname = listops\n' >"$tmp/lop.ini"
+run_expect 2 "$tmp/lop.ini:2: \[model\] forget_gate: the forget gate weighs earlier positions only: it needs a causal task" "$tmp/lop.ini"
 printf '[train]\nsteps = 2\n' >"$tmp/ok.ini"
 run_expect 2 "ropelab: --set train.lr=x: \[train\] lr: expected a number > 0, got 'x'" "$tmp/ok.ini" --set train.lr=x
 run_expect 2 "--threads: expected an integer" "$tmp/ok.ini" --threads 0
@@ -69,8 +71,13 @@ if "$PYTHON" -c 'import torch, numpy' 2>/dev/null; then
 import numpy as np
 rng = np.random.default_rng(3)
 np.save('$tmp/lm.npy', rng.integers(0, 40, size=(24, 33)).astype(np.int64))"
-    for point in softmax:rope linear:rope softmax:sinusoidal linear:sinusoidal; do
-        att=${point%:*}; pe=${point#*:}; name=$att-$pe
+    # the forget gate (':forget') with forget_bias 1, so that gates around 0.73 weigh
+    # every pair and wf, bf get gradients well above float32 noise
+    for point in softmax:rope linear:rope softmax:sinusoidal linear:sinusoidal \
+        softmax:none:forget softmax:rope:forget softmax:alibi:forget linear:none:forget \
+        linear:rope:forget; do
+        att=${point%%:*}; rest=${point#*:}; pe=${rest%%:*}; gate=false; name=$att-$pe
+        case $point in *:forget) gate=true; name=$name-forget ;; esac
         dm=64; [ "$pe" = sinusoidal ] && dm=48 # pos.scale's init 48^-1/2 is not a power of 2
         cat >"$tmp/$name.ini" <<EOF
 [model]
@@ -79,6 +86,8 @@ heads = 4
 layers = 2
 attention = $att
 pe = $pe
+forget_gate = $gate
+forget_bias = 1.0
 [task]
 name = tokens
 path = $tmp/lm.npy
@@ -93,10 +102,10 @@ log_every = 1
 checkpoint_initial = true
 EOF
         "$ROPELAB" run "$tmp/$name.ini" --out "$tmp/runs" -q >/dev/null 2>"$tmp/err"
-        ok $? "$att, pe=$pe: ropelab run for the PyTorch comparison"
+        ok $? "$att, pe=$pe, forget_gate=$gate: ropelab run for the PyTorch comparison"
         "$PYTHON" "$top_srcdir/tests/ref/torch_train.py" "$tmp/runs/$name" --steps 12 --tol 1e-4 >"$tmp/cmp" 2>&1
         r=$?
-        ok $r "$att, pe=$pe: per-update loss matches PyTorch to 1e-4 relative over 12 updates ($(tail -1 "$tmp/cmp" | sed 's/^# //'))"
+        ok $r "$att, pe=$pe, forget_gate=$gate: per-update loss matches PyTorch to 1e-4 relative over 12 updates ($(tail -1 "$tmp/cmp" | sed 's/^# //'))"
         [ $r = 0 ] || sed 's/^/# /' "$tmp/cmp"
     done
 else

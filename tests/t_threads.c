@@ -1,10 +1,10 @@
 /* t_threads.c -- the thread count never changes a result, and the governor that adapts
  * it to the machine's load (core/governor.h) chooses the faster count.
  *
- * 1. For every attention kind x position encoding family, a short training run with one
- *    thread and a run whose thread count changes at every update (3, 1, 2, 3, ...) end
- *    with the same checkpoint bytes (parameters and AdamW moments) and the same
- *    evaluation losses: what the governor relies on.
+ * 1. For every attention kind x position encoding family (and the forget gate in both
+ *    kinds), a short training run with one thread and a run whose thread count changes
+ *    at every update (3, 1, 2, 3, ...) end with the same checkpoint bytes (parameters and
+ *    AdamW moments) and the same evaluation losses: what the governor relies on.
  * 2. The governor, fed synthetic update times: on an idle machine it never leaves the
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
@@ -85,6 +85,8 @@ static void test_independent(void)
         {"model.attention=linear", "model.pe=t5", NULL},
         {"model.attention=linear", "model.pe=alibi", NULL},
         {"model.attention=linear", "model.pe=alibi", "model.alibi_scan=true", NULL},
+        {"model.attention=softmax", "model.pe=rope", "model.forget_gate=true", NULL},
+        {"model.attention=linear", "model.pe=rope", "model.forget_gate=true", NULL},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char                          a[32], b[32], pa[700], pb[700];

@@ -1,7 +1,8 @@
 /* cmd_attn.c -- `ropelab attn`: the numeric interface to the kernels.
  * Reads DIR/q.npy (H,N,d), k.npy (H,N,d), v.npy (H,N,dv), optional t5_bias.npy
- * (H,buckets) and dout.npy (H,N,dv); writes OUT/out.npy, and with dout dq.npy, dk.npy,
- * dv.npy (and dt5_bias.npy), plus OUT/stats.json. */
+ * (H,buckets), with --forget logf.npy (H,N), and dout.npy (H,N,dv); writes OUT/out.npy,
+ * and with dout dq.npy, dk.npy, dv.npy (and dt5_bias.npy, dlogf.npy), plus
+ * OUT/stats.json. */
 #include "config.h"
 #include "../kernels/attn.h"
 #include "cli.h"
@@ -23,7 +24,8 @@ struct attn_args {
 
 #define A struct attn_args
 static const struct rl_opt attn_opts[] = {
-    RL_OPT_STRING("in", A, in, "DIR", "directory of q.npy, k.npy, v.npy, t5_bias.npy, dout.npy"),
+    RL_OPT_STRING("in", A, in, "DIR",
+                  "directory of q.npy, k.npy, v.npy, t5_bias.npy, logf.npy, dout.npy"),
     RL_OPT_STRING("out", A, out, "DIR", "directory of the outputs (made if missing)"),
     RL_OPT_CHOICE("attention", A, o.kind, rl_attn_kinds, "kernel (default softmax)"),
     RL_OPT_CHOICE("feature-map", A, o.fmap, rl_fmaps,
@@ -55,6 +57,10 @@ static const struct rl_opt attn_opts[] = {
     RL_OPT_FLAG("alibi-scan", 0, A, o.alibi_scan, 1,
                 "linear causal ALiBi by the O(N) decayed scan (else FFT)"),
     RL_OPT_FLOAT("eps", A, o.eps, RL_ANY, "E", "linear-attention epsilon (default 1e-6)"),
+    RL_OPT_FLAG("forget", 0, A, o.forget, 1,
+                "forget gate (needs --causal): logf.npy holds log forget values lambda[h,l] "
+                "<= 0; the pair n <= m is weighted by exp(lambda[n+1] + ... + lambda[m]) (a "
+                "score term in softmax, a decay in linear attention)"),
     RL_OPT_INT("threads", A, threads, 1, 1024, "N",
                "threads (default OMP_NUM_THREADS or all cores)"),
     RL_OPT_HELP,
@@ -66,10 +72,11 @@ static const struct rl_command attn_command = {
     "Usage: ropelab attn --in DIR --out DIR [options]\n"
     "\n"
     "Runs one attention kernel on float32 .npy arrays: DIR/q.npy (H,N,d), k.npy (H,N,d),\n"
-    "v.npy (H,N,dv), optional t5_bias.npy (H,buckets) and dout.npy (H,N,dv); float64 or\n"
-    "big-endian arrays are read and rounded to float32.  Writes OUT/out.npy; with dout\n"
-    "also dq.npy, dk.npy, dv.npy (and dt5_bias.npy); and OUT/stats.json (time, and for\n"
-    "linear attention the rows whose denominator <= eps).\n"
+    "v.npy (H,N,dv), optional t5_bias.npy (H,buckets) and dout.npy (H,N,dv), and with\n"
+    "--forget logf.npy (H,N); float64 or big-endian arrays are read and rounded to\n"
+    "float32.  Writes OUT/out.npy; with dout also dq.npy, dk.npy, dv.npy (and\n"
+    "dt5_bias.npy, dlogf.npy); and OUT/stats.json (time, and for linear attention the\n"
+    "rows whose denominator <= eps).\n"
     "\n",
     NULL, 0};
 
@@ -83,17 +90,19 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
     if (!A->in || !A->out) return rl_usage_error("attn", "--in DIR and --out DIR are required");
     if (!A->in[0]) return rl_usage_error("attn", "--in: expected a directory, got ''");
     if (!A->out[0]) return rl_usage_error("attn", "--out: expected a directory, got ''");
+    if (A->o.forget && !A->o.causal)
+        return rl_usage_error("attn", "--forget needs --causal (the gate weighs n <= m only)");
     return RL_OPTS_GO_ON;
 }
 
 struct arrays {
-    float  *q, *k, *v, *t5, *dout;
-    int64_t sq[3], sk[3], sv[3], st5[2], sd[3];
+    float  *q, *k, *v, *t5, *dout, *logf;
+    int64_t sq[3], sk[3], sv[3], st5[2], sd[3], sl[2];
 };
 
 static void free_arrays(struct arrays *X)
 {
-    free(X->q), free(X->k), free(X->v), free(X->t5), free(X->dout);
+    free(X->q), free(X->k), free(X->v), free(X->t5), free(X->dout), free(X->logf);
 }
 
 #define ATTN_MAX_ABS 1e18 /* beyond this, q k^T and the feature maps overflow float32 */
@@ -122,6 +131,24 @@ static int check_finite(const char *name, const float *x, const int64_t *shape, 
     return -1;
 }
 
+/* The log forget values: shape (H, N), every value finite and <= 0 (a gate in (0, 1]),
+ * else a usage error naming the index of the first bad value. */
+static int check_logf(const struct arrays *X)
+{
+    if (X->sl[0] != X->sq[0] || X->sl[1] != X->sq[1])
+        return rl_usage_error("attn", "logf.npy must be (H, N) = (%lld,%lld), got (%lld,%lld)",
+                              (long long)X->sq[0], (long long)X->sq[1], (long long)X->sl[0],
+                              (long long)X->sl[1]);
+    const size_t n = (size_t)X->sl[0] * (size_t)X->sl[1];
+    for (size_t i = 0; i < n; i++)
+        if (!(isfinite(X->logf[i]) && X->logf[i] <= 0.0f))
+            return rl_usage_error("attn",
+                                  "logf.npy[%zu,%zu] = %g: log forget values must be finite "
+                                  "and <= 0",
+                                  i / (size_t)X->sl[1], i % (size_t)X->sl[1], (double)X->logf[i]);
+    return -1;
+}
+
 /* Loads the inputs; returns an exit status or -1. */
 static int load_arrays(struct arrays *X, struct attn_args *A)
 {
@@ -143,6 +170,14 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     snprintf(p, sizeof p, "%s/dout.npy", A->in);
     if (rl_path_exists(p)) {
         LOAD("dout.npy", dout, sd, 3)
+    }
+    snprintf(p, sizeof p, "%s/logf.npy", A->in);
+    if (A->o.forget && !rl_path_exists(p)) {
+        return rl_usage_error("attn", "--forget needs %s (H x N log forget values)", p);
+    } else if (A->o.forget) {
+        LOAD("logf.npy", logf, sl, 2)
+    } else if (rl_path_exists(p)) {
+        return rl_usage_error("attn", "logf.npy given but --forget is not set");
     }
 #undef LOAD
     int64_t H = X->sq[0], N = X->sq[1], d = X->sq[2];
@@ -174,6 +209,7 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     if (rc < 0) rc = check_finite("v.npy", X->v, X->sv, 3);
     if (rc < 0 && X->t5) rc = check_finite("t5_bias.npy", X->t5, X->st5, 2);
     if (rc < 0 && X->dout) rc = check_finite("dout.npy", X->dout, X->sd, 3);
+    if (rc < 0 && X->logf) rc = check_logf(X);
     return rc;
 }
 
@@ -215,7 +251,7 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
     }
     size_t nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
     float *o = calloc(nv, sizeof(float)), *saved = calloc((size_t)H * N, sizeof(float));
-    float *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL;
+    float *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL, *dlf = NULL;
     int    rc                   = RL_EXIT_FAIL;
     struct rl_attn_stats fs     = {0};
     double               ms_bwd = 0;
@@ -223,7 +259,7 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
         goto done;
     }
-    const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, NULL};
+    const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, X->logf};
     if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK) goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     for (size_t i = 0; i < nv; i++)
@@ -239,17 +275,19 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)),
         dvv = calloc(nv, sizeof(float));
         if (X->t5) dt5 = calloc((size_t)X->st5[0] * X->st5[1], sizeof(float));
-        if (!dq || !dk || !dvv || (X->t5 && !dt5)) {
+        if (X->logf) dlf = calloc((size_t)H * N, sizeof(float));
+        if (!dq || !dk || !dvv || (X->t5 && !dt5) || (X->logf && !dlf)) {
             rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the gradients");
             goto done;
         }
         double                     t0 = rl_now_ms();
-        const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
+        const struct rl_attn_grads gr = {dq, dk, dvv, dt5, dlf};
         if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK) goto done;
         ms_bwd = rl_now_ms() - t0;
         if (write_out(A->out, "dq.npy", dq, 3, shq) || write_out(A->out, "dk.npy", dk, 3, shq) ||
             write_out(A->out, "dv.npy", dvv, 3, shv) ||
-            (dt5 && write_out(A->out, "dt5_bias.npy", dt5, 2, X->st5)))
+            (dt5 && write_out(A->out, "dt5_bias.npy", dt5, 2, X->st5)) ||
+            (dlf && write_out(A->out, "dlogf.npy", dlf, 2, X->sl)))
             goto done;
     }
     if (write_stats(A->out, A, &fs, ms_bwd, H, N, d, dv)) goto done;
@@ -257,7 +295,7 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
 done:
     /* every failure above was recorded through rl_error_report: print it once */
     if (rc != RL_EXIT_OK) fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
-    free(o), free(saved), free(dq), free(dk), free(dvv), free(dt5);
+    free(o), free(saved), free(dq), free(dk), free(dvv), free(dt5), free(dlf);
     rl_attn_free(plan);
     return rc;
 }

@@ -90,6 +90,10 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "xPos decay on RoPE (softmax, causal)"},
     {"model", "xpos_scale_base", RL_K_DBL, OFF(model.xpos_scale_base), RL_D_POS, 0, NULL,
      "xPos scale base gamma"},
+    {"model", "forget_gate", RL_K_BOOL, OFF(model.forget_gate), 0, 0, NULL,
+     "data-dependent forget gate per head and token (causal tasks only)"},
+    {"model", "forget_bias", RL_K_DBL, OFF(model.forget_bias), RL_D_ANY, 0, NULL,
+     "initial bias of the forget gate's projection (gate sigmoid(bias) at the start)"},
     {"task", "name",       RL_K_ENUM, OFF(task.name), 0, 0, rl_task_kinds, "the task"},
     {"task", "length",     RL_K_INT, OFF(task.length), 0, BIG, NULL,
      "training sequence length N (0 = task default)"},
@@ -192,6 +196,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->model.rope_scale = 1, c->model.rope_ntk = 1;
     c->model.t5_buckets = 32, c->model.t5_max_distance = 128;
     c->model.rope_yarn = 1, c->model.xpos_scale_base = 512;
+    c->model.forget_bias = 5.0;
     struct rl_task_opts to;
     rl_task_opts_default(&to);
     c->task.name   = RL_TASK_COPY;

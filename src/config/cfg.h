@@ -96,6 +96,8 @@ struct rl_cfg {
         int                 rope_yarn_orig; /* YaRN L (0 = the task length) */
         int                 xpos;
         double              xpos_scale_base;
+        int                 forget_gate; /* data-dependent forget gate (causal tasks) */
+        double              forget_bias; /* its projection's initial bias */
     } model;
     struct {
         enum rl_task_kind name;

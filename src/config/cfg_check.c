@@ -56,6 +56,10 @@ static rl_status check_rope(const struct rl_cfg *c)
                           c->task.name == RL_TASK_LISTOPS))
         CHECK_FAIL("model", "xpos", NULL, NULL,
                    "xPos needs attention = softmax, pe = rope and a causal task (not listops)");
+    if (c->model.forget_gate && c->task.name == RL_TASK_LISTOPS)
+        CHECK_FAIL("model", "forget_gate", NULL, NULL,
+                   "the forget gate weighs earlier positions only: it needs a causal task, and "
+                   "listops is a non-causal classifier");
     int linear_rope = c->model.pe == RL_CFG_PE_ROPE && c->model.attention == RL_ATTN_LINEAR;
     if (c->model.rope_place == RL_ROPE_PLACE_INPUT && !linear_rope)
         CHECK_FAIL("model", "rope_place", NULL, NULL,
@@ -452,6 +456,8 @@ void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_cl
     a->rope.yarn_orig   = c->model.rope_yarn_orig;
     a->xpos             = c->model.xpos;
     a->xpos_scale_base  = c->model.xpos_scale_base;
+    a->forget           = c->model.forget_gate;
+    mc->forget_bias     = c->model.forget_bias;
     /* alibi_scan is a preference: it applies where the scan exists (causal linear ALiBi) */
     a->alibi_scan =
         c->model.alibi_scan && a->pe == RL_ATTN_PE_ALIBI && causal && a->kind == RL_ATTN_LINEAR;

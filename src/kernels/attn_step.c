@@ -30,6 +30,7 @@ struct rl_attn_step {
     /* xPos: per feature lam_f = ln(zeta_f)/gamma (d), and the decays exp(a lam_f) of every
      * distance a < cap (cap rows of d), so that a score is sum_f q_f k_f exp((m-n) lam_f) */
     float  *xlam, *xdec;
+    double *cg; /* forget gate (softmax): c_h[n], the log gates' prefix sums (cap rows of H) */
     int    *bucket;
     double *slopes; /* H (alibi) */
     /* linear: per head S (D x dv), z (Dd); Shen: Z and the running max c (d each) */
@@ -56,7 +57,7 @@ static enum step_mode step_mode(const struct rl_attn_opts *o)
 void rl_attn_step_free(rl_attn_step *s)
 {
     if (!s) return;
-    free(s->K), free(s->V), free(s->score), free(s->bucket), free(s->slopes);
+    free(s->K), free(s->V), free(s->score), free(s->bucket), free(s->slopes), free(s->cg);
     free(s->S), free(s->z), free(s->Z), free(s->c);
     free(s->xq), free(s->xk), free(s->phq), free(s->phk), free(s->A), free(s->C), free(s->B);
     free(s->E), free(s->P), free(s->num), free(s->qr), free(s->inv), free(s->xlam), free(s->xdec);
@@ -79,7 +80,9 @@ static rl_status grow(rl_attn_step *s, int need)
     if (bk) s->bucket = bk;
     float *xd = s->xlam ? realloc(s->xdec, (size_t)cap * s->d * sizeof(float)) : s->xdec;
     if (xd) s->xdec = xd;
-    if (!K || !V || !sc || !bk || (s->xlam && !xd))
+    double *cg = s->o.forget ? realloc(s->cg, (size_t)cap * s->H * sizeof(double)) : s->cg;
+    if (cg) s->cg = cg;
+    if (!K || !V || !sc || !bk || (s->xlam && !xd) || (s->o.forget && !cg))
         RL_FAIL(RL_ENOMEM, "attention step: cannot grow the key/value cache to %d positions", cap);
     for (int a = s->cap; s->xlam && a < cap; a++)
         for (int f = 0; f < s->d; f++)
@@ -182,7 +185,9 @@ int rl_attn_step_position(const rl_attn_step *s) { return s->pos; }
 
 size_t rl_attn_step_state_bytes(const rl_attn_step *s)
 {
-    if (s->softmax) return (size_t)s->pos * s->H * (s->d + s->dv) * sizeof(float);
+    if (s->softmax)
+        return (size_t)s->pos * s->H *
+               ((s->d + s->dv) * sizeof(float) + (s->o.forget ? sizeof(double) : 0));
     size_t per = (size_t)s->D * s->dv + s->Dd + (s->shen ? 2 * (size_t)s->d : 0);
     return (size_t)s->H * per * sizeof(double);
 }
@@ -226,6 +231,12 @@ static void softmax_scores(rl_attn_step *s, const float *q, const float *t5)
         for (int n = 0; n <= m; n++)
             sc[n] += B[s->bucket[m - n]];
     }
+    for (int h = 0; h < H && s->o.forget; h++) { /* the gate: + c_h[m] - c_h[n] */
+        float       *sc = s->score + (size_t)h * cap;
+        const double cm = s->cg[(size_t)m * H + h];
+        for (int n = 0; n <= m; n++)
+            sc[n] += (float)(cm - s->cg[(size_t)n * H + h]);
+    }
 }
 
 /* p = exp(s - max) per head (in place); returns 1 / sum p in inv (H). */
@@ -267,12 +278,15 @@ static void softmax_values(rl_attn_step *s, float *o, const float *inv)
             o[(size_t)h * dv + j] *= inv[h];
 }
 
-static rl_status softmax_step(rl_attn_step *s, float *o, const float *q, const float *k,
-                              const float *v, const struct rl_rope *rope, const float *t5)
+static rl_status softmax_step(rl_attn_step *s, float *o, const struct rl_attn_step_in *in)
 {
     RL_TRY(grow(s, s->pos + 1));
-    const int d = s->d, dv = s->dv, H = s->H, m = s->pos;
-    float    *kr = s->K + (size_t)m * H * d;
+    const int             d = s->d, dv = s->dv, H = s->H, m = s->pos;
+    const float          *q = in->q, *k = in->k, *v = in->v;
+    const struct rl_rope *rope = in->rope;
+    for (int h = 0; h < H && s->o.forget; h++) /* c_h[m] = c_h[m-1] + lambda_h[m] */
+        s->cg[(size_t)m * H + h] = (m ? s->cg[(size_t)(m - 1) * H + h] : 0.0) + (double)in->logf[h];
+    float *kr = s->K + (size_t)m * H * d;
     for (int h = 0; h < H; h++) { /* the cache holds R_n k_n: only the new row rotates */
         if (rope) {
             rl_rope_rotate(rope, kr + (size_t)h * d, d, k + (size_t)h * d, d, 1, m, 0);
@@ -283,7 +297,7 @@ static rl_status softmax_step(rl_attn_step *s, float *o, const float *q, const f
         }
     }
     memcpy(s->V + (size_t)m * H * dv, v, (size_t)H * dv * sizeof(float));
-    softmax_scores(s, s->qr, t5);
+    softmax_scores(s, s->qr, in->t5);
     softmax_weights(s, s->inv);
     softmax_values(s, o, s->inv);
     return RL_OK;
@@ -370,13 +384,15 @@ static void query_features(rl_attn_step *s, const float *q, const struct rl_rope
     }
 }
 
-/* S = g S + C v^T, z = g z + E, then o = A^T S / (B . z + eps); returns 1 when B . z <= eps. */
+/* S = g S + C v^T, z = g z + E, then o = A^T S / (B . z + eps); returns 1 when B . z <= eps.
+ * The decay g: exp(-slope_h) for causal ALiBi, times exp(lambda) of the forget gate (lf,
+ * the head's log gate of this token; 0 without the gate), 1 otherwise. */
 static int linear_head(rl_attn_step *s, float *o, const float *q, const float *k, const float *v,
-                       const struct rl_rope *rope, int h)
+                       const struct rl_rope *rope, float lf, int h)
 {
     const int d = s->d, dv = s->dv, D = s->D, Dd = s->Dd, m = s->pos;
     double   *S = s->S + (size_t)h * D * dv, *z = s->z + (size_t)h * Dd;
-    double    g = s->mode == DECAY ? exp(-s->slopes[h]) : 1.0;
+    double    g = exp((s->mode == DECAY ? -s->slopes[h] : 0.0) + (double)lf);
     if (s->input_rot) { /* rope_place = input: phi(R_m q_m), phi(R_m k_m) */
         rl_rope_rotate(rope, s->xq, d, q, d, 1, m, 0);
         rl_rope_rotate(rope, s->xk, d, k, d, 1, m, 0);
@@ -406,19 +422,21 @@ static int linear_head(rl_attn_step *s, float *o, const float *q, const float *k
     return bad;
 }
 
-rl_status rl_attn_step_forward(rl_attn_step *s, float *o, long *n_bad, const float *q,
-                               const float *k, const float *v, const struct rl_rope *rope,
-                               const float *t5)
+rl_status rl_attn_step_forward(rl_attn_step *s, float *o, long *n_bad,
+                               const struct rl_attn_step_in *in)
 {
+    const struct rl_rope *rope = in->rope;
     RL_ASSERT(!(s->o.pe == RL_ATTN_PE_ROPE) || (rope && rope->n_pos > s->pos && rope->d == s->d));
-    RL_ASSERT(s->o.pe != RL_ATTN_PE_T5 || t5);
+    RL_ASSERT(s->o.pe != RL_ATTN_PE_T5 || in->t5);
+    RL_ASSERT(!s->o.forget == !in->logf);
     long bad = 0;
     if (s->softmax) {
-        RL_TRY(softmax_step(s, o, q, k, v, rope, t5));
+        RL_TRY(softmax_step(s, o, in));
     } else {
+        const int d = s->d, dv = s->dv;
         for (int h = 0; h < s->H; h++)
-            bad += linear_head(s, o + (size_t)h * s->dv, q + (size_t)h * s->d, k + (size_t)h * s->d,
-                               v + (size_t)h * s->dv, rope, h);
+            bad += linear_head(s, o + (size_t)h * dv, in->q + (size_t)h * d, in->k + (size_t)h * d,
+                               in->v + (size_t)h * dv, rope, in->logf ? in->logf[h] : 0.0f, h);
     }
     if (n_bad) *n_bad = bad;
     s->pos++;
@@ -445,6 +463,8 @@ rl_status rl_attn_step_fill_random(rl_attn_step *s, int n, unsigned long long se
             s->K[i] = (float)next_u(&seed);
         for (size_t i = 0; i < (size_t)n * s->H * s->dv; i++)
             s->V[i] = (float)next_u(&seed);
+        for (size_t i = 0; s->o.forget && i < (size_t)n * s->H; i++) /* gates around 0.99 */
+            s->cg[i] = -0.01 * (double)(i / (size_t)s->H);
     } else {
         const size_t H = (size_t)s->H, d = (size_t)s->d;
         for (size_t i = 0; i < H * s->D * s->dv; i++)

@@ -23,6 +23,12 @@
  * causal ALiBi in linear attention: the decayed state of attn_decay.c,
  *   S_m = gamma S_{m-1} + phi_k(k_m) v_m^T,  z_m = gamma z_{m-1} + phi_k(k_m),
  *   gamma = exp(-slope_h), o_m = A_m^T S_m / (A_m . z_m + eps).
+ * Forget gate (opts.forget): the step also reads the new token's log forget values
+ *   lambda_h[m] <= 0 (H).  Softmax keeps c_h[n] = sum_{l <= n} lambda_h[l] (double) per
+ *   cached position and adds c_h[m] - c_h[n] to score n.  Linear attention decays the
+ *   state before the new term: S_m = exp(lambda_m) S_{m-1} + C_m v_m^T, z_m =
+ *   exp(lambda_m) z_{m-1} + E_m, for every mode above (with causal ALiBi the two decays
+ *   combine: exp(lambda_m - slope_h)); the Shen map's normaliser Z is not decayed.
  * T5 in linear attention has no such recurrence: rl_attn_step_supported says 0 and the
  * caller recomputes the prefix.  Non-causal options are refused.
  *
@@ -49,16 +55,25 @@ void rl_attn_step_reset(rl_attn_step *s);
 /* Tokens consumed so far (the position of the next step). */
 int rl_attn_step_position(const rl_attn_step *s);
 
-/* One token: o (H*dv) from q, k (H*d), v (H*dv) at position rl_attn_step_position(s).
- * rope: table covering that position (pe = rope), else NULL; t5: the H x t5_buckets table
- * (pe = t5), else NULL.  *n_bad (may be NULL) gets the heads whose linear denominator
+/* What one step reads: q, k (H*d) and v (H*dv) of the token at position
+ * rl_attn_step_position(s); rope: a table covering that position (pe = rope), else NULL;
+ * t5: the H x t5_buckets table (pe = t5), else NULL; logf: the token's H log forget values
+ * (forget gate), else NULL. */
+struct rl_attn_step_in {
+    const float          *q, *k, *v;
+    const struct rl_rope *rope;
+    const float          *t5;
+    const float          *logf;
+};
+
+/* One token: o (H*dv).  *n_bad (may be NULL) gets the heads whose linear denominator
  * before eps was <= eps.  Fails only when the softmax cache cannot grow. */
-rl_status rl_attn_step_forward(rl_attn_step *s, float *o, long *n_bad, const float *q,
-                               const float *k, const float *v, const struct rl_rope *rope,
-                               const float *t5);
+rl_status rl_attn_step_forward(rl_attn_step *s, float *o, long *n_bad,
+                               const struct rl_attn_step_in *in);
 
 /* Bytes of the cache or state in use: softmax 4 * position * H * (d + dv) (the keys and
- * values), linear the per-head double states (independent of the position). */
+ * values; with the forget gate also 8 * position * H for the gate's prefix sums), linear
+ * the per-head double states (independent of the position). */
 size_t rl_attn_step_state_bytes(const rl_attn_step *s);
 
 /* For benchmarks: pretend n tokens were consumed, with finite pseudo-random cache and

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "decode.h"
 #include "layers.h"
+#include "forget.h"
 #include "../kernels/attn_step.h"
 #include "../core/util.h"
 
@@ -24,6 +25,7 @@ RL_CHOICE_TABLE_CHECK(rl_decode_modes, RL_DECODE_MODE_COUNT);
 
 struct layer_view {
     const float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
+    const float *wf, *bf; /* the forget gate's projection (NULL without the gate) */
 };
 
 struct rl_decoder {
@@ -39,6 +41,7 @@ struct rl_decoder {
     int                    rope_n; /* positions the RoPE table covers (0: none yet) */
     /* one row of activations */
     float *x, *xmid, *ln, *qkv, *q, *k, *v, *o, *om, *h, *sig, *g, *pe;
+    float *lf; /* the forget gate's log gates of the token (H) */
     /* recomputation: the token history and a batch over it */
     int32_t *toks, *tgt;
     uint8_t *mask;
@@ -74,6 +77,7 @@ static void build_views(rl_decoder *dc)
         b->ln2w = param(m, "ln2.weight", i), b->ln2b = param(m, "ln2.bias", i);
         b->fc1w = param(m, "mlp.fc1.weight", i), b->fc1b = param(m, "mlp.fc1.bias", i);
         b->fc2w = param(m, "mlp.fc2.weight", i), b->fc2b = param(m, "mlp.fc2.bias", i);
+        b->wf = param(m, "attn.wf.weight", i), b->bf = param(m, "attn.wf.bias", i);
     }
 }
 
@@ -92,13 +96,13 @@ void rl_decoder_free(rl_decoder *dc)
 
 static rl_status alloc_rows(rl_decoder *dc)
 {
-    const size_t D = (size_t)dc->D, n = 24 * D; /* the rows carved below */
+    const size_t D = (size_t)dc->D, n = 24 * D + (size_t)dc->H; /* the rows carved below */
     float       *p = calloc(n, sizeof(float));
     if (!p) RL_FAIL(RL_ENOMEM, "decoder: out of memory");
     dc->x = p, p += D, dc->xmid = p, p += D, dc->ln = p, p += D, dc->qkv = p, p += 3 * D;
     dc->q = p, p += D, dc->k = p, p += D, dc->v = p, p += D, dc->o = p, p += D;
     dc->om = p, p += D, dc->pe = p, p += D, dc->h = p, p += 4 * D, dc->sig = p, p += 4 * D;
-    dc->g = p;
+    dc->g = p, p += 4 * D, dc->lf = p;
     return RL_OK;
 }
 
@@ -232,8 +236,12 @@ static rl_status block_step(rl_decoder *dc, int l)
     rl_layernorm_forward(dc->ln, &mean, &rstd, dc->x, p->ln1w, p->ln1b, 1, D);
     rl_linear_forward(dc->qkv, dc->ln, p->wqkv, NULL, 1, D, 3 * D, 0);
     rl_heads_split(dc->q, dc->k, dc->v, dc->qkv, p->bqkv, 1, 1, dc->H, dc->d);
-    RL_TRY(rl_attn_step_forward(dc->att[l], dc->o, &bad, dc->q, dc->k, dc->v,
-                                dc->rope_n ? &dc->rope : NULL, p->t5));
+    if (dc->c.attn.forget) /* lambda_h = log sigmoid(wf_h . ln + bf_h), as in training */
+        rl_forget_forward(dc->lf, dc->ln, p->wf, p->bf, 1, 1, dc->H, D);
+    const struct rl_attn_step_in in = {dc->q, dc->k,
+                                       dc->v, dc->rope_n ? &dc->rope : NULL,
+                                       p->t5, dc->c.attn.forget ? dc->lf : NULL};
+    RL_TRY(rl_attn_step_forward(dc->att[l], dc->o, &bad, &in));
     dc->bad += bad;
     rl_heads_merge(dc->om, dc->o, 1, 1, dc->H, dc->d);
     memcpy(dc->xmid, dc->x, (size_t)D * sizeof(float));

@@ -15,7 +15,10 @@
  *   RL_DECODE_FULL       every step runs rl_model_forward on the whole prefix 0 .. m and
  *                        returns its last row: the training kernels, the reference.
  * Input encodings: sinusoidal rows are computed per position; a learned table has
- * max_len rows, and the step at position max_len fails (RL_EINVAL) naming the token. */
+ * max_len rows, and the step at position max_len fails (RL_EINVAL) naming the token.
+ * Forget gate: each block computes the token's log gates from its LN1 row (forget.h) and
+ * hands them to the step, which decays the linear states or extends the softmax cache's
+ * prefix sums (attn_step.h). */
 #ifndef RL_DECODE_H
 #define RL_DECODE_H
 

@@ -13,6 +13,7 @@ double rl_model_forward_flops_per_token(const struct rl_model_config *c, int N)
         attn = 4.0 * D * d + 4.0 * D;
     }
     double per_layer = 24.0 * D * D + attn;
+    if (c->attn.forget) per_layer += 2.0 * D * c->heads; /* the gate's projection wf */
     double head      = c->n_classes > 0 ? 2.0 * D * c->n_classes / N : 2.0 * D * c->vocab;
     return c->layers * per_layer + head;
 }

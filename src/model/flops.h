@@ -12,6 +12,7 @@
  *                                                   (N + 1) / 2 on average when causal)
  *                         linear     4 D d + 4 D   (phi(k) v^T into the state and
  *                                                   phi(q)^T S; the denominator's sums)
+ *            + 2 D H                 with the forget gate (its projection wf, H x D)
  *   head       2 D V                 (V = vocab, or the classes of a classifier, which
  *                                     pools first: counted per token as 2 D V / N)
  * Elementwise work (LayerNorm, GELU, softmax exponentials, RoPE, feature maps) is not

@@ -6,14 +6,16 @@
  *   embed.weight, [pos.weight | pos.scale], [t5.bias], blocks.0 ..., ln_f.weight, ln_f.bias,
  *   head.weight, head.bias;  block i:
  *   ln1.weight, ln1.bias, attn.wq.weight, attn.wk.weight, attn.wv.weight, attn.wq.bias,
- *   attn.wk.bias, attn.wv.bias, attn.wo.weight, attn.wo.bias, [attn.t5.bias], ln2.weight,
- *   ln2.bias, mlp.fc1.weight, mlp.fc1.bias, mlp.fc2.weight, mlp.fc2.bias.
+ *   attn.wk.bias, attn.wv.bias, attn.wo.weight, attn.wo.bias, [attn.t5.bias],
+ *   [attn.wf.weight, attn.wf.bias], ln2.weight, ln2.bias, mlp.fc1.weight, mlp.fc1.bias,
+ *   mlp.fc2.weight, mlp.fc2.bias.
  * Wq, Wk, Wv are adjacent, so they form one (3D x D) matrix: the three projections are one
  * GEMM (and so are their weight gradients); likewise their biases form one 3D vector. */
 #include "config.h"
 #include "model.h"
 #include "../core/threads.h"
 #include "layers.h"
+#include "forget.h"
 #include "../core/rng.h"
 #include "../core/util.h"
 
@@ -33,6 +35,7 @@
 
 struct block_view { /* pointers into params or grads */
     float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
+    float *wf, *bf; /* the forget gate's projection (NULL without the gate) */
 };
 
 struct view {
@@ -42,7 +45,8 @@ struct view {
 
 struct block_acts {
     float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2, *h;
-    float *sig; /* sigmoid(2u) of the GELU (its output is h * sig) */
+    float *sig;  /* sigmoid(2u) of the GELU (its output is h * sig) */
+    float *logf; /* forget gate: log gates in the heads layout (B*H, N) */
 };
 
 struct acts {
@@ -51,7 +55,8 @@ struct acts {
     float             *lnf, *meanf, *rstdf, *pooled, *logits, *lse;
     float             *qkv; /* (T, 3D) scratch; the backward reuses it as dqkv */
     float             *dres, *dln, *dq, *dk, *dv, *dout, *dom, *dh, *dlogits, *dpooled;
-    float             *gbuf; /* one MLP chunk of GELU outputs per thread (gslots) */
+    float             *dlogf; /* forget gate: (B*H, N), then the pre-activation's gradient */
+    float             *gbuf;  /* one MLP chunk of GELU outputs per thread (gslots) */
     int                gslots;
 };
 
@@ -126,6 +131,10 @@ static void add_block_tensors(rl_model *m, int i)
     ADD("attn.wo.bias", D, 0, 0);
     if (m->c.attn.pe == RL_ATTN_PE_T5 && m->c.t5_per_layer)
         ADD("attn.t5.bias", m->H, m->c.attn.t5_buckets, 0);
+    if (m->c.attn.forget) { /* a Linear(D, H): the weight decays, the bias does not */
+        ADD("attn.wf.weight", m->H, D, 1);
+        ADD("attn.wf.bias", m->H, 0, 0);
+    }
     ADD("ln2.weight", D, 0, 0);
     ADD("ln2.bias", D, 0, 0);
     ADD("mlp.fc1.weight", 4 * D, D, 1);
@@ -187,6 +196,8 @@ static void build_view(struct view *v, float *base, const rl_model *m)
         b->fc1b              = at(base, m, "mlp.fc1.bias", i);
         b->fc2w              = at(base, m, "mlp.fc2.weight", i);
         b->fc2b              = at(base, m, "mlp.fc2.bias", i);
+        b->wf                = at(base, m, "attn.wf.weight", i);
+        b->bf                = at(base, m, "attn.wf.bias", i);
     }
 }
 
@@ -217,7 +228,7 @@ rl_status rl_model_create(rl_model **out, const struct rl_model_config *c)
     m->c = *c, m->D = c->d_model, m->H = c->heads, m->d = c->d_model / c->heads;
     m->L            = c->layers;
     m->Vo           = c->n_classes > 0 ? c->n_classes : c->vocab;
-    int max_tensors = 8 + 18 * m->L;
+    int max_tensors = 8 + 20 * m->L;
     m->tensors      = calloc((size_t)max_tensors, sizeof *m->tensors);
     m->names        = calloc((size_t)max_tensors, sizeof *m->names);
     m->p.blk        = calloc((size_t)m->L, sizeof *m->p.blk);
@@ -308,6 +319,8 @@ void rl_model_init_weights(rl_model *m, uint64_t seed)
             fill = 1.0; /* LayerNorm gains; biases and T5 tables stay 0 */
         else if (strcmp(t->name, "pos.scale") == 0)
             fill = pow(m->D, -0.5); /* the sinusoid's gain, D^-1/2 rounded once to float32 */
+        else if (ends_with(t->name, "attn.wf.bias"))
+            fill = m->c.forget_bias; /* gates sigmoid(forget_bias) at the start */
         for (size_t j = 0; j < t->count; j++)
             p[j] = std > 0.0 ? (float)(std * rl_rng_normal(&rng)) : (float)fill;
     }
@@ -358,6 +371,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
         b->xmid = carve(base, &off, T * D), b->ln2 = carve(base, &off, T * D);
         b->mean2 = carve(base, &off, T), b->rstd2 = carve(base, &off, T);
         b->h = carve(base, &off, 4 * T * D), b->sig = carve(base, &off, 4 * T * D);
+        b->logf = carve(base, &off, m->c.attn.forget ? G * (size_t)N : 0);
     }
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);
@@ -371,6 +385,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->gbuf    = carve(base, &off, (size_t)a->gslots * 4 * (size_t)mlp_rows(m, (int)T) * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);
     a->dpooled = carve(base, &off, (size_t)B * D);
+    a->dlogf   = carve(base, &off, m->c.attn.forget ? G * (size_t)N : 0);
     return off;
 }
 
@@ -560,6 +575,34 @@ static int attn_team(const rl_model *m, const rl_attn *plan, int chunks)
     return m->c.attn.pe == RL_ATTN_PE_T5 ? 1 : chunk_team(rl_attn_threads(plan), chunks);
 }
 
+/* The forget gate of sequences b0 .. b0+nb-1 from their LN1 rows: their log gates (in the
+ * heads layout, rows b0*H ...), or NULL without the gate. */
+static float *gate_forward(rl_model *m, int l, int b0, int nb)
+{
+    if (!m->c.attn.forget) return NULL;
+    const size_t t0 = (size_t)b0 * m->N, off = (size_t)b0 * m->H * m->N;
+    float       *logf = m->a.blk[l].logf + off;
+    rl_forget_forward(logf, m->a.blk[l].ln1 + t0 * m->D, m->p.blk[l].wf, m->p.blk[l].bf, nb, m->N,
+                      m->H, m->D);
+    return logf;
+}
+
+/* The gate's backward, first part (any thread): dlogf (the kernel's, the chunk's rows)
+ * becomes the pre-activation's gradient, and dln (the chunk's LN1 rows) gains da . wf. */
+static void gate_backward_dx(rl_model *m, int l, float *dlogf, float *dln, int b0, int nb)
+{
+    const float *logf = m->a.blk[l].logf + (size_t)b0 * m->H * m->N;
+    rl_forget_backward_act(dlogf, logf, nb, m->N, m->H);
+    rl_forget_backward_dx(dln, dlogf, m->p.blk[l].wf, nb, m->N, m->H, m->D);
+}
+
+/* Second part (in chunk order): wf's and bf's gradients from the chunk's LN1 rows. */
+static void gate_backward_dw(rl_model *m, int l, const float *da, int b0, int nb)
+{
+    const float *ln1 = m->a.blk[l].ln1 + (size_t)b0 * m->N * m->D;
+    rl_forget_backward_dw(m->g.blk[l].wf, m->g.blk[l].bf, da, ln1, nb, m->N, m->H, m->D);
+}
+
 static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
 {
     const int B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m), nch = (B + S - 1) / S;
@@ -581,10 +624,11 @@ static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
                              D);
         rl_linear_forward(qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
         rl_heads_split(a->q + o1, a->k + o1, a->v + o1, qkv, p->bqkv, nb, N, m->H, m->d);
-        struct rl_attn_stats st = {0};
-        const struct rl_attn_in in = {a->q + o1, a->k + o1, a->v + o1, p->t5, NULL};
-        rl_status r = rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, &in,
-                                      nb * m->H, &st);
+        float                  *logf = gate_forward(m, l, b0, nb);
+        struct rl_attn_stats    st   = {0};
+        const struct rl_attn_in in   = {a->q + o1, a->k + o1, a->v + o1, p->t5, logf};
+        rl_status               r =
+            rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, &in, nb * m->H, &st);
         if (r != RL_OK) {
 #pragma omp critical(rl_block_status)
             rc = rc != RL_OK ? rc : r;
@@ -673,19 +717,23 @@ static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
         float       *dres = s->dres + o1, *dom = s->dom + w, *dout = s->dout + w;
         float       *dq = s->dq + w, *dk = s->dk + w, *dv = s->dv + w, *dqkv = s->qkv + 3 * w;
         float       *dln = s->dln + w;
+        float *dlogf = m->c.attn.forget ? s->dlogf + (team > 1 ? (size_t)b0 * m->H * N : 0) : NULL;
         /* xmid = x + om Wo^T + bo */
         rl_linear_backward(dom, NULL, NULL, dres, a->om + o1, p->wo, n, D, D, 0);
         rl_heads_split1(dout, dom, nb, N, m->H, m->d);
-        const struct rl_attn_in    in = {a->q + o1, a->k + o1, a->v + o1, p->t5, NULL};
-        const struct rl_attn_grads gr = {dq, dk, dv, g->t5, NULL};
+        const struct rl_attn_in    in = {a->q + o1, a->k + o1, a->v + o1, p->t5,
+                                      dlogf ? a->logf + (size_t)b0 * m->H * N : NULL};
+        const struct rl_attn_grads gr = {dq, dk, dv, g->t5, dlogf};
         rl_status r = rl_attn_backward(plan, &gr, dout, a->o + o1, a->saved + (size_t)b0 * m->H * N,
                                        &in, nb * m->H);
         /* q|k|v = split(ln1 Wqkv^T + bqkv) */
         rl_heads_merge3(dqkv, dq, dk, dv, nb, N, m->H, m->d);
         rl_linear_backward(dln, NULL, NULL, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
+        if (dlogf && r == RL_OK) gate_backward_dx(m, l, dlogf, dln, b0, nb);
 #pragma omp ordered
         {
             if (r != RL_OK) rc = rc != RL_OK ? rc : r;
+            if (dlogf && r == RL_OK) gate_backward_dw(m, l, dlogf, b0, nb);
             rl_linear_backward(NULL, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
             rl_linear_backward(NULL, g->wqkv, g->bqkv, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
             rl_layernorm_backward(dres, g->ln1w, g->ln1b, dln, x + o1, a->mean1 + t0, a->rstd1 + t0,

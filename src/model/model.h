@@ -24,7 +24,8 @@ struct rl_model_config {
     enum rl_input_pe    input_pe;
     int                 max_len; /* rows of pos.weight (learned PE) */
     int                 t5_per_layer;
-    struct rl_attn_opts attn; /* kind, fmap, attention-level pe, causal, eps, rope, t5 ... */
+    double              forget_bias; /* attn.forget: initial bias of blocks.{i}.attn.wf */
+    struct rl_attn_opts attn; /* kind, fmap, attention-level pe, causal, eps, rope, t5, forget */
 };
 
 struct rl_tensor_info {
@@ -60,7 +61,7 @@ const struct rl_model_config *rl_model_config_get(const rl_model *m);
 
 /* GPT-2 init from seed: N(0, 0.02) weights, wo and fc2 scaled by 1/sqrt(2 layers), biases
  * 0, LayerNorm weights 1, learned PE N(0, 0.02^2), T5 tables 0, the sinusoid's gain
- * pos.scale D^-1/2. */
+ * pos.scale D^-1/2; the forget gate's wf N(0, 0.02^2) and its bias forget_bias. */
 void rl_model_init_weights(rl_model *m, uint64_t seed);
 
 size_t                       rl_model_num_params(const rl_model *m);

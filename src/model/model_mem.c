@@ -17,6 +17,7 @@ static double param_count(const struct rl_model_config *c)
     if (c->input_pe == RL_INPUT_PE_LEARNED) p += (double)c->max_len * D;
     /* per block: ln1, wq wk wv wo (+ biases), ln2, fc1, fc2 */
     p += L * (2 * D + 4 * (D * D + D) + 2 * D + (4 * D * D + 4 * D) + (4 * D * D + D));
+    if (c->attn.forget) p += L * (H * D + H); /* the forget gate's wf, bf */
     return p + (c->t5_per_layer ? L * t5 : t5);
 }
 
@@ -30,6 +31,7 @@ static double act_floats(const struct rl_model_config *c, double B, double N, in
     f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
     f += 3 * T * D + 7 * T * D + 4 * T * D;                /* qkv and the gradient scratch */
+    if (c->attn.forget) f += (L + 1) * B * H * N;          /* log gates per block, their gradient */
     const double mlp = 4 * D * rl_model_mlp_rows(c->d_model, T < 65536 ? (long)T : 65536);
     return f + mlp * (threads > 1 ? threads : 1); /* an MLP chunk per thread */
 }

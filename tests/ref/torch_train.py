@@ -12,7 +12,11 @@ parameter, the sinusoid's gain pos.scale is float32(D^-1/2) there, and, when the
 checkpoints/step-K.safetensors for the last compared update K, pos.scale and its AdamW
 moments after K updates (a scalar whose gradient sums over every token and feature).  Supported: the tokens task (a causal LM), attention softmax or linear with
 the elu1 feature map, pe none / sinusoidal / learned / rope (pairs or halves layout, any
-rope_dims, rope_scale, rope_ntk; rope_place feature).  Only NumPy, json and torch are used:
+rope_dims, rope_scale, rope_ntk; rope_place feature) / alibi (softmax), and the forget gate
+(forget_gate = true): per block a_h[m] = wf_h . x_m + bf_h on the LN1 output,
+lambda = log sigmoid(a), c[m] = sum_{l <= m} lambda[l] (summed in float64), and the pair
+n <= m weighted by exp(c[m] - c[n]) -- a score term in softmax attention, a factor on the
+numerator and denominator weights in linear attention.  Only NumPy, json and torch are used:
 the checkpoint is read with a few lines of safetensors parsing (python3-safetensors is
 not installed here).  Exit status: 0 all compared steps within tol (relative), 1 otherwise,
 77 (the Automake "skip" code) when torch or NumPy is missing.
@@ -66,6 +70,17 @@ def rope_tables(N, R, base, scale, ntk):
     return torch.tensor(np.cos(ang), dtype=torch.float32), torch.tensor(np.sin(ang), dtype=torch.float32)
 
 
+def alibi_slopes(H):
+    """ALiBi slopes: 2^(-8(h+1)/H) for H a power of two, else those of the power of two P
+    below H followed by every other slope of 2P."""
+    def pow2(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    if H & (H - 1) == 0:
+        return pow2(H)
+    P = 1 << (H.bit_length() - 1)
+    return pow2(P) + pow2(2 * P)[0::2][: H - P]
+
+
 def rope(x, cos, sin, R, layout):
     """x (B, H, N, d): RoPE on the first R features (pairs or halves layout)."""
     xr, rest = x[..., :R], x[..., R:]
@@ -96,8 +111,11 @@ class Model(torch.nn.Module):
         if self.attention == "linear" and (self.fmap != "elu1" or m["rope_place"] != "feature"
                                            or m["rope_denominator"] != "plain"):
             raise SystemExit("torch_train.py: linear attention supports elu1, rope_place feature, plain")
-        if self.pe not in ("none", "sinusoidal", "learned", "rope"):
+        if self.pe not in ("none", "sinusoidal", "learned", "rope", "alibi"):
             raise SystemExit(f"torch_train.py: pe = {self.pe} is not implemented here")
+        if self.pe == "alibi" and self.attention != "softmax":
+            raise SystemExit("torch_train.py: alibi is implemented for softmax attention only")
+        self.forget = m.get("forget_gate", "false") == "true"
         self.p = torch.nn.ParameterDict()
         for name, a in w.items():
             if not name.startswith("optim."):
@@ -114,22 +132,33 @@ class Model(torch.nn.Module):
         v = F.linear(x, self.w(pre + "wv.weight"), self.w(pre + "wv.bias"))
         q, k, v = (t.view(B, N, self.H, self.d).transpose(1, 2) for t in (q, k, v))
         mask = torch.ones(N, N, dtype=torch.bool).tril()
+        # the forget gate: g(m, n) = c[m] - c[n] = sum_{l=n+1}^{m} lambda[l] for n <= m
+        g = torch.zeros(1, 1, N, N)
+        if self.forget:
+            a = F.linear(x, self.w(pre + "wf.weight"), self.w(pre + "wf.bias"))  # (B, N, H)
+            c = torch.cumsum(F.logsigmoid(a).transpose(1, 2).double(), dim=-1)  # (B, H, N)
+            g = (c[..., :, None] - c[..., None, :]).float().masked_fill(~mask, 0.0)
+        if self.pe == "alibi":
+            dist = (torch.arange(N)[:, None] - torch.arange(N)[None, :]).abs().float()
+            slopes = torch.tensor(alibi_slopes(self.H), dtype=torch.float32)
+            g = g - slopes[:, None, None] * dist
         if self.pe == "rope":
             cos, sin = rope_tables(N, self.rope_dims, *self.rope_args)
         if self.attention == "softmax":
             if self.pe == "rope":
                 q = rope(q, cos, sin, self.rope_dims, self.rope_layout)
                 k = rope(k, cos, sin, self.rope_dims, self.rope_layout)
-            s = q @ k.transpose(-1, -2) / math.sqrt(self.d)
+            s = q @ k.transpose(-1, -2) / math.sqrt(self.d) + g
             s = s.masked_fill(~mask, float("-inf"))
             o = torch.softmax(s, dim=-1) @ v
         else:  # RoFormer eq. 19 with elu1; the denominator is unrotated
             fq, fk = F.elu(q) + 1, F.elu(k) + 1
-            den = (fq @ fk.transpose(-1, -2)).masked_fill(~mask, 0).sum(-1, keepdim=True)
+            w = torch.exp(g).masked_fill(~mask, 0)  # the gate's weights (1 without it)
+            den = ((fq @ fk.transpose(-1, -2)) * w).sum(-1, keepdim=True)
             if self.pe == "rope":
                 fq = rope(fq, cos, sin, self.rope_dims, self.rope_layout)
                 fk = rope(fk, cos, sin, self.rope_dims, self.rope_layout)
-            num = (fq @ fk.transpose(-1, -2)).masked_fill(~mask, 0) @ v
+            num = ((fq @ fk.transpose(-1, -2)) * w) @ v
             o = num / (den + self.eps)
         o = o.transpose(1, 2).reshape(B, N, D)
         return F.linear(o, self.w(pre + "wo.weight"), self.w(pre + "wo.bias"))
@@ -180,22 +209,32 @@ def check_step0(cfg, w):
 
 
 def check_final(run, model, opt, K, tol=1e-4):
-    """pos.scale and its AdamW moments after K updates against the run's step-K checkpoint,
-    where both exist (the moments see the gradient's size, which Adam's step hides)."""
+    """pos.scale, and the forget gate's wf of every block, with their AdamW moments after K
+    updates against the run's step-K checkpoint, where both exist (the moments see the
+    gradient's size, which Adam's step hides).  Errors relative to the tensor's largest
+    magnitude; the gate's weights themselves to 10 x tol, since Adam's normalised step turns
+    float rounding in an element whose gradient is near zero into a step of up to lr (the
+    moments, which see the gradients linearly and squared, keep tol)."""
     path = os.path.join(run, "checkpoints", f"step-{K}.safetensors")
-    if model.pe != "sinusoidal" or not os.path.exists(path):
+    names = ["pos.scale"] if model.pe == "sinusoidal" else []
+    if model.forget:
+        names += [f"blocks.{i}.attn.wf.{t}" for i in range(model.L) for t in ("weight", "bias")]
+    if not names or not os.path.exists(path):
         return 0
     w, meta = read_safetensors(path)
-    p = model.w("pos.scale")
-    st = opt.state[p]
     failed = 0
-    for name, want in (("pos.scale", p.item()), ("optim.m.pos.scale", st["exp_avg"].item()),
-                       ("optim.v.pos.scale", st["exp_avg_sq"].item())):
-        got = float(w[name][0])
-        rel = abs(got - want) / abs(want)
-        print(f"# {name} after {K} updates: torch {want:.9g} ropelab {got:.9g} rel {rel:.2e} "
-              f"{'ok' if rel <= tol else 'WRONG'}")
-        failed += rel > tol
+    for n in names:
+        p = model.w(n)
+        st = opt.state[p]
+        for name, want in ((n, p), (f"optim.m.{n}", st["exp_avg"]),
+                           (f"optim.v.{n}", st["exp_avg_sq"])):
+            want = want.detach().double().numpy().reshape(-1)
+            got = w[name].astype(np.float64).reshape(-1)
+            rel = np.abs(got - want).max() / np.abs(want).max()
+            t = 10 * tol if name.endswith("wf.weight") and not name.startswith("optim.") else tol
+            print(f"# {name} after {K} updates: torch {want[0]:.9g} ropelab {got[0]:.9g} "
+                  f"(first element), max rel {rel:.2e} (tol {t:g}) {'ok' if rel <= t else 'WRONG'}")
+            failed += not (rel <= t)
     return int(failed > 0)
 
 
