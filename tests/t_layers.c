@@ -265,7 +265,7 @@ static void test_embed(int B, int N, int C, int V)
     rl_pos_scale_backward(dgot, dout, pos, B, N, C);
     tap_close(dgot, dref, 1, 1e-6, 0, "position gain backward accumulates sum(dout * pos): %g",
               (double)dgot[0]);
-    rl_embed_backward(dwte, dpos, dout, tok, B, N, C);
+    rl_embed_backward(dwte, dpos, dout, tok, B, N, C, V);
     tap_close_scaled(dwte, rw, (size_t)V * C, GRAD_TOL, "embedding backward (repeated tokens)");
     tap_close_scaled(dpos, rp, (size_t)N * C, GRAD_TOL, "learned position backward");
     rl_embed_forward(out, tok, wte, NULL, 1.0f, B, N, C);

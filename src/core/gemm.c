@@ -327,10 +327,12 @@ void rl_products_add(double flops, double thread_ms)
     counted.calls++;
 }
 
+/* Inside any parallel region -- a team's thread, or a one-thread region (a region with one
+ * piece, or nested) -- a product runs on the calling thread: the region owns the threads. */
 static int gemm_threads(void)
 {
 #ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
+    if (omp_get_level() > 0) return 1;
 #endif
     return rl_threads_get();
 }

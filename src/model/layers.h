@@ -4,10 +4,12 @@
  * Argument order: outputs, saved-for-backward, inputs, weights, sizes.  Shapes use
  * T = rows (B*N tokens), C = features.  Backward functions *accumulate* into parameter
  * gradients (dw, db, dwte ...); what they do to input gradients is stated per function.
- * Row loops run on OpenMP threads (rl_threads_get()); GEMMs go through rl_sgemm (BLIS,
- * transposes instead of copies).  Every reduction has a fixed order that depends neither
- * on thread scheduling nor on thread count (row sums in row order, column sums by column
- * blocks), so results are bitwise reproducible.  Nothing here allocates.
+ * Loops are cut into pieces by the problem's size (core/threads.h, rl_pieces: blocks of
+ * rows, of elements, of columns) and run on up to rl_threads_get() threads, or on the
+ * calling thread inside a parallel region; GEMMs go through rl_sgemm (BLIS, transposes
+ * instead of copies).  Every reduction has a fixed order that depends neither on thread
+ * scheduling nor on thread count (row sums in row order, column sums by column blocks,
+ * piece sums in piece order), so results are bitwise reproducible.  Nothing here allocates.
  * Derivations: docs/model.md. */
 #ifndef RL_LAYERS_H
 #define RL_LAYERS_H
@@ -20,9 +22,13 @@
  * table, the learned gain pos.scale for the sinusoid).  tok must be in range. */
 void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
                       int B, int N, int C);
-/* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL). */
+/* The token rows [t0, t0 + n) of the batch alone (out and tok point at row t0). */
+void rl_embed_forward_rows(float *out, const int32_t *tok, const float *wte, const float *pos,
+                           float g, long t0, long n, int N, int C);
+/* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL); V: rows of
+ * wte.  Each row is summed in token order (pieces own blocks of rows of the table). */
 void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
-                       int N, int C);
+                       int N, int C, int V);
 /* The gain of a fixed table: dg[0] += sum over b, n, c of dout[b,n,c] * pos[n,c] (summed in
  * double, in a fixed order). */
 void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C);
@@ -75,6 +81,15 @@ void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float 
 /* (B, H, N, d) -> (B, N, H*d) and back (both overwrite). */
 void rl_heads_merge(float *out, const float *x, int B, int N, int H, int d);
 void rl_heads_split1(float *out, const float *x, int B, int N, int H, int d);
+/* The same for the token rows [t0, t0 + n) of the batch alone (rows of length N): qkv,
+ * dqkv and the (T, H*d) side point at row t0, q, k, v and the (B, H, N, d) side at the
+ * whole tensor. */
+void rl_heads_split_rows(float *q, float *k, float *v, const float *qkv, const float *bias, long t0,
+                         long n, int N, int H, int d);
+void rl_heads_merge3_rows(float *dqkv, const float *dq, const float *dk, const float *dv, long t0,
+                          long n, int N, int H, int d);
+void rl_heads_merge_rows(float *out, const float *x, long t0, long n, int N, int H, int d);
+void rl_heads_split1_rows(float *out, const float *x, long t0, long n, int N, int H, int d);
 
 /* --- mean over positions (classifier) ---------------------------------------------------
  * out[b,:] = (1/N) sum_n x[b,n,:];  backward: dx[b,n,:] (=) dout[b,:] / N (overwrites). */
@@ -85,8 +100,9 @@ void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C);
  * Over rows r with mask[r] != 0 (mask NULL: every row): loss_r = lse_r - logits[r,target_r],
  * lse_r = log sum_j exp(logits[r,j]).  Writes lse (rows) and row_loss (rows, double, 0 for
  * unmasked rows) and, when row_ok is not NULL, row_ok (rows: 1 where a scored row's
- * prediction is right, else 0); returns sum of losses (summed in row order), targets and
- * correct predictions (argmax, first maximum on ties, == target). */
+ * prediction is right, else 0); returns sum of losses (in double: row order within pieces
+ * of rows, the pieces in order), targets and correct predictions (argmax, first maximum on
+ * ties, == target). */
 double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long *n_targets,
                              long *n_correct, const float *logits, const int32_t *targets,
                              const uint8_t *mask, int rows, int V);
