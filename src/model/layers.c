@@ -20,6 +20,15 @@
 
 static long piece_rows(int C) { return C < ROW_FLOATS ? ROW_FLOATS / C : 1; }
 static long row_pieces(long T, int C) { return (T + piece_rows(C) - 1) / piece_rows(C); }
+/* acc[0 .. n-1] += r[0 .. n-1] */
+RL_SIMD_CLONES
+static void add_row(float *restrict acc, const float *restrict r, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        acc[c] += r[c];
+}
+
 /* rows [*t0, *t1) of piece p */
 static void piece_span(long p, long T, int C, long *t0, long *t1)
 {
@@ -83,10 +92,7 @@ static void embed_backward_piece(void *ctx, long p)
     const int32_t           v0 = (int32_t)(p * e->V / np), v1 = (int32_t)((p + 1) * e->V / np);
     for (long t = 0; t < (long)e->B * e->N; t++) {
         if (e->tok[t] < v0 || e->tok[t] >= v1) continue;
-        const float *d = e->dout + t * C;
-        float       *w = e->dwte + (size_t)e->tok[t] * C;
-        for (int c = 0; c < C; c++)
-            w[c] += d[c];
+        add_row(e->dwte + (size_t)e->tok[t] * C, e->dout + t * C, C);
     }
 }
 
@@ -99,10 +105,7 @@ static void pos_backward_piece(void *ctx, long p)
     piece_span(p, e->N, C, &n0, &n1);
     for (int b = 0; b < e->B; b++)
         for (long n = n0; n < n1; n++) {
-            const float *d = e->dout + ((size_t)b * e->N + n) * C;
-            float       *q = e->dpos + n * C;
-            for (int c = 0; c < C; c++)
-                q[c] += d[c];
+            add_row(e->dpos + n * C, e->dout + ((size_t)b * e->N + n) * C, C);
         }
 }
 
@@ -321,14 +324,6 @@ void rl_linear_forward(float *out, const float *x, const float *W, const float *
     /* out (T, OC) += x (T, C) . W^T, W stored (OC, C) */
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, T, OC, C, 1.0f, x, C, W, C, (b || accumulate) ? 1.0f : 0.0f,
              out, OC);
-}
-
-RL_SIMD_CLONES
-static void add_row(float *acc, const float *r, int n)
-{
-#pragma omp simd
-    for (int c = 0; c < n; c++)
-        acc[c] += r[c];
 }
 
 static void colsum_piece(void *ctx, long blk)

@@ -44,9 +44,12 @@ void      rl_model_free(rl_model *m);
  * about 256 KiB (65536 floats), so that a chunk's GEMM output, GELU and their gradients
  * stay in cache; at least 16 rows, at most the T tokens there are.  Each thread has a
  * buffer of one chunk's 4 * D-wide GELU outputs. */
+#ifndef RL_MODEL_CHUNK_FLOATS
+#define RL_MODEL_CHUNK_FLOATS 65536
+#endif
 static inline int rl_model_mlp_rows(int d_model, long T)
 {
-    long r = 65536 / (4L * d_model);
+    long r = RL_MODEL_CHUNK_FLOATS / (4L * d_model);
     return (int)(r < 16 ? 16 : r > T ? T : r);
 }
 

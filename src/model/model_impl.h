@@ -36,24 +36,25 @@ struct rl_model_acts {
     float                *dlogits, *dpooled;
 };
 
-/* The parts of one group's partial sums of the parameter gradients (model_step.c). */
+/* The parts of one group's partial sums of the parameter gradients (model_step.c): the
+ * vectors first (zeroed together at the group's start), then the matrices. */
 enum rl_model_part {
     RL_PART_LN1W,
     RL_PART_LN1B,
-    RL_PART_WQKV,
     RL_PART_BQKV,
-    RL_PART_WO,
     RL_PART_BO,
     RL_PART_LN2W,
     RL_PART_LN2B,
-    RL_PART_FC1W,
     RL_PART_FC1B,
-    RL_PART_FC2W,
     RL_PART_FC2B,
     RL_PART_LNFW,
     RL_PART_LNFB,
-    RL_PART_HEADW,
     RL_PART_HEADB,
+    RL_PART_WQKV, /* the first matrix */
+    RL_PART_WO,
+    RL_PART_FC1W,
+    RL_PART_FC2W,
+    RL_PART_HEADW,
     RL_PART_COUNT
 };
 

@@ -34,7 +34,9 @@
 
 /* A backward region's groups: at most GRAD_GROUPS, and their slots at most PART_BUDGET
  * floats together (a large model gets fewer groups, never fewer than 4 or the chunks). */
+#ifndef GRAD_GROUPS
 #define GRAD_GROUPS 32
+#endif
 #define PART_BUDGET ((size_t)1 << 26)
 #define RED_BLOCK 4096 /* floats per piece of the reduction */
 
@@ -46,8 +48,10 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 static void part_sizes(const struct rl_model_config *c, size_t *len)
 {
     const size_t D = (size_t)c->d_model, V = (size_t)(c->n_classes > 0 ? c->n_classes : c->vocab);
-    const size_t l[RL_PART_COUNT] = {D,         D,     3 * D * D, 3 * D, D * D, D, D,     D,
-                                     4 * D * D, 4 * D, 4 * D * D, D,     D,     D, V * D, V};
+    /* LN1 w, b, bqkv, bo, LN2 w, b, fc1 b, fc2 b, LN_f w, b, head b; Wqkv, Wo, fc1, fc2, head */
+    const size_t l[RL_PART_COUNT] = {D, D, 3 * D, D,         D,     D,         4 * D,     D,
+                                     D, D, V,     3 * D * D, D * D, 4 * D * D, 4 * D * D, V * D};
+    _Static_assert(RL_PART_COUNT == 16, "part_sizes lists every part of enum rl_model_part");
     memcpy(len, l, sizeof l);
 }
 
@@ -398,16 +402,11 @@ static void qkv_backward(rl_model *m, int l, long r0, int n, float *slot, int fi
                           stream(m, l) + o1, a->mean1 + r0, a->rstd1 + r0, p->ln1w, n, D);
 }
 
-/* The 1-D parts of a slot, summed by += from zero (the matrices are written by their
- * group's first product). */
+/* The vector parts of a slot, at its start, are summed by += from zero (the matrices are
+ * written by their group's first product). */
 static void zero_vectors(const rl_model *m, float *slot)
 {
-    static const int vec[] = {RL_PART_LN1W, RL_PART_LN1B, RL_PART_BQKV, RL_PART_BO,
-                              RL_PART_LN2W, RL_PART_LN2B, RL_PART_FC1B, RL_PART_FC2B,
-                              RL_PART_LNFW, RL_PART_LNFB, RL_PART_HEADB};
-    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
-        memset(slot + m->part_off[vec[i]], 0,
-               (m->part_off[vec[i] + 1] - m->part_off[vec[i]]) * sizeof(float));
+    memset(slot, 0, m->part_off[RL_PART_WQKV] * sizeof(float));
 }
 
 /* Group grp's chunks, in order, on this thread: block l's QKV backward (l = L: the loss and
