@@ -432,6 +432,37 @@ static void gelu_backward_chunk(float *dh, const float *dg, const float *h, cons
     }
 }
 
+/* One row of the fused backward: g = h sig (the forward's output again, bit for bit),
+ * dh = dg gelu'(h) in place, acc += dh. */
+RL_SIMD_CLONES
+static void gelu_backward_row(float *restrict g, float *restrict dh, float *restrict acc,
+                              const float *restrict h, const float *restrict sig, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) {
+        float x = h[c], s = sig[c];
+        float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
+        g[c]     = x * s;
+        dh[c]    = dh[c] * (s + x * s * (1.0f - s) * du);
+        acc[c] += dh[c];
+    }
+}
+
+void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
+                          int C)
+{
+    for (int c0 = 0; c0 < C; c0 += COL_BLOCK) { /* column blocks, rows in order */
+        const int n              = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
+        float     acc[COL_BLOCK] = {0};
+        for (int t = 0; t < T; t++) {
+            const size_t o = (size_t)t * C + c0;
+            gelu_backward_row(g + o, dh + o, acc, h + o, sig + o, n);
+        }
+        for (int c = 0; c < n; c++)
+            db[c0 + c] += acc[c];
+    }
+}
+
 static long   elem_pieces(size_t n) { return (long)((n + ELEM_CHUNK - 1) / ELEM_CHUNK); }
 static size_t elem_len(size_t n, long k)
 {

@@ -69,6 +69,11 @@ void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T,
 void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n);
 /* dh = dg * gelu'(h), from h and the forward's sig (overwrites; dh may equal dg). */
 void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n);
+/* The two above and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
+ * g = h sig; dh = dh * gelu'(h) in place (dh holds dg on entry); db[c] += sum over rows of
+ * dh[., c] (rows in order, as rl_colsum_add). */
+void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
+                          int C);
 
 /* --- heads layout ----------------------------------------------------------------------
  * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias

@@ -75,10 +75,10 @@ int rl_model_grad_groups(const struct rl_model_config *c, long T)
 /* the most rows a chunk has, at any T */
 static int rows_max(int D) { return rl_model_mlp_rows(D, 1L << 30); }
 
-/* per thread: a chunk's (rows, 4D) buffer, then a (rows, D) one */
+/* per thread: two (rows, 4D) buffers of a chunk, then a (rows, D) one */
 size_t rl_model_scratch_floats(const struct rl_model_config *c)
 {
-    return round16(5 * (size_t)rows_max(c->d_model) * (size_t)c->d_model);
+    return round16(9 * (size_t)rows_max(c->d_model) * (size_t)c->d_model);
 }
 
 static rl_status ensure_scratch(rl_model *m)
@@ -121,9 +121,15 @@ static float *thread_scratch(const rl_model *m)
     return m->scratch + (size_t)rl_thread_slot() * rl_model_scratch_floats(&m->c);
 }
 
-static float *narrow_scratch(const rl_model *m, float *wide)
+/* the second (rows, 4D) buffer after wide, and the (rows, D) one */
+static float *wide2_scratch(const rl_model *m, float *wide)
 {
     return wide + 4 * (size_t)rows_max(m->D) * m->D;
+}
+
+static float *narrow_scratch(const rl_model *m, float *wide)
+{
+    return wide + 8 * (size_t)rows_max(m->D) * m->D;
 }
 
 /* --- forward -------------------------------------------------------------------------- */
@@ -360,18 +366,17 @@ static void mlp_wo_backward(rl_model *m, int l, long r0, int n, float *slot, int
 {
     const int                   D  = m->D;
     const size_t                o1 = (size_t)r0 * D, o4 = 4 * o1, *off = m->part_off;
-    const struct rl_block_view *p    = &m->p.blk[l];
-    struct rl_block_acts       *a    = &m->a.blk[l];
-    float                      *dres = m->a.dres + o1, *g = wide, *dh = wide, *dln = narrow;
-    /* y = xmid + g W2^T + b2, g = gelu(h) = h sig recomputed; dh overwrites g after dW2 */
-    rl_gelu_recompute(g, a->h + o4, a->sig + o4, (size_t)n * 4 * D);
+    const struct rl_block_view *p = &m->p.blk[l];
+    struct rl_block_acts       *a = &m->a.blk[l];
+    float *dres = m->a.dres + o1, *dh = wide, *g = wide2_scratch(m, wide), *dln = narrow;
+    /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2 into dh, then one pass recomputes
+     * g = h sig, makes dh = dg gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
+    rl_linear_backward(dh, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
+    rl_gelu_backward_sum(g, dh, slot + off[RL_PART_FC1B], a->h + o4, a->sig + o4, n, 4 * D);
     wgrad(slot + off[RL_PART_FC2W], dres, g, n, 4 * D, D, first);
     rl_colsum_add(slot + off[RL_PART_FC2B], dres, n, D);
-    rl_linear_backward(dh, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
-    rl_gelu_backward(dh, dh, a->h + o4, a->sig + o4, (size_t)n * 4 * D);
     /* h = LN2(xmid) W1^T + b1 */
     wgrad(slot + off[RL_PART_FC1W], dh, a->ln2 + o1, n, D, 4 * D, first);
-    rl_colsum_add(slot + off[RL_PART_FC1B], dh, n, 4 * D);
     rl_linear_backward(dln, NULL, NULL, dh, NULL, p->fc1w, n, D, 4 * D, 0);
     rl_layernorm_backward(dres, slot + off[RL_PART_LN2W], slot + off[RL_PART_LN2B], dln,
                           a->xmid + o1, a->mean2 + r0, a->rstd2 + r0, p->ln2w, n, D);
