@@ -39,7 +39,6 @@ int rl_threads_default(void)
 #endif
 }
 
-
 void rl_threads_set(int n)
 {
     rl_nthreads = n > 0 ? n : 1;

@@ -389,7 +389,8 @@ rl_status rl_model_ensure_sinusoid(rl_model *m, int N)
 rl_status rl_model_plan(rl_model *m, int N, rl_attn **out)
 {
     for (int i = 0; i < MAX_PLANS; i++)
-        if (m->plans[i].a && m->plans[i].N == N) return *out = m->plans[i].a, RL_OK;
+        if (m->plans[i].a && m->plans[i].N == N)
+            return *out = m->plans[i].a, rl_attn_reserve(*out, m->B * m->H);
     int slot     = m->next_plan;
     m->next_plan = (slot + 1) % MAX_PLANS;
     rl_attn_free(m->plans[slot].a);
@@ -397,7 +398,7 @@ rl_status rl_model_plan(rl_model *m, int N, rl_attn **out)
     RL_TRY(rl_attn_create(&m->plans[slot].a, &m->c.attn, m->H, N, m->d, m->d));
     m->plans[slot].N = N;
     *out             = m->plans[slot].a;
-    return RL_OK;
+    return rl_attn_reserve(*out, m->B * m->H); /* a call may take the whole batch */
 }
 
 long rl_model_bad_denominators(const rl_model *m) { return m->bad_den; }

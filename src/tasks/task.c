@@ -27,7 +27,8 @@ static rl_status check_common(const struct rl_task_opts *o)
                   {"digits", o->digits}};
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++)
         if (nonneg[i].v < 0)
-            RL_TASK_FAIL(RL_EINVAL, nonneg[i].key, "%d must be >= 0 (0 = the task's default)", nonneg[i].v);
+            RL_TASK_FAIL(RL_EINVAL, nonneg[i].key, "%d must be >= 0 (0 = the task's default)",
+                         nonneg[i].v);
     return RL_OK;
 }
 
