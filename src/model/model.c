@@ -228,7 +228,7 @@ const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const ch
 }
 
 /* zeroed by blocks of ZERO_BLOCK floats (core/threads.h, rl_pieces) */
-#define ZERO_BLOCK 65536
+#define ZERO_BLOCK 16384
 static void zero_piece(void *ctx, long k)
 {
     rl_model    *m  = ctx;

@@ -38,7 +38,7 @@
 #define GRAD_GROUPS 32
 #endif
 #define PART_BUDGET ((size_t)1 << 26)
-#define RED_BLOCK 4096 /* floats per piece of the reduction */
+#define RED_BLOCK 2048 /* floats per piece of the reduction */
 
 /* --- sizes ---------------------------------------------------------------------------- */
 
