@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "heads.h"
 
 /* --- token embedding + input position encoding ---------------------------------------
  * out[b,n,:] = wte[tok[b,n],:] + g * pos[n,:]  (pos (N, C) or NULL; g = 1 for a learned
@@ -74,27 +75,6 @@ void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *s
  * dh[., c] (rows in order, as rl_colsum_add). */
 void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
                           int C);
-
-/* --- heads layout ----------------------------------------------------------------------
- * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias
- * (3C) -> q, k, v each (B, H, N, d) with d = C/H (head h = features h*d .. h*d+d-1). */
-void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
-                    int H, int d);
-/* dqkv (T, 3C) = the inverse gather of dq, dk, dv (overwrites). */
-void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int N,
-                     int H, int d);
-/* (B, H, N, d) -> (B, N, H*d) and back (both overwrite). */
-void rl_heads_merge(float *out, const float *x, int B, int N, int H, int d);
-void rl_heads_split1(float *out, const float *x, int B, int N, int H, int d);
-/* The same for the token rows [t0, t0 + n) of the batch alone (rows of length N): qkv,
- * dqkv and the (T, H*d) side point at row t0, q, k, v and the (B, H, N, d) side at the
- * whole tensor. */
-void rl_heads_split_rows(float *q, float *k, float *v, const float *qkv, const float *bias, long t0,
-                         long n, int N, int H, int d);
-void rl_heads_merge3_rows(float *dqkv, const float *dq, const float *dk, const float *dv, long t0,
-                          long n, int N, int H, int d);
-void rl_heads_merge_rows(float *out, const float *x, long t0, long n, int N, int H, int d);
-void rl_heads_split1_rows(float *out, const float *x, long t0, long n, int N, int H, int d);
 
 /* --- mean over positions (classifier) ---------------------------------------------------
  * out[b,:] = (1/N) sum_n x[b,n,:];  backward: dx[b,n,:] (=) dout[b,:] / N (overwrites). */
