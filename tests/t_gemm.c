@@ -165,6 +165,42 @@ static void products_accounting(void)
     free(A), free(B), free(C);
 }
 
+/* BLIS splits a product's rows and columns between its threads, never the inner dimension
+ * (its automatic factorisation sets the k loop's ways to 1, on its packed path and on the
+ * unpacked "sup" one alike), so every element is summed in one order whatever the count:
+ * the products of the model's shapes (both paths, every transposition, odd edges, beta 0
+ * and 1) on 1, 2, 3, 7 and 16 threads give the same bits. */
+static void thread_count_bits(void)
+{
+    const int shapes[][3] = {{1024, 384, 128}, {384, 128, 1024}, {128, 512, 128},
+                             {301, 77, 515},   {1024, 48, 128},  {48, 128, 1024}};
+    const int counts[]    = {2, 3, 7, 16};
+    for (int s = 0; s < 6; s++) {
+        const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float    *A = malloc((size_t)m * k * 4), *B = malloc((size_t)k * n * 4);
+        float    *C1 = malloc((size_t)m * n * 4), *Ck = malloc((size_t)m * n * 4);
+        tap_fill_normal(A, (size_t)m * k, 1.0), tap_fill_normal(B, (size_t)k * n, 1.0);
+        tap_fill_normal(C1, (size_t)m * n, 1.0);
+        memcpy(Ck, C1, (size_t)m * n * 4);
+        const int ta = s % 2, tb = s / 2 % 2, lda = ta ? m : k, ldb = tb ? k : n;
+        int       same = 1;
+        rl_threads_set(1);
+        rl_sgemm(ta, tb, m, n, k, 1.0f, A, lda, B, ldb, s % 3 ? 1.0f : 0.0f, C1, n);
+        for (int c = 0; c < 4; c++) {
+            float *Ct = malloc((size_t)m * n * 4);
+            memcpy(Ct, Ck, (size_t)m * n * 4);
+            rl_threads_set(counts[c]);
+            rl_sgemm(ta, tb, m, n, k, 1.0f, A, lda, B, ldb, s % 3 ? 1.0f : 0.0f, Ct, n);
+            same &= memcmp(Ct, C1, (size_t)m * n * 4) == 0;
+            free(Ct);
+        }
+        rl_threads_set(1);
+        tap_ok(same, "%d x %d x %d (%c%c, beta %d): 2, 3, 7, 16 BLIS threads give the bits of 1", m,
+               n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', s % 3 ? 1 : 0);
+        free(A), free(B), free(C1), free(Ck);
+    }
+}
+
 int main(void)
 {
     rl_init(1);
@@ -192,5 +228,6 @@ int main(void)
     for (int s = 0; s < 4; s++)
         tile_case(nts[s][0], nts[s][1], nts[s][2], 0, 0.0f, 1);
     products_accounting();
+    thread_count_bits();
     return tap_done();
 }

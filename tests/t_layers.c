@@ -223,6 +223,21 @@ static void test_gelu(int T, int C)
         worst = fmax(worst, fabs(dh[i] - dref[i]) / (fabs(dg[i]) + 1e-30));
     tap_ok(worst < 1e-4 && isfinite(g[0]) && g[1] == 0.0f,
            "gelu at +-40, 0, 1e-4: finite, exact saturation (rel err %.2g)", worst);
+    /* the fused pass: g recomputed, dh in place, column sums of dh (before the in-place
+     * check below overwrites dg) */
+    float  *g3 = falloc(n), *dh3 = falloc(n), *db = falloc(C);
+    double *dbref = dalloc(C);
+    memcpy(dh3, dg, n * sizeof *dg);
+    for (int c = 0; c < C; c++)
+        db[c] = 0.25f, dbref[c] = 0.25;
+    for (size_t i = 0; i < n; i++)
+        dbref[i % C] += dh[i];
+    rl_gelu_backward_sum(g3, dh3, db, h, sig, T, C);
+    tap_ok(!memcmp(g3, g, n * sizeof *g),
+           "fused gelu backward: g recomputed to the forward's bits");
+    tap_close_scaled(dh3, dref, n, GRAD_TOL, "fused gelu backward vs finite differences");
+    tap_close_scaled(db, dbref, C, FWD_TOL, "fused gelu backward: column sums of dh accumulated");
+    free(g3), free(dh3), free(db), free(dbref);
     rl_gelu_backward(dg, dg, h, sig, n); /* in place */
     tap_close_scaled(dg, dref, n, GRAD_TOL, "gelu backward in place");
     free(h), free(g), free(b), free(dg), free(dh), free(ref), free(dref), free(hin), free(sig),
@@ -265,7 +280,7 @@ static void test_embed(int B, int N, int C, int V)
     rl_pos_scale_backward(dgot, dout, pos, B, N, C);
     tap_close(dgot, dref, 1, 1e-6, 0, "position gain backward accumulates sum(dout * pos): %g",
               (double)dgot[0]);
-    rl_embed_backward(dwte, dpos, dout, tok, B, N, C);
+    rl_embed_backward(dwte, dpos, dout, tok, B, N, C, V);
     tap_close_scaled(dwte, rw, (size_t)V * C, GRAD_TOL, "embedding backward (repeated tokens)");
     tap_close_scaled(dpos, rp, (size_t)N * C, GRAD_TOL, "learned position backward");
     rl_embed_forward(out, tok, wte, NULL, 1.0f, B, N, C);
@@ -433,6 +448,7 @@ int main(void)
     test_linear(9, 13, 11);
     test_linear(5, 16, 48);
     test_gelu(6, 40);
+    test_gelu(3, 300); /* two column blocks in the fused backward */
     test_embed(3, 5, 8, 6);
     test_heads(2, 5, 3, 4);
     test_ce(11, 7, 0);

@@ -135,8 +135,8 @@ static double fd_step(double gn)
 }
 
 /* Batches of B sequences of length N: the default 2 x 6 is one chunk of the model's
- * attention and MLP loops; 8 x 300 makes several of each (model.c: ATTN_CHUNK_TOKENS,
- * MLP_CHUNK_FLOATS), with gradients (T5's table included) accumulated across them. */
+ * parallel regions; 8 x 300 makes ten (rl_model_mlp_rows: 256 rows at this width), which
+ * cut sequences and sum their parameter gradients in ten groups (model_step.c). */
 static int gc_B = 2, gc_N = 6;
 
 static void grad_check(const struct combo *k, int causal)

@@ -65,6 +65,29 @@ run_expect 1 "already holds a run" "$tmp/tok.ini" --out "$tmp/runs"
 ok $? "--resume of a finished run exits 0"
 run_expect 1 "configuration differs from the checkpoint's (train.steps: '6' vs '7'" "$tmp/tok.ini" --out "$tmp/runs" --resume --set train.steps=7
 
+# more threads than cores: --threads 16 is lowered to the cores with a warning, unless
+# ROPELAB_OVERSUBSCRIBE=1 (tests of the thread count); either way the checkpoint is the
+# 1-thread run's, byte for byte
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+if [ "$cores" -lt 16 ]; then
+    "$ROPELAB" run "$tmp/tok.ini" --out "$tmp/low" --threads 16 >/dev/null 2>"$tmp/err"
+    grep -q "16 threads asked for, but this process may use" "$tmp/err"
+    ok $? "--threads 16 on $cores cores: lowered with a warning"
+else
+    skip "--threads 16 lowered on fewer cores" "this machine has $cores cores"
+fi
+ROPELAB_OVERSUBSCRIBE=1 OMP_DYNAMIC=false "$ROPELAB" run "$tmp/tok.ini" --out "$tmp/over" \
+    --threads 16 >/dev/null 2>"$tmp/err"
+st=$?
+[ $st = 0 ] && ! grep -q "threads asked for" "$tmp/err" && grep -q '"threads": 16}' "$tmp/over/tok/metrics.jsonl"
+ok $? "ROPELAB_OVERSUBSCRIBE=1: 16 threads kept (exit $st, metrics.jsonl threads 16)"
+# the tensors of a safetensors file: what follows its 8-byte header length and its header
+tensors() { tail -c +$(($(od -An -t u8 -N8 "$1") + 9)) "$1"; }
+tensors "$tmp/over/tok/checkpoints/step-6.safetensors" >"$tmp/t16"
+tensors "$d/checkpoints/step-6.safetensors" >"$tmp/t1"
+[ -s "$tmp/t1" ] && cmp -s "$tmp/t16" "$tmp/t1"
+ok $? "... and its checkpoint's tensors are byte for byte the 1-thread run's"
+
 # PyTorch parity: the same step-0 weights, the same batches, per-update losses
 if "$PYTHON" -c 'import torch, numpy' 2>/dev/null; then
     "$PYTHON" -c "

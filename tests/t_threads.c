@@ -5,7 +5,13 @@
  *    kinds), a short training run with one thread and a run whose thread count changes
  *    at every update (3, 1, 2, 3, ...) end with the same checkpoint bytes (parameters and
  *    AdamW moments) and the same evaluation losses: what the governor relies on.
- * 2. The governor, fed synthetic update times: on an idle machine it never leaves the
+ * 2. Thread counts past the cores: a model large enough that every region of a step has
+ *    16 pieces or more (D 64, 4096 tokens per update: 16 chunks of 256 rows) trains with
+ *    1, 2, 3, 7 and 16 threads -- on a 2-core machine too, the library does not lower the
+ *    count (only the command line does, and ROPELAB_OVERSUBSCRIBE=1 stops it) -- and every
+ *    count ends with the checkpoint bytes of 1 thread: softmax and linear attention, RoPE,
+ *    T5 and ALiBi, the forget gate, and two micro-batches per update.
+ * 3. The governor, fed synthetic update times: on an idle machine it never leaves the
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
  *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off. */
@@ -30,7 +36,9 @@ static void rotate_threads(void *ctx, int64_t step, int64_t steps, double loss)
     rl_threads_set(1 + (int)((step + 2) % 3));
 }
 
-static rl_status train(const char *name, const char *const *sets, int rotate,
+/* A run of the small model below, `sets` applied after it; threads: the count of the
+ * whole run, or with rotate the first of 3, 1, 2, 3, ... */
+static rl_status train(const char *name, const char *const *sets, int threads, int rotate,
                        struct rl_train_result *r)
 {
     struct rl_cfg *c    = malloc(sizeof *c);
@@ -48,7 +56,7 @@ static rl_status train(const char *name, const char *const *sets, int rotate,
         st = rl_cfg_set(c, base[i]);
     for (int i = 0; st == RL_OK && sets[i]; i++)
         st = rl_cfg_set(c, sets[i]);
-    rl_threads_set(rotate ? 3 : 1);
+    rl_threads_set(threads);
     if (st == RL_OK) st = rl_train_prepare(c, &task);
     struct rl_train_opts o = {.on_update = rotate ? rotate_threads : NULL};
     snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
@@ -73,6 +81,27 @@ static char *tensor_bytes(const char *path, size_t *n)
     return (char *)text;
 }
 
+/* Whether runs a and b (directories under tmpdir, 5 or `steps` updates) end with the same
+ * checkpoint tensor bytes and evaluation losses; *bytes: the tensor bytes compared. */
+static int same_run(const char *a, const struct rl_train_result *ra, const char *b,
+                    const struct rl_train_result *rb, int steps, size_t *bytes)
+{
+    char pa[700], pb[700];
+    snprintf(pa, sizeof pa, "%s/%s/checkpoints/step-%d.safetensors", tmpdir, a, steps);
+    snprintf(pb, sizeof pb, "%s/%s/checkpoints/step-%d.safetensors", tmpdir, b, steps);
+    size_t na = 0, nb = 0;
+    char  *ta = tensor_bytes(pa, &na), *tb = tensor_bytes(pb, &nb);
+    int    same = ra->n_eval == rb->n_eval && ra->n_eval > 0;
+    for (int i = 0; same && i < ra->n_eval; i++)
+        same = ra->eval[i].na == rb->eval[i].na &&
+               (ra->eval[i].na ||
+                (ra->eval[i].loss == rb->eval[i].loss && ra->eval[i].acc == rb->eval[i].acc));
+    same = same && ta && tb && na == nb && na > 0 && !memcmp(ta, tb, na);
+    free(ta), free(tb);
+    *bytes = na;
+    return same;
+}
+
 static void test_independent(void)
 {
     static const char *const variants[][4] = {
@@ -89,28 +118,61 @@ static void test_independent(void)
         {"model.attention=linear", "model.pe=rope", "model.forget_gate=true", NULL},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-        char                          a[32], b[32], pa[700], pb[700];
+        char                          a[32], b[32];
         static struct rl_train_result ra, rb;
         snprintf(a, sizeof a, "fixed%zu", v);
         snprintf(b, sizeof b, "rotating%zu", v);
-        rl_status sa = train(a, variants[v], 0, &ra), sb = train(b, variants[v], 1, &rb);
+        rl_status sa = train(a, variants[v], 1, 0, &ra), sb = train(b, variants[v], 3, 1, &rb);
         if (sa != RL_OK || sb != RL_OK) tap_diag("%s", rl_last_error());
-        snprintf(pa, sizeof pa, "%s/%s/checkpoints/step-5.safetensors", tmpdir, a);
-        snprintf(pb, sizeof pb, "%s/%s/checkpoints/step-5.safetensors", tmpdir, b);
-        size_t na = 0, nb = 0;
-        char  *ta = tensor_bytes(pa, &na), *tb = tensor_bytes(pb, &nb);
-        int    same_eval = ra.n_eval == rb.n_eval && ra.n_eval > 0;
-        for (int i = 0; same_eval && i < ra.n_eval; i++)
-            same_eval = ra.eval[i].na == rb.eval[i].na &&
-                        (ra.eval[i].na ||
-                         (ra.eval[i].loss == rb.eval[i].loss && ra.eval[i].acc == rb.eval[i].acc));
-        tap_ok(sa == RL_OK && sb == RL_OK && ta && tb && na == nb && na > 0 &&
-                   !memcmp(ta, tb, na) && same_eval,
+        size_t na   = 0;
+        int    same = sa == RL_OK && sb == RL_OK && same_run(a, &ra, b, &rb, 5, &na);
+        tap_ok(same,
                "%s %s%s%s: 1 thread and 3,1,2,3,... threads per update give the same "
                "checkpoint (%zu tensor bytes) and evaluation losses",
                variants[v][0] + 6, variants[v][1] + 6, variants[v][2] ? " " : "",
                variants[v][2] ? variants[v][2] + 6 : "", na);
-        free(ta), free(tb);
+    }
+}
+
+/* 1, 2, 3, 7 and 16 threads on a model whose step has 16 pieces or more in every region */
+static void test_counts(void)
+{
+    static const char *const big[] = {
+        "model.d_model=64", "model.heads=4",     "task.length=128",  "train.batch=32",
+        "train.steps=3",    "train.log_every=3", "eval.lengths=128", NULL};
+    static const char *const variants[][4] = {
+        {"model.attention=softmax", "model.pe=rope", NULL},
+        {"model.attention=linear", "model.pe=rope", NULL},
+        {"model.attention=softmax", "model.pe=t5", NULL},
+        {"model.attention=linear", "model.pe=alibi", "model.alibi_scan=true", NULL},
+        {"model.attention=softmax", "model.pe=alibi", "train.accumulate=2", NULL},
+        {"model.attention=linear", "model.pe=rope", "model.forget_gate=true", NULL},
+    };
+    static const int counts[] = {1, 2, 3, 7, 16};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        const char *sets[12];
+        int         n = 0;
+        for (int i = 0; big[i]; i++)
+            sets[n++] = big[i];
+        for (int i = 0; variants[v][i]; i++)
+            sets[n++] = variants[v][i];
+        sets[n] = NULL;
+        static struct rl_train_result r1, rk;
+        char                          n1[32], nk[32];
+        snprintf(n1, sizeof n1, "big%zu_1", v);
+        rl_status s1 = train(n1, sets, 1, 0, &r1);
+        for (size_t k = 1; k < sizeof counts / sizeof counts[0]; k++) {
+            snprintf(nk, sizeof nk, "big%zu_%d", v, counts[k]);
+            rl_status sk = train(nk, sets, counts[k], 0, &rk);
+            if (s1 != RL_OK || sk != RL_OK) tap_diag("%s", rl_last_error());
+            size_t bytes = 0;
+            int    same  = s1 == RL_OK && sk == RL_OK && same_run(n1, &r1, nk, &rk, 3, &bytes);
+            tap_ok(same,
+                   "%s %s%s%s, D 64, 4096 tokens per update: %d threads give the checkpoint "
+                   "(%zu tensor bytes) and evaluation loss of 1 thread",
+                   variants[v][0] + 6, variants[v][1] + 6, variants[v][2] ? " " : "",
+                   variants[v][2] ? variants[v][2] + 6 : "", counts[k], bytes);
+        }
     }
 }
 
@@ -181,6 +243,7 @@ int main(void)
     setenv("OMP_DYNAMIC", "false", 1); /* part 1 sets the counts itself */
     rl_init(1);
     test_independent();
+    test_counts();
     test_governor();
     tap_scratch_remove(tmpdir);
     return tap_done();

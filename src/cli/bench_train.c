@@ -5,7 +5,10 @@
  * that the percentage means the same on any machine.  The peak is measured at start-up
  * and again before every cell, and each row divides by the highest rate measured so far:
  * on a shared host one short measurement can catch a moment when a core is taken (a
- * 2-thread peak of 103 GFLOP/s instead of 200 was seen), which would inflate the rows. */
+ * 2-thread peak of 103 GFLOP/s instead of 200 was seen), which would inflate the rows.
+ * Beside it, BLIS's own rate on a 2048^3 product (measured likewise, the best so far) next
+ * to the rate of the model's products, and the serial fraction of each cell with the
+ * speed-up it allows at 16 and 64 threads (experiment/train.h). */
 #include "config.h"
 #include "cli.h"
 #include "opts.h"
@@ -19,15 +22,21 @@
 
 struct peak {
     double g512, g256, best; /* GFLOP/s; 0 where the width is not supported */
+    double blis, blis_best;  /* sgemm 2048^3 */
 };
 
-/* Measures both widths; p->best becomes the larger, or stays where it was if higher. */
+#define BLIS_N 2048
+
+/* Measures both widths and BLIS; p->best becomes the larger, or stays where it was if
+ * higher (and p->blis_best likewise). */
 static void measure_peak(struct peak *p, int threads)
 {
     p->g512    = rl_peak_gflops(512, threads, 300);
     p->g256    = rl_peak_gflops(256, threads, 300);
     double now = p->g512 > p->g256 ? p->g512 : p->g256;
     if (now > p->best) p->best = now;
+    p->blis = rl_peak_sgemm_gflops(BLIS_N, 3);
+    if (p->blis > p->blis_best) p->blis_best = p->blis;
 }
 
 static void print_header(FILE *out, const struct peak *p, int steps)
@@ -43,9 +52,50 @@ static void print_header(FILE *out, const struct peak *p, int steps)
     fprintf(out, p->g256 > 0 ? "%.1f GFLOP/s" : "n/a", p->g256);
     fprintf(out, "; %% of peak below is of the column peak: the larger, or a higher rate measured "
                  "again before a cell\n");
-    fprintf(out, "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s %7s %8s %8s\n", "attention",
-            "N", "batch", "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms", "MFLOP/tok",
-            "GFLOP/s", "peak", "% peak", "in prod", "prod pk");
+    fprintf(out,
+            "BLIS sgemm %d^3 measured now on %d thread%s: %.1f GFLOP/s (column BLIS: the best "
+            "so far, beside the model's products' rate, prod)\n",
+            BLIS_N, t, t == 1 ? "" : "s", p->blis);
+    fprintf(out, "serial: the share of a 1-thread update that cannot spread over 16 threads (time "
+                 "outside parallel regions, and regions of fewer pieces); max16, max64: the "
+                 "speed-up it allows on 16 and 64 threads (Amdahl)\n");
+    fprintf(out,
+            "%-14s %6s %5s %12s %10s %10s %10s %10s %10s %8s %7s %7s %8s %8s %7s %7s %7s %6s "
+            "%6s\n",
+            "attention", "N", "batch", "tokens/s", "fwd ms", "bwd ms", "opt ms", "step ms",
+            "MFLOP/tok", "GFLOP/s", "peak", "% peak", "in prod", "prod pk", "prod", "BLIS",
+            "serial", "max16", "max64");
+}
+
+static void print_row(FILE *out, const struct rl_bench_train_cell *c, const struct peak *pk, int t)
+{
+    double      gf   = c->tokens_per_s * c->flops_per_token / 1e9;
+    double      pct  = pk->best > 0 ? 100.0 * gf / pk->best : 0;
+    double      ppk  = pk->best > 0 ? 100.0 * c->products_gflops_per_thread * t / pk->best : 0;
+    char        name[32];
+    snprintf(name, sizeof name, c->kind == RL_ATTN_LINEAR ? "%s (%s)" : "%s",
+             rl_choice_name(rl_attn_kinds, (int)c->kind), rl_choice_name(rl_fmaps, RL_FMAP_ELU1));
+    fprintf(out,
+            "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %7.1f %6.1f%% %7.1f%% "
+            "%7.1f%% %7.1f %7.1f %6.2f%% %6.1f %6.1f\n",
+            name, c->N, c->B, c->tokens_per_s, c->ms_forward, c->ms_backward, c->ms_optimizer,
+            c->ms_step, c->flops_per_token / 1e6, gf, pk->best, pct, 100.0 * c->products_time_share,
+            ppk, c->products_gflops_per_thread * t, pk->blis_best, 100.0 * c->serial16, c->amdahl16,
+            c->amdahl64);
+}
+
+static void csv_row(FILE *csv, const struct rl_bench_train_cell *c, const struct peak *pk, int t)
+{
+    double gf  = c->tokens_per_s * c->flops_per_token / 1e9;
+    double pct = pk->best > 0 ? 100.0 * gf / pk->best : 0;
+    double ppk = pk->best > 0 ? 100.0 * c->products_gflops_per_thread * t / pk->best : 0;
+    fprintf(csv,
+            "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,"
+            "%.3f,%.2f,%.2f\n",
+            rl_choice_name(rl_attn_kinds, (int)c->kind), c->N, c->B, t, c->tokens_per_s,
+            c->ms_forward, c->ms_backward, c->ms_optimizer, c->ms_step, c->flops_per_token, gf,
+            pk->best, pct, 100.0 * c->products_time_share, ppk, c->products_gflops_per_thread * t,
+            pk->blis_best, 100.0 * c->serial16, 100.0 * c->serial64, c->amdahl16, c->amdahl64);
 }
 
 struct train_args {
@@ -87,25 +137,9 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
             rc = 1;
             break;
         }
-        double      gf   = c.tokens_per_s * c.flops_per_token / 1e9;
-        double      pct  = pk.best > 0 ? 100.0 * gf / pk.best : 0;
-        double      ppk  = pk.best > 0 ? 100.0 * c.products_gflops_per_thread * t / pk.best : 0;
-        const char *kind = rl_choice_name(rl_attn_kinds, (int)c.kind);
-        char        name[32];
-        snprintf(name, sizeof name, c.kind == RL_ATTN_LINEAR ? "%s (%s)" : "%s", kind,
-                 rl_choice_name(rl_fmaps, RL_FMAP_ELU1));
-        fprintf(out,
-                "%-14s %6d %5d %12.0f %10.2f %10.2f %10.2f %10.2f %10.3f %8.1f %7.1f %6.1f%% "
-                "%7.1f%% %7.1f%%\n",
-                name, c.N, c.B, c.tokens_per_s, c.ms_forward, c.ms_backward, c.ms_optimizer,
-                c.ms_step, c.flops_per_token / 1e6, gf, pk.best, pct, 100.0 * c.products_time_share,
-                ppk);
+        print_row(out, &c, &pk, t);
         fflush(out);
-        if (csv)
-            fprintf(csv, "%s,%d,%d,%d,%.1f,%.4f,%.4f,%.4f,%.4f,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
-                    kind, c.N, c.B, rl_threads_get(), c.tokens_per_s, c.ms_forward, c.ms_backward,
-                    c.ms_optimizer, c.ms_step, c.flops_per_token, gf, pk.best, pct,
-                    100.0 * c.products_time_share, ppk);
+        if (csv) csv_row(csv, &c, &pk, t);
     }
     return rc;
 }
@@ -119,7 +153,9 @@ int rl_bench_train(const struct rl_command *command, int argc, char **argv)
     FILE *csv = a.out ? rl_bench_csv(a.out, "bench_train.csv",
                                      "attention,N,batch,threads,tokens_per_s,ms_forward,"
                                      "ms_backward,ms_optimizer,ms_step,flops_per_token,gflops,"
-                                     "peak_gflops,pct_peak,products_time_pct,products_pct_peak\n")
+                                     "peak_gflops,pct_peak,products_time_pct,products_pct_peak,"
+                                     "products_gflops,blis_gflops,serial_pct,serial64_pct,"
+                                     "amdahl16,amdahl64\n")
                       : NULL;
     if (a.out && !csv) return RL_EXIT_FAIL;
     printf("# ropelab bench --train: threads=%d BLIS=%s\n", rl_threads_get(), rl_blis_arch());

@@ -327,10 +327,12 @@ void rl_products_add(double flops, double thread_ms)
     counted.calls++;
 }
 
+/* Inside any parallel region -- a team's thread, or a one-thread region (a region with one
+ * piece, or nested) -- a product runs on the calling thread: the region owns the threads. */
 static int gemm_threads(void)
 {
 #ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
+    if (omp_get_level() > 0) return 1;
 #endif
     return rl_threads_get();
 }
@@ -372,10 +374,19 @@ void rl_sgemm_batched(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, f
                       ptrdiff_t stride_b, float beta, float *C, int ldc, ptrdiff_t stride_c,
                       int count)
 {
-#pragma omp parallel for schedule(static) if (count > 1 && rl_threads_get() > 1)
+    if (count == 1 || rl_nested()) { /* one product: BLIS's threads; nested: this thread */
+        for (int i = 0; i < count; i++)
+            rl_sgemm(ta, tb, m, n, k, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
+                     C + i * stride_c, ldc);
+        return;
+    }
+    const int    team = rl_team(count); /* the items are the pieces */
+    const double t0   = rl_region_begin();
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int i = 0; i < count; i++)
         rl_sgemm(ta, tb, m, n, k, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
                  C + i * stride_c, ldc);
+    rl_region_end(t0, count);
 }
 
 void rl_sgemm_ref(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,

@@ -24,7 +24,8 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
                       float *C, ptrdiff_t rsc, ptrdiff_t csc);
 
 /* Batched: for i < count, C_i = alpha op(A_i) op(B_i) + beta C_i with A_i = A + i*strideA ... .
- * Parallel over the batch with OpenMP when called outside a parallel region. */
+ * Outside a parallel region the items are the pieces of one (rl_team(count) threads, each
+ * product on its thread); a single item runs on BLIS's threads. */
 void rl_sgemm_batched(enum rl_trans ta, enum rl_trans tb, int m, int n, int k, float alpha,
                       const float *A, int lda, ptrdiff_t stride_a, const float *B, int ldb,
                       ptrdiff_t stride_b, float beta, float *C, int ldc, ptrdiff_t stride_c,

@@ -9,6 +9,7 @@
  * OpenMP thread runs the loop at once and the rates add up. */
 #include "config.h"
 #include "peak.h"
+#include "gemm.h"
 #include "util.h"
 
 #ifdef _OPENMP
@@ -112,5 +113,24 @@ double rl_peak_gflops(int bits, int threads, double ms)
         sink += sum;
     }
     peak_sink = sink;
+    return best;
+}
+
+double rl_peak_sgemm_gflops(int n, int reps)
+{
+    const size_t nn = (size_t)n * n;
+    float       *a = rl_alloc(3 * nn * sizeof(float)), *b = a + nn, *c = b + nn;
+    double       best = 0;
+    if (!a) return 0;
+    for (size_t i = 0; i < 3 * nn; i++) /* small values that keep every float normal */
+        a[i] = (float)((i * 2654435761u >> 20) & 255) / 256.0f - 0.5f;
+    for (int r = 0; r < reps; r++) {
+        double t0 = rl_now_ms();
+        rl_sgemm(RL_TRANS_N, RL_TRANS_N, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double ms = rl_now_ms() - t0, g = ms > 0 ? 2.0 * n * nn / (ms * 1e6) : 0;
+        if (g > best) best = g;
+    }
+    peak_sink = c[nn / 2];
+    rl_free(a);
     return best;
 }

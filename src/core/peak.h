@@ -9,5 +9,9 @@ int rl_peak_width_supported(int bits);
  * vectors at once, best of four runs of about ms/4 milliseconds each; 0 when the width is
  * not supported.  Run it on an otherwise idle machine: it measures what it gets. */
 double rl_peak_gflops(int bits, int threads, double ms);
+/* BLIS's own rate on a large square product (rl_sgemm, n x n x n, operands in memory) on
+ * the threads in effect (core/threads.h), best of `reps`: what the model's products could
+ * reach on this machine.  0 when the memory is not there. */
+double rl_peak_sgemm_gflops(int n, int reps);
 
 #endif

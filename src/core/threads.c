@@ -81,48 +81,95 @@ void rl_affinity_widen_to_places(void)
 
 int rl_threads_fit(void)
 {
-    int had = rl_nthreads, cores = rl_cores_available();
+    int         had = rl_nthreads, cores = rl_cores_available();
+    const char *e = getenv("ROPELAB_OVERSUBSCRIBE");
+    if (e && atoi(e) > 0) return had;
     if (had > cores) rl_threads_set(cores);
     return had;
 }
 
+/* Nested in any region, active or not (a region of one piece runs its body on one thread,
+ * and what it calls must not open a team of its own under it): 1. */
 int rl_team(long pieces)
 {
-#ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
-#endif
+    if (rl_nested()) return 1;
     if (pieces < 1) return 1;
     return pieces < rl_nthreads ? (int)pieces : rl_nthreads;
 }
 
+int rl_nested(void)
+{
+#ifdef _OPENMP
+    return omp_get_level() > 0;
+#else
+    return 0;
+#endif
+}
+
+void rl_pieces(long pieces, void (*body)(void *ctx, long p), void *ctx)
+{
+    if (rl_nested()) {
+        for (long p = 0; p < pieces; p++)
+            body(ctx, p);
+        return;
+    }
+    const int    team = rl_team(pieces);
+    const double t0   = rl_region_begin();
+    /* a one-thread team still opens its region: what the pieces call sees it is nested */
+#pragma omp parallel for schedule(static) num_threads(team)
+    for (long p = 0; p < pieces; p++)
+        body(ctx, p);
+    rl_region_end(t0, pieces);
+}
+
+/* Region time by piece count p, bin min(p, PIECE_MAX): a target above PIECE_MAX counts the
+ * regions of PIECE_MAX or more pieces as PIECE_MAX (an upper bound of their serial part). */
+#define PIECE_MAX 256
 static int               regions_on;
 static struct rl_regions regions;
+static double            ms_by_pieces[PIECE_MAX + 1];
 
 void rl_regions_count(int on, int target)
 {
     if (on) {
         regions        = (struct rl_regions){0};
         regions.target = target > 1 ? target : 16;
+        for (int p = 0; p <= PIECE_MAX; p++)
+            ms_by_pieces[p] = 0;
     }
     regions_on = on;
 }
 
 struct rl_regions rl_regions_counted(void) { return regions; }
 
+/* A region of p < target pieces takes at least t/p on `target` threads instead of
+ * t/target: its serial part s solves s + (t - s)/target = t/p. */
+static double serial_part(double t, double p, double target)
+{
+    return p < target ? (t / p - t / target) / (1 - 1 / target) : 0;
+}
+
+double rl_regions_serial_ms(int target)
+{
+    double s = 0;
+    for (int p = 1; p <= PIECE_MAX; p++)
+        s += serial_part(ms_by_pieces[p], p, target > 1 ? target : 1);
+    return s;
+}
+
 double rl_region_begin(void)
 {
-#ifdef _OPENMP
-    if (omp_in_parallel()) return -1.0;
-#endif
+    if (rl_nested()) return -1.0; /* booked by the enclosing region */
     return regions_on ? rl_now_ms() : -1.0;
 }
 
 void rl_region_end(double t0, long pieces)
 {
     if (!regions_on || t0 < 0) return;
-    double t = rl_now_ms() - t0, T = regions.target;
+    double t = rl_now_ms() - t0;
+    if (pieces < 1) pieces = 1;
     regions.ms += t;
     regions.regions++;
-    if (pieces < T)
-        regions.serial_ms += (t / (double)(pieces > 0 ? pieces : 1) - t / T) / (1 - 1 / T);
+    regions.serial_ms += serial_part(t, (double)pieces, regions.target);
+    ms_by_pieces[pieces < PIECE_MAX ? pieces : PIECE_MAX] += t;
 }

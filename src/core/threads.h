@@ -22,15 +22,24 @@ int rl_cores_available(void);
  * ropelab runs itself again, so the new process does not start bound to one core. */
 void rl_affinity_widen_to_places(void);
 /* Lowers the thread count to rl_cores_available() when it is above (threads that share a
- * core wait for each other; results do not depend on the count); returns the count it had. */
+ * core wait for each other; results do not depend on the count); returns the count it had.
+ * ROPELAB_OVERSUBSCRIBE=1 in the environment keeps the count as it is: tests run 16 threads
+ * on a 2-core machine to check that the count changes no bit. */
 int rl_threads_fit(void);
 
 /* Parallel regions split by the problem: a region is cut into `pieces` independent pieces
  * whose number and bounds depend on the problem's size only (never on the thread count),
  * so that every count gives the same sums.  rl_team(pieces) is the team for such a region:
  * rl_threads_get() threads at most, never more than pieces (no thread wakes without
- * work), and 1 inside an enclosing parallel region. */
+ * work), and 1 inside any enclosing parallel region (also a one-thread one). */
 int rl_team(long pieces);
+/* Whether the caller runs inside a parallel region (active or not). */
+int rl_nested(void);
+/* Runs body(ctx, p) for p = 0 .. pieces-1, independent pieces of a region split by the
+ * problem: outside any region, on rl_team(pieces) threads and booked (rl_region_begin /
+ * rl_region_end below); nested in a region, in order on the calling thread without a region
+ * of its own (opening even a one-thread region costs microseconds). */
+void rl_pieces(long pieces, void (*body)(void *ctx, long p), void *ctx);
 
 /* Where a step's time goes, for the serial fraction `bench --train` reports (Amdahl's law
  * judged on a machine with fewer cores than the target).  Between rl_regions_count(1)
@@ -47,7 +56,10 @@ struct rl_regions {
 };
 void              rl_regions_count(int on, int target);
 struct rl_regions rl_regions_counted(void);
-double            rl_region_begin(void);
-void              rl_region_end(double t0, long pieces);
+/* The serial part of the same regions judged against another thread count (the regions are
+ * kept by their number of pieces, so any target can be asked after the count). */
+double rl_regions_serial_ms(int target);
+double rl_region_begin(void);
+void   rl_region_end(double t0, long pieces);
 
 #endif

@@ -36,43 +36,90 @@ static void bench_model_config(struct rl_model_config *mc, enum rl_attn_kind kin
     mc->attn.causal = 1;
 }
 
+/* One update: zero-grad, forward, backward, norm, clipping, AdamW (step s); times[4]: the
+ * clock at each phase's start and the end. */
+static rl_status update(rl_model *m, const struct rl_batch *b, float *mom, int s, double *times)
+{
+    const size_t         n = rl_model_num_params(m);
+    struct rl_adamw_opts ao;
+    double               ls;
+    long                 nt, nc;
+    rl_adamw_opts_default(&ao);
+    times[0] = rl_now_ms();
+    rl_model_zero_grad(m);
+    times[1] = rl_now_ms();
+    RL_TRY(rl_model_forward(m, b, &ls, &nt, &nc));
+    times[2] = rl_now_ms();
+    RL_TRY(rl_model_backward(m, 1.0f / (float)((size_t)b->B * b->N)));
+    times[3] = rl_now_ms();
+    float *g = rl_model_grads(m);
+    rl_clip(g, n, 1.0, rl_grad_norm(g, n));
+    rl_adamw_step(rl_model_params(m), g, mom, mom + n, rl_model_tensor(m, 0),
+                  rl_model_num_tensors(m), 1e-3, &ao, s + 1);
+    times[4] = rl_now_ms();
+    return RL_OK;
+}
+
+/* The serial fraction (train.h) of 1-thread updates that took `total` ms, their regions
+ * booked since rl_regions_count(1, 16): the time outside the regions plus their serial parts
+ * for 16 and 64 threads. */
+static void serial_from(struct rl_bench_train_cell *cell, double total, int updates)
+{
+    rl_regions_count(0, 16);
+    const struct rl_regions r       = rl_regions_counted();
+    const double            outside = total > r.ms ? total - r.ms : 0;
+    cell->serial16                  = total > 0 ? (outside + r.serial_ms) / total : 1;
+    cell->serial64                  = total > 0 ? (outside + rl_regions_serial_ms(64)) / total : 1;
+    cell->amdahl16                  = 1 / (cell->serial16 + (1 - cell->serial16) / 16);
+    cell->amdahl64                  = 1 / (cell->serial64 + (1 - cell->serial64) / 64);
+    cell->serial_updates            = updates;
+}
+
+/* The serial fraction of `count` extra 1-thread updates from step s on (a cell timed on
+ * more threads). */
+static rl_status serial_fraction(struct rl_bench_train_cell *cell, rl_model *m,
+                                 const struct rl_batch *b, float *mom, int s, int count)
+{
+    const int had   = rl_threads_get();
+    double    total = 0, t[5];
+    rl_status st    = RL_OK;
+    rl_threads_set(1);
+    rl_regions_count(1, 16);
+    for (int i = 0; st == RL_OK && i < count; i++)
+        if ((st = update(m, b, mom, s + i, t)) == RL_OK) total += t[4] - t[0];
+    serial_from(cell, total, count);
+    rl_threads_set(had);
+    return st;
+}
+
 /* Timed updates of model m on batch b; fills the medians of cell. */
 static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
                              const struct rl_batch *b, int warmup, int steps)
 {
-    size_t               n   = rl_model_num_params(m);
-    float               *mom = rl_alloc(2 * n * sizeof(float));
-    double              *ms  = malloc(4 * (size_t)steps * sizeof(double));
-    struct rl_adamw_opts ao;
-    rl_adamw_opts_default(&ao);
+    size_t    n   = rl_model_num_params(m);
+    float    *mom = rl_alloc(2 * n * sizeof(float));
+    double   *ms  = malloc(4 * (size_t)steps * sizeof(double));
     rl_status st =
         mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
-    const float scale = 1.0f / (float)((size_t)b->B * b->N);
-    double      total = 0; /* ms of the timed updates */
+    const int one   = rl_threads_get() == 1; /* book the regions of the timed updates */
+    double    total = 0;                     /* ms of the timed updates */
     for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
         if (s == warmup) rl_products_count(1);
-        double t0 = rl_now_ms(), ls;
-        long   nt, nc;
-        rl_model_zero_grad(m);
-        double t1 = rl_now_ms();
-        st        = rl_model_forward(m, b, &ls, &nt, &nc);
-        double t2 = rl_now_ms();
-        if (st == RL_OK) st = rl_model_backward(m, scale);
-        double t3 = rl_now_ms();
-        float *g  = rl_model_grads(m);
-        rl_clip(g, n, 1.0, rl_grad_norm(g, n));
-        rl_adamw_step(rl_model_params(m), g, mom, mom + n, rl_model_tensor(m, 0),
-                      rl_model_num_tensors(m), 1e-3, &ao, s + 1);
-        double t4 = rl_now_ms();
-        if (s < warmup) continue;
+        if (s == warmup && one) rl_regions_count(1, 16);
+        double t[5];
+        if ((st = update(m, b, mom, s, t)) != RL_OK || s < warmup) continue;
         int i             = s - warmup;
-        ms[i]             = t2 - t1;               /* forward */
-        ms[steps + i]     = t3 - t2;               /* backward */
-        ms[2 * steps + i] = (t1 - t0) + (t4 - t3); /* zero-grad, norm, clip, AdamW */
-        ms[3 * steps + i] = t4 - t0;
-        total += t4 - t0;
+        ms[i]             = t[2] - t[1];                   /* forward */
+        ms[steps + i]     = t[3] - t[2];                   /* backward */
+        ms[2 * steps + i] = (t[1] - t[0]) + (t[4] - t[3]); /* zero-grad, norm, clip, AdamW */
+        ms[3 * steps + i] = t[4] - t[0];
+        total += t[4] - t[0];
     }
     rl_products_count(0);
+    if (one)
+        serial_from(cell, total, steps);
+    else if (st == RL_OK)
+        st = serial_fraction(cell, m, b, mom, warmup + steps, steps < 3 ? steps : 3);
     if (st == RL_OK) {
         struct rl_products p             = rl_products_counted();
         cell->products_time_share        = p.thread_ms / (total * rl_threads_get());

@@ -13,19 +13,21 @@
  * -expm1(lambda), which keeps its relative accuracy for gates near 1 (lambda -> 0-), then
  * dx += d a . wf, dwf += d a^T x, dbf += sum d a.  Loops are serial in a fixed order (the
  * projection is H/(3D) of the Q/K/V projection's work): results do not depend on the
- * thread that runs them.  Nothing here allocates. */
+ * thread that runs them, and the model calls them per chunk of token rows.  Nothing here allocates. */
 #ifndef RL_FORGET_H
 #define RL_FORGET_H
 
-/* logf (B*H, N) from x (B*N, D). */
-void rl_forget_forward(float *logf, const float *x, const float *w, const float *b, int B, int N,
-                       int H, int D);
-/* In place: dlogf (B*H, N) becomes d a, the gradient at the pre-activation. */
-void rl_forget_backward_act(float *dlogf, const float *logf, int B, int N, int H);
-/* dx (B*N, D) += d a . wf, with da (B*H, N) from rl_forget_backward_act. */
-void rl_forget_backward_dx(float *dx, const float *da, const float *w, int B, int N, int H, int D);
-/* dw (H, D) += d a^T x;  db (H) += sum over tokens of d a (tokens in order). */
-void rl_forget_backward_dw(float *dw, float *db, const float *da, const float *x, int B, int N,
-                           int H, int D);
+/* The token rows [t0, t0 + n) of a batch of sequences of length N (token t is position
+ * t mod N of sequence t / N): x is the batch's (B*N, D) LN1 output, logf its (B*H, N) log
+ * gates, both whole; the rows' log gates are written. */
+void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b, long t0,
+                            int n, int N, int H, int D);
+
+/* The backward of the same rows: dlogf (B*H, N, whole) holds the kernel's gradient at the
+ * rows' log gates and becomes, in place, the gradient at the pre-activation d a; then
+ * dx (n, D: the rows' own) += d a . wf, dw (H, D) += d a^T x and db (H) += sum of d a, the
+ * rows taken in order. */
+void rl_forget_backward_rows(float *dx, float *dw, float *db, float *dlogf, const float *logf,
+                             const float *x, const float *w, long t0, int n, int N, int H, int D);
 
 #endif

@@ -8,51 +8,114 @@
 #include <math.h>
 #include <string.h>
 
-/* Column reductions (bias and LayerNorm parameter gradients) stream the rows in order with
- * one accumulator per column: each thread owns a contiguous chunk of at most COL_MAX
- * columns, so every column is summed in row order whatever the thread count. */
-#define COL_MAX 1024
+/* Every loop is split by the problem (core/threads.h, rl_pieces): row loops into pieces of
+ * about ROW_FLOATS floats of whole rows, elementwise loops into ELEM_CHUNK floats; column
+ * reductions (bias and LayerNorm parameter gradients) into blocks of COL_BLOCK columns, each
+ * streaming the rows in order with one accumulator per column.  Bounds depend on the sizes
+ * only, so every sum has one order whatever the thread count.  Called inside a parallel
+ * region (the model's chunks), a function runs its pieces on the calling thread. */
+#define ROW_FLOATS 8192
+#define COL_BLOCK 256
+#define ELEM_CHUNK 4096
 
-static int col_chunk(int C)
+static long piece_rows(int C) { return C < ROW_FLOATS ? ROW_FLOATS / C : 1; }
+static long row_pieces(long T, int C) { return (T + piece_rows(C) - 1) / piece_rows(C); }
+/* acc[0 .. n-1] += r[0 .. n-1] */
+RL_SIMD_CLONES
+static void add_row(float *restrict acc, const float *restrict r, int n)
 {
-    int w = (C + rl_threads_get() - 1) / rl_threads_get();
-    w     = (w + 15) & ~15;
-    return w < 16 ? 16 : w > COL_MAX ? COL_MAX : w;
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        acc[c] += r[c];
+}
+
+/* rows [*t0, *t1) of piece p */
+static void piece_span(long p, long T, int C, long *t0, long *t1)
+{
+    *t0 = p * piece_rows(C);
+    *t1 = *t0 + piece_rows(C) < T ? *t0 + piece_rows(C) : T;
 }
 
 /* --- embedding ---------------------------------------------------------------------- */
 
-void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
-                      int B, int N, int C)
+struct embed_ctx {
+    float         *out, *dwte, *dpos;
+    const float   *wte, *pos, *dout;
+    const int32_t *tok;
+    float          g;
+    long           t0, n; /* the forward's rows: out and tok at row t0 of the batch */
+    int            B, N, C, V;
+    double        *part; /* rl_pos_scale_backward: one sum per piece */
+};
+
+static void embed_forward_piece(void *ctx, long p)
 {
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long t = 0; t < (long)B * N; t++) {
-        float       *o = out + t * C;
-        const float *e = wte + (size_t)tok[t] * C;
-        const float *p = pos ? pos + (t % N) * C : NULL;
-        if (p)
+    const struct embed_ctx *e = ctx;
+    const int               C = e->C, N = e->N;
+    long                    t0, t1;
+    piece_span(p, e->n, C, &t0, &t1);
+    for (long t = t0; t < t1; t++) {
+        float       *o = e->out + t * C;
+        const float *w = e->wte + (size_t)e->tok[t] * C;
+        const float *q = e->pos ? e->pos + ((e->t0 + t) % N) * C : NULL;
+        if (q)
             for (int c = 0; c < C; c++)
-                o[c] = e[c] + g * p[c];
+                o[c] = w[c] + e->g * q[c];
         else
-            memcpy(o, e, (size_t)C * sizeof *o);
+            memcpy(o, w, (size_t)C * sizeof *o);
     }
 }
 
-void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
-                       int N, int C)
+void rl_embed_forward_rows(float *out, const int32_t *tok, const float *wte, const float *pos,
+                           float g, long t0, long n, int N, int C)
 {
-    /* serial in token order: two tokens may share an embedding row */
-    for (long t = 0; t < (long)B * N; t++) {
-        const float *g = dout + t * C;
-        float       *e = dwte + (size_t)tok[t] * C;
-        for (int c = 0; c < C; c++)
-            e[c] += g[c];
-        if (dpos) {
-            float *p = dpos + (t % N) * C;
-            for (int c = 0; c < C; c++)
-                p[c] += g[c];
-        }
+    struct embed_ctx e = {
+        .out = out, .wte = wte, .pos = pos, .tok = tok, .g = g, .t0 = t0, .n = n, .N = N, .C = C};
+    rl_pieces(row_pieces(n, C), embed_forward_piece, &e);
+}
+
+void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
+                      int B, int N, int C)
+{
+    rl_embed_forward_rows(out, tok, wte, pos, g, 0, (long)B * N, N, C);
+}
+
+/* Two tokens may share an embedding row: piece p owns the rows [v0, v1) of the table and
+ * adds, in token order, the gradients of the tokens that fall there, so each row is summed
+ * in token order whatever the thread count. */
+#define EMBED_PIECES 64
+static void embed_backward_piece(void *ctx, long p)
+{
+    const struct embed_ctx *e  = ctx;
+    const int               C  = e->C;
+    const long              np = e->V < EMBED_PIECES ? e->V : EMBED_PIECES;
+    const int32_t           v0 = (int32_t)(p * e->V / np), v1 = (int32_t)((p + 1) * e->V / np);
+    for (long t = 0; t < (long)e->B * e->N; t++) {
+        if (e->tok[t] < v0 || e->tok[t] >= v1) continue;
+        add_row(e->dwte + (size_t)e->tok[t] * C, e->dout + t * C, C);
     }
+}
+
+/* dpos[n] += sum over b of dout[b, n], b in order: piece p owns positions of rows [t0, t1) */
+static void pos_backward_piece(void *ctx, long p)
+{
+    const struct embed_ctx *e = ctx;
+    const int               C = e->C;
+    long                    n0, n1;
+    piece_span(p, e->N, C, &n0, &n1);
+    for (int b = 0; b < e->B; b++)
+        for (long n = n0; n < n1; n++) {
+            add_row(e->dpos + n * C, e->dout + ((size_t)b * e->N + n) * C, C);
+        }
+}
+
+void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
+                       int N, int C, int V)
+{
+    struct embed_ctx e = {
+        .dwte = dwte, .dpos = dpos, .dout = dout, .tok = tok, .B = B, .N = N, .C = C, .V = V};
+    rl_pieces(V < EMBED_PIECES ? V : EMBED_PIECES, embed_backward_piece, &e);
+    if (dpos) rl_pieces(row_pieces(N, C), pos_backward_piece, &e);
 }
 
 void rl_sinusoid_row(float *p, int m, int C)
@@ -64,15 +127,39 @@ void rl_sinusoid_row(float *p, int m, int C)
     }
 }
 
+/* at most this many pieces (their sums are kept on the stack): more rows per piece beyond */
+#define SUM_PIECES 256
+static long sum_piece_rows(long T, int C)
+{
+    long r = piece_rows(C), min = (T + SUM_PIECES - 1) / SUM_PIECES;
+    return r > min ? r : min;
+}
+
+static void pos_scale_piece(void *ctx, long p)
+{
+    const struct embed_ctx *e = ctx;
+    const long              T = (long)e->B * e->N, r = sum_piece_rows(T, e->C),
+               t1 = (p + 1) * r < T ? (p + 1) * r : T;
+    double s      = 0.0;
+    for (long t = p * r; t < t1; t++) {
+        const float *d = e->dout + t * e->C, *q = e->pos + (t % e->N) * e->C;
+        for (int c = 0; c < e->C; c++)
+            s += (double)d[c] * (double)q[c];
+    }
+    e->part[p] = s;
+}
+
 void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C)
 {
-    /* out = e + g p: dg = sum of dout * p over every token and feature */
-    double s = 0.0;
-    for (long t = 0; t < (long)B * N; t++) {
-        const float *d = dout + t * C, *p = pos + (t % N) * C;
-        for (int c = 0; c < C; c++)
-            s += (double)d[c] * (double)p[c];
-    }
+    /* out = e + g p: dg = sum of dout * p over every token and feature, by pieces of rows,
+     * the pieces' sums added in order */
+    double           part[SUM_PIECES];
+    struct embed_ctx e = {.dout = dout, .pos = pos, .B = B, .N = N, .C = C, .part = part};
+    const long       T = (long)B * N, np = (T + sum_piece_rows(T, C) - 1) / sum_piece_rows(T, C);
+    double           s = 0.0;
+    rl_pieces(np, pos_scale_piece, &e);
+    for (long p = 0; p < np; p++)
+        s += part[p];
     dg[0] += (float)s;
 }
 
@@ -105,12 +192,29 @@ static void layernorm_row(float *o, float *mean, float *rstd, const float *x, co
     *rstd = r;
 }
 
+struct ln_ctx {
+    float       *out, *mean, *rstd, *dx, *dw, *db;
+    const float *x, *w, *b, *dout;
+    const float *cmean, *crstd; /* the backward's saved statistics */
+    int          T, C;
+};
+
+static void layernorm_forward_piece(void *ctx, long p)
+{
+    const struct ln_ctx *l = ctx;
+    const int            C = l->C;
+    long                 t0, t1;
+    piece_span(p, l->T, C, &t0, &t1);
+    for (long t = t0; t < t1; t++)
+        layernorm_row(l->out + t * C, l->mean + t, l->rstd + t, l->x + t * C, l->w, l->b, C);
+}
+
 void rl_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
                           const float *b, int T, int C)
 {
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++)
-        layernorm_row(out + (size_t)t * C, mean + t, rstd + t, x + (size_t)t * C, w, b, C);
+    struct ln_ctx l = {
+        .out = out, .mean = mean, .rstd = rstd, .x = x, .w = w, .b = b, .T = T, .C = C};
+    rl_pieces(row_pieces(T, C), layernorm_forward_piece, &l);
 }
 
 /* dw[c] += sum_t dout[t,c] xhat[t,c];  db[c] += sum_t dout[t,c]  (column blocks) */
@@ -126,20 +230,16 @@ static void ln_grad_row(float *aw, float *ab, const float *g, const float *x, fl
 }
 
 /* dw[c] += sum_t dout[t,c] xhat[t,c];  db[c] += sum_t dout[t,c]  (rows in order) */
-static void layernorm_param_grads(float *dw, float *db, const float *dout, const float *x,
-                                  const float *mean, const float *rstd, int T, int C)
+static void ln_param_piece(void *ctx, long blk)
 {
-    const int w = col_chunk(C), nblk = (C + w - 1) / w;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int blk = 0; blk < nblk; blk++) {
-        const int c0 = blk * w, n = c0 + w < C ? w : C - c0;
-        float     aw[COL_MAX] = {0}, ab[COL_MAX] = {0};
-        for (int t = 0; t < T; t++)
-            ln_grad_row(aw, ab, dout + (size_t)t * C + c0, x + (size_t)t * C + c0, mean[t], rstd[t],
-                        n);
-        for (int c = 0; c < n; c++)
-            dw[c0 + c] += aw[c], db[c0 + c] += ab[c];
-    }
+    const struct ln_ctx *l = ctx;
+    const int C = l->C, c0 = (int)blk * COL_BLOCK, n = c0 + COL_BLOCK < C ? COL_BLOCK : C - c0;
+    float     aw[COL_BLOCK] = {0}, ab[COL_BLOCK] = {0};
+    for (int t = 0; t < l->T; t++)
+        ln_grad_row(aw, ab, l->dout + (size_t)t * C + c0, l->x + (size_t)t * C + c0, l->cmean[t],
+                    l->crstd[t], n);
+    for (int c = 0; c < n; c++)
+        l->dw[c0 + c] += aw[c], l->db[c0 + c] += ab[c];
 }
 
 /* forward: out = xhat * w + b, xhat = (x - mean) * rstd.  With gh = dout * w:
@@ -162,57 +262,86 @@ static void layernorm_backward_row(float *d, const float *g, const float *x, flo
         d[c] += r * (g[c] * w[c] - s1 - (x[c] - mu) * r * s2);
 }
 
+static void layernorm_backward_piece(void *ctx, long p)
+{
+    const struct ln_ctx *l = ctx;
+    const int            C = l->C;
+    long                 t0, t1;
+    piece_span(p, l->T, C, &t0, &t1);
+    for (long t = t0; t < t1; t++)
+        layernorm_backward_row(l->dx + t * C, l->dout + t * C, l->x + t * C, l->cmean[t],
+                               l->crstd[t], l->w, C);
+}
+
 void rl_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *mean, const float *rstd, const float *w, int T, int C)
 {
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++)
-        layernorm_backward_row(dx + (size_t)t * C, dout + (size_t)t * C, x + (size_t)t * C, mean[t],
-                               rstd[t], w, C);
-    layernorm_param_grads(dw, db, dout, x, mean, rstd, T, C);
+    struct ln_ctx l = {.dx    = dx,
+                       .dw    = dw,
+                       .db    = db,
+                       .x     = x,
+                       .w     = w,
+                       .dout  = dout,
+                       .cmean = mean,
+                       .crstd = rstd,
+                       .T     = T,
+                       .C     = C};
+    rl_pieces(row_pieces(T, C), layernorm_backward_piece, &l);
+    rl_pieces((C + COL_BLOCK - 1) / COL_BLOCK, ln_param_piece, &l);
 }
 
 /* --- linear ------------------------------------------------------------------------- */
+
+struct bias_ctx {
+    float       *out;
+    const float *b, *x;
+    int          T, C, accumulate;
+};
+
+/* out (=|+=) b per row */
+static void bias_rows_piece(void *ctx, long p)
+{
+    const struct bias_ctx *e = ctx;
+    long                   t0, t1;
+    piece_span(p, e->T, e->C, &t0, &t1);
+    for (long t = t0; t < t1; t++) {
+        float *o = e->out + t * e->C;
+        if (e->accumulate)
+            for (int j = 0; j < e->C; j++)
+                o[j] += e->b[j];
+        else
+            memcpy(o, e->b, (size_t)e->C * sizeof *o);
+    }
+}
 
 void rl_linear_forward(float *out, const float *x, const float *W, const float *b, int T, int C,
                        int OC, int accumulate)
 {
     if (b) { /* out (=|+=) b first, then the GEMM accumulates: one pass over out */
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-        for (int t = 0; t < T; t++) {
-            float *o = out + (size_t)t * OC;
-            if (accumulate)
-                for (int j = 0; j < OC; j++)
-                    o[j] += b[j];
-            else
-                memcpy(o, b, (size_t)OC * sizeof *o);
-        }
+        struct bias_ctx e = {.out = out, .b = b, .T = T, .C = OC, .accumulate = accumulate};
+        rl_pieces(row_pieces(T, OC), bias_rows_piece, &e);
     }
     /* out (T, OC) += x (T, C) . W^T, W stored (OC, C) */
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, T, OC, C, 1.0f, x, C, W, C, (b || accumulate) ? 1.0f : 0.0f,
              out, OC);
 }
 
-RL_SIMD_CLONES
-static void add_row(float *acc, const float *r, int n)
+static void colsum_piece(void *ctx, long blk)
 {
-#pragma omp simd
+    const struct bias_ctx *e  = ctx;
+    const int              c0 = (int)blk * COL_BLOCK, C = e->C;
+    const int              n              = c0 + COL_BLOCK < C ? COL_BLOCK : C - c0;
+    float                  acc[COL_BLOCK] = {0};
+    for (int t = 0; t < e->T; t++)
+        add_row(acc, e->x + (size_t)t * C + c0, n);
     for (int c = 0; c < n; c++)
-        acc[c] += r[c];
+        e->out[c0 + c] += acc[c];
 }
 
 void rl_colsum_add(float *db, const float *x, int T, int C)
 {
-    const int w = col_chunk(C), nblk = (C + w - 1) / w;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int blk = 0; blk < nblk; blk++) {
-        const int c0 = blk * w, n = c0 + w < C ? w : C - c0;
-        float     acc[COL_MAX] = {0};
-        for (int t = 0; t < T; t++)
-            add_row(acc, x + (size_t)t * C + c0, n);
-        for (int c = 0; c < n; c++)
-            db[c0 + c] += acc[c];
-    }
+    struct bias_ctx e = {.out = db, .x = x, .T = T, .C = C};
+    rl_pieces((C + COL_BLOCK - 1) / COL_BLOCK, colsum_piece, &e);
 }
 
 void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, const float *x,
@@ -258,11 +387,27 @@ static void bias_gelu_row(float *g, float *sig, float *h, const float *b, int C)
     }
 }
 
+struct gelu_ctx {
+    float       *g, *sig, *h, *dh;
+    const float *b, *ch, *csig, *dg;
+    size_t       n; /* elements (elementwise passes) */
+    int          T, C;
+};
+
+static void bias_gelu_piece(void *ctx, long p)
+{
+    const struct gelu_ctx *e = ctx;
+    const int              C = e->C;
+    long                   t0, t1;
+    piece_span(p, e->T, C, &t0, &t1);
+    for (long t = t0; t < t1; t++)
+        bias_gelu_row(e->g + t * C, e->sig + t * C, e->h + t * C, e->b, C);
+}
+
 void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T, int C)
 {
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++)
-        bias_gelu_row(g + (size_t)t * C, sig + (size_t)t * C, h + (size_t)t * C, b, C);
+    struct gelu_ctx e = {.g = g, .sig = sig, .h = h, .b = b, .T = T, .C = C};
+    rl_pieces(row_pieces(T, C), bias_gelu_piece, &e);
 }
 
 RL_SIMD_CLONES
@@ -287,121 +432,112 @@ static void gelu_backward_chunk(float *dh, const float *dg, const float *h, cons
     }
 }
 
-#define GELU_CHUNK 4096
+/* One row of the fused backward: g = h sig (the forward's output again, bit for bit),
+ * dh = dg gelu'(h) in place, acc += dh. */
+RL_SIMD_CLONES
+static void gelu_backward_row(float *restrict g, float *restrict dh, float *restrict acc,
+                              const float *restrict h, const float *restrict sig, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) {
+        float x = h[c], s = sig[c];
+        float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
+        g[c]     = x * s;
+        dh[c]    = dh[c] * (s + x * s * (1.0f - s) * du);
+        acc[c] += dh[c];
+    }
+}
+
+void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
+                          int C)
+{
+    for (int c0 = 0; c0 < C; c0 += COL_BLOCK) { /* column blocks, rows in order */
+        const int n              = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
+        float     acc[COL_BLOCK] = {0};
+        for (int t = 0; t < T; t++) {
+            const size_t o = (size_t)t * C + c0;
+            gelu_backward_row(g + o, dh + o, acc, h + o, sig + o, n);
+        }
+        for (int c = 0; c < n; c++)
+            db[c0 + c] += acc[c];
+    }
+}
+
+static long   elem_pieces(size_t n) { return (long)((n + ELEM_CHUNK - 1) / ELEM_CHUNK); }
+static size_t elem_len(size_t n, long k)
+{
+    size_t i0 = (size_t)k * ELEM_CHUNK;
+    return n - i0 < ELEM_CHUNK ? n - i0 : ELEM_CHUNK;
+}
+
+static void gelu_recompute_piece(void *ctx, long k)
+{
+    const struct gelu_ctx *e  = ctx;
+    size_t                 i0 = (size_t)k * ELEM_CHUNK;
+    gelu_recompute_chunk(e->g + i0, e->ch + i0, e->csig + i0, elem_len(e->n, k));
+}
 
 void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n)
 {
-    const long nchunk = (long)((n + GELU_CHUNK - 1) / GELU_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long k = 0; k < nchunk; k++) {
-        size_t i0 = (size_t)k * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
-        gelu_recompute_chunk(g + i0, h + i0, sig + i0, len);
-    }
+    struct gelu_ctx e = {.g = g, .ch = h, .csig = sig, .n = n};
+    rl_pieces(elem_pieces(n), gelu_recompute_piece, &e);
+}
+
+static void gelu_backward_piece(void *ctx, long k)
+{
+    const struct gelu_ctx *e  = ctx;
+    size_t                 i0 = (size_t)k * ELEM_CHUNK;
+    gelu_backward_chunk(e->dh + i0, e->dg + i0, e->ch + i0, e->csig + i0, elem_len(e->n, k));
 }
 
 void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n)
 {
-    const long nchunk = (long)((n + GELU_CHUNK - 1) / GELU_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long k = 0; k < nchunk; k++) {
-        size_t i0 = (size_t)k * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
-        gelu_backward_chunk(dh + i0, dg + i0, h + i0, sig + i0, len);
-    }
-}
-
-/* --- heads layout -------------------------------------------------------------------
- * Each loop walks the (B*N, 3C) or (B*N, C) side row by row -- one contiguous row, read or
- * written once -- and scatters to or gathers from the H per-head rows, so both sides stream
- * through memory (going head by head re-read every qkv row H times, 3 d floats at a time).
- * The bias add's inner loop is an OpenMP simd loop: GCC at -O2 left it scalar. */
-
-static void split_row(float *restrict dst, const float *restrict src, const float *restrict bias,
-                      int d)
-{
-#pragma omp simd
-    for (int i = 0; i < d; i++) dst[i] = src[i] + bias[i];
-}
-
-void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
-                    int H, int d)
-{
-    const int  C = H * d;
-    const long T = (long)B * N;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long t = 0; t < T; t++) {
-        const long   b = t / N, n = t % N;
-        const float *r = qkv + (size_t)t * 3 * C;
-        for (int h = 0; h < H; h++) {
-            const size_t off = (((size_t)b * H + h) * N + n) * d, c = (size_t)h * d;
-            split_row(q + off, r + c, bias + c, d);
-            split_row(k + off, r + C + c, bias + C + c, d);
-            split_row(v + off, r + 2 * C + c, bias + 2 * C + c, d);
-        }
-    }
-}
-
-void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int N,
-                     int H, int d)
-{
-    const int  C = H * d;
-    const long T = (long)B * N;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long t = 0; t < T; t++) {
-        const long b = t / N, n = t % N;
-        float     *r = dqkv + (size_t)t * 3 * C;
-        for (int h = 0; h < H; h++) {
-            const size_t off = (((size_t)b * H + h) * N + n) * d, c = (size_t)h * d;
-            memcpy(r + c, dq + off, (size_t)d * sizeof *r);
-            memcpy(r + C + c, dk + off, (size_t)d * sizeof *r);
-            memcpy(r + 2 * C + c, dv + off, (size_t)d * sizeof *r);
-        }
-    }
-}
-
-void rl_heads_merge(float *out, const float *x, int B, int N, int H, int d)
-{
-    const long T = (long)B * N;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long t = 0; t < T; t++) {
-        const long b = t / N, n = t % N;
-        for (int h = 0; h < H; h++)
-            memcpy(out + ((size_t)t * H + h) * d, x + (((size_t)b * H + h) * N + n) * d,
-                   (size_t)d * sizeof *out);
-    }
-}
-
-void rl_heads_split1(float *out, const float *x, int B, int N, int H, int d)
-{
-    const long T = (long)B * N;
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (long t = 0; t < T; t++) {
-        const long b = t / N, n = t % N;
-        for (int h = 0; h < H; h++)
-            memcpy(out + (((size_t)b * H + h) * N + n) * d, x + ((size_t)t * H + h) * d,
-                   (size_t)d * sizeof *out);
-    }
+    struct gelu_ctx e = {.dh = dh, .dg = dg, .ch = h, .csig = sig, .n = n};
+    rl_pieces(elem_pieces(n), gelu_backward_piece, &e);
 }
 
 /* --- mean pooling ------------------------------------------------------------------- */
 
+struct pool_ctx {
+    float       *out;
+    const float *x;
+    int          B, N, C;
+};
+
+static void meanpool_forward_piece(void *ctx, long b)
+{
+    const struct pool_ctx *e = ctx;
+    const int              N = e->N, C = e->C;
+    for (int c = 0; c < C; c++) {
+        double s = 0.0;
+        for (int n = 0; n < N; n++)
+            s += (double)e->x[((size_t)b * N + n) * C + c];
+        e->out[(size_t)b * C + c] = (float)(s / N);
+    }
+}
+
 void rl_meanpool_forward(float *out, const float *x, int B, int N, int C)
 {
-    for (int b = 0; b < B; b++)
-        for (int c = 0; c < C; c++) {
-            double s = 0.0;
-            for (int n = 0; n < N; n++)
-                s += (double)x[((size_t)b * N + n) * C + c];
-            out[(size_t)b * C + c] = (float)(s / N);
-        }
+    struct pool_ctx e = {out, x, B, N, C};
+    rl_pieces(B, meanpool_forward_piece, &e);
+}
+
+static void meanpool_backward_piece(void *ctx, long p)
+{
+    /* forward: out[b,c] = (1/N) sum_n x[b,n,c] */
+    const struct pool_ctx *e = ctx;
+    const int              C = e->C;
+    long                   t0, t1;
+    piece_span(p, (long)e->B * e->N, C, &t0, &t1);
+    for (long t = t0; t < t1; t++)
+        for (int c = 0; c < C; c++)
+            e->out[t * C + c] = e->x[(t / e->N) * C + c] / (float)e->N;
 }
 
 void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C)
 {
-    /* forward: out[b,c] = (1/N) sum_n x[b,n,c] */
-    for (int b = 0; b < B; b++)
-        for (int n = 0; n < N; n++)
-            for (int c = 0; c < C; c++)
-                dx[((size_t)b * N + n) * C + c] = dout[(size_t)b * C + c] / (float)N;
+    struct pool_ctx e = {dx, dout, B, N, C};
+    rl_pieces(row_pieces((long)B * N, C), meanpool_backward_piece, &e);
 }
 
 /* --- softmax + cross-entropy -------------------------------------------------------- */
@@ -419,53 +555,108 @@ static float row_lse(const float *l, int V)
     return mx + logf(s);
 }
 
+struct ce_ctx {
+    float         *lse, *dlogits;
+    const float   *clse; /* the backward's */
+    double        *row_loss;
+    uint8_t       *row_ok;
+    const float   *logits;
+    const int32_t *targets;
+    const uint8_t *mask;
+    float          scale;
+    int            rows, V;
+    double        *sum; /* per piece: loss sum, targets, correct */
+    long          *nt, *nc;
+};
+
+/* rows [r0, r1) of the forward: lse and the per-row loss and flag; the piece's sums in
+ * row order */
+static void ce_forward_piece(void *ctx, long p)
+{
+    const struct ce_ctx *e = ctx;
+    const int            V = e->V;
+    const long R = sum_piece_rows(e->rows, V), r1 = (p + 1) * R < e->rows ? (p + 1) * R : e->rows;
+    double     sum = 0.0;
+    long       nt = 0, nc = 0;
+    for (long r = p * R; r < r1; r++) {
+        const float *l = e->logits + (size_t)r * V;
+        e->lse[r]      = row_lse(l, V);
+        e->row_loss[r] = 0.0;
+        if (e->row_ok) e->row_ok[r] = 0;
+        if (e->mask && !e->mask[r]) continue;
+        int am = 0;
+        for (int j = 1; j < V; j++)
+            if (l[j] > l[am]) am = j;
+        e->row_loss[r] = (double)e->lse[r] - (double)l[e->targets[r]];
+        sum += e->row_loss[r];
+        nt++;
+        nc += am == e->targets[r];
+        if (e->row_ok) e->row_ok[r] = am == e->targets[r];
+    }
+    e->sum[p] = sum, e->nt[p] = nt, e->nc[p] = nc;
+}
+
 double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long *n_targets,
                              long *n_correct, const float *logits, const int32_t *targets,
                              const uint8_t *mask, int rows, int V)
 {
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int r = 0; r < rows; r++) {
-        lse[r]      = row_lse(logits + (size_t)r * V, V);
-        row_loss[r] = 0.0;
-        if (!mask || mask[r])
-            row_loss[r] = (double)lse[r] - (double)logits[(size_t)r * V + targets[r]];
-    }
-    double sum = 0.0;
-    long   nt = 0, nc = 0;
-    for (int r = 0; r < rows; r++) { /* row order: reproducible */
-        if (row_ok) row_ok[r] = 0;
-        if (mask && !mask[r]) continue;
-        const float *l  = logits + (size_t)r * V;
-        int          am = 0;
-        for (int j = 1; j < V; j++)
-            if (l[j] > l[am]) am = j;
-        sum += row_loss[r];
-        nt++;
-        nc += am == targets[r];
-        if (row_ok) row_ok[r] = am == targets[r];
-    }
+    double        sums[SUM_PIECES];
+    long          nts[SUM_PIECES], ncs[SUM_PIECES];
+    struct ce_ctx e = {.lse      = lse,
+                       .row_loss = row_loss,
+                       .row_ok   = row_ok,
+                       .logits   = logits,
+                       .targets  = targets,
+                       .mask     = mask,
+                       .rows     = rows,
+                       .V        = V,
+                       .sum      = sums,
+                       .nt       = nts,
+                       .nc       = ncs};
+    const long    R = sum_piece_rows(rows, V), np = (rows + R - 1) / R;
+    double        sum = 0.0;
+    long          nt = 0, nc = 0;
+    rl_pieces(np, ce_forward_piece, &e);
+    for (long p = 0; p < np; p++) /* the pieces' sums in piece order: reproducible */
+        sum += sums[p], nt += nts[p], nc += ncs[p];
     *n_targets = nt;
     *n_correct = nc;
     return sum;
+}
+
+static void ce_backward_piece(void *ctx, long p)
+{
+    /* forward: loss = lse - logits[target]; dloss/dlogits[j] = softmax_j - [j == target] */
+    const struct ce_ctx *e = ctx;
+    const int            V = e->V;
+    long                 r0, r1;
+    piece_span(p, e->rows, V, &r0, &r1);
+    for (long r = r0; r < r1; r++) {
+        float       *d = e->dlogits + (size_t)r * V;
+        const float *l = e->logits + (size_t)r * V;
+        if (e->mask && !e->mask[r]) {
+            memset(d, 0, (size_t)V * sizeof *d);
+            continue;
+        }
+        const float m = e->clse[r], scale = e->scale;
+#pragma omp simd
+        for (int j = 0; j < V; j++)
+            d[j] = scale * rl_expf_inline(l[j] - m);
+        d[e->targets[r]] -= scale;
+    }
 }
 
 void rl_softmax_ce_backward(float *dlogits, const float *logits, const float *lse,
                             const int32_t *targets, const uint8_t *mask, float scale, int rows,
                             int V)
 {
-    /* forward: loss = lse - logits[target]; dloss/dlogits[j] = softmax_j - [j == target] */
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int r = 0; r < rows; r++) {
-        float       *d = dlogits + (size_t)r * V;
-        const float *l = logits + (size_t)r * V;
-        if (mask && !mask[r]) {
-            memset(d, 0, (size_t)V * sizeof *d);
-            continue;
-        }
-        const float m = lse[r];
-#pragma omp simd
-        for (int j = 0; j < V; j++)
-            d[j] = scale * rl_expf_inline(l[j] - m);
-        d[targets[r]] -= scale;
-    }
+    struct ce_ctx e = {.dlogits = dlogits,
+                       .logits  = logits,
+                       .clse    = lse,
+                       .targets = targets,
+                       .mask    = mask,
+                       .scale   = scale,
+                       .rows    = rows,
+                       .V       = V};
+    rl_pieces(row_pieces(rows, V), ce_backward_piece, &e);
 }

@@ -4,25 +4,32 @@
  * Argument order: outputs, saved-for-backward, inputs, weights, sizes.  Shapes use
  * T = rows (B*N tokens), C = features.  Backward functions *accumulate* into parameter
  * gradients (dw, db, dwte ...); what they do to input gradients is stated per function.
- * Row loops run on OpenMP threads (rl_threads_get()); GEMMs go through rl_sgemm (BLIS,
- * transposes instead of copies).  Every reduction has a fixed order that depends neither
- * on thread scheduling nor on thread count (row sums in row order, column sums by column
- * blocks), so results are bitwise reproducible.  Nothing here allocates.
+ * Loops are cut into pieces by the problem's size (core/threads.h, rl_pieces: blocks of
+ * rows, of elements, of columns) and run on up to rl_threads_get() threads, or on the
+ * calling thread inside a parallel region; GEMMs go through rl_sgemm (BLIS, transposes
+ * instead of copies).  Every reduction has a fixed order that depends neither on thread
+ * scheduling nor on thread count (row sums in row order, column sums by column blocks,
+ * piece sums in piece order), so results are bitwise reproducible.  Nothing here allocates.
  * Derivations: docs/model.md. */
 #ifndef RL_LAYERS_H
 #define RL_LAYERS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "heads.h"
 
 /* --- token embedding + input position encoding ---------------------------------------
  * out[b,n,:] = wte[tok[b,n],:] + g * pos[n,:]  (pos (N, C) or NULL; g = 1 for a learned
  * table, the learned gain pos.scale for the sinusoid).  tok must be in range. */
 void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const float *pos, float g,
                       int B, int N, int C);
-/* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL). */
+/* The token rows [t0, t0 + n) of the batch alone (out and tok point at row t0). */
+void rl_embed_forward_rows(float *out, const int32_t *tok, const float *wte, const float *pos,
+                           float g, long t0, long n, int N, int C);
+/* dwte[tok[b,n],:] += dout[b,n,:]; dpos[n,:] += dout[b,n,:] (dpos may be NULL); V: rows of
+ * wte.  Each row is summed in token order (pieces own blocks of rows of the table). */
 void rl_embed_backward(float *dwte, float *dpos, const float *dout, const int32_t *tok, int B,
-                       int N, int C);
+                       int N, int C, int V);
 /* The gain of a fixed table: dg[0] += sum over b, n, c of dout[b,n,c] * pos[n,c] (summed in
  * double, in a fixed order). */
 void rl_pos_scale_backward(float *dg, const float *dout, const float *pos, int B, int N, int C);
@@ -63,18 +70,11 @@ void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T,
 void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n);
 /* dh = dg * gelu'(h), from h and the forward's sig (overwrites; dh may equal dg). */
 void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n);
-
-/* --- heads layout ----------------------------------------------------------------------
- * qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias
- * (3C) -> q, k, v each (B, H, N, d) with d = C/H (head h = features h*d .. h*d+d-1). */
-void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
-                    int H, int d);
-/* dqkv (T, 3C) = the inverse gather of dq, dk, dv (overwrites). */
-void rl_heads_merge3(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int N,
-                     int H, int d);
-/* (B, H, N, d) -> (B, N, H*d) and back (both overwrite). */
-void rl_heads_merge(float *out, const float *x, int B, int N, int H, int d);
-void rl_heads_split1(float *out, const float *x, int B, int N, int H, int d);
+/* The two above and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
+ * g = h sig; dh = dh * gelu'(h) in place (dh holds dg on entry); db[c] += sum over rows of
+ * dh[., c] (rows in order, as rl_colsum_add). */
+void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
+                          int C);
 
 /* --- mean over positions (classifier) ---------------------------------------------------
  * out[b,:] = (1/N) sum_n x[b,n,:];  backward: dx[b,n,:] (=) dout[b,:] / N (overwrites). */
@@ -85,8 +85,9 @@ void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C);
  * Over rows r with mask[r] != 0 (mask NULL: every row): loss_r = lse_r - logits[r,target_r],
  * lse_r = log sum_j exp(logits[r,j]).  Writes lse (rows) and row_loss (rows, double, 0 for
  * unmasked rows) and, when row_ok is not NULL, row_ok (rows: 1 where a scored row's
- * prediction is right, else 0); returns sum of losses (summed in row order), targets and
- * correct predictions (argmax, first maximum on ties, == target). */
+ * prediction is right, else 0); returns sum of losses (in double: row order within pieces
+ * of rows, the pieces in order), targets and correct predictions (argmax, first maximum on
+ * ties, == target). */
 double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long *n_targets,
                              long *n_correct, const float *logits, const int32_t *targets,
                              const uint8_t *mask, int rows, int V);

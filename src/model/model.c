@@ -12,10 +12,9 @@
  * Wq, Wk, Wv are adjacent, so they form one (3D x D) matrix: the three projections are one
  * GEMM (and so are their weight gradients); likewise their biases form one 3D vector. */
 #include "config.h"
-#include "model.h"
+#include "model_impl.h"
 #include "../core/threads.h"
 #include "layers.h"
-#include "forget.h"
 #include "../core/rng.h"
 #include "../core/util.h"
 
@@ -27,67 +26,8 @@
 #include <sys/mman.h>
 #endif
 
-#define NAME_LEN 64
-#define MAX_PLANS 8
-#ifndef ATTN_CHUNK_TOKENS
-#define ATTN_CHUNK_TOKENS 512 /* tokens of one chunk of the attention half of a block */
-#endif
-
-struct block_view { /* pointers into params or grads */
-    float *ln1w, *ln1b, *wqkv, *bqkv, *wo, *bo, *t5, *ln2w, *ln2b, *fc1w, *fc1b, *fc2w, *fc2b;
-    float *wf, *bf; /* the forget gate's projection (NULL without the gate) */
-};
-
-struct view {
-    float             *wte, *pos, *scale, *lnfw, *lnfb, *headw, *headb; /* scale: pos.scale */
-    struct block_view *blk;                                             /* layers */
-};
-
-struct block_acts {
-    float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2, *h;
-    float *sig;  /* sigmoid(2u) of the GELU (its output is h * sig) */
-    float *logf; /* forget gate: log gates in the heads layout (B*H, N) */
-};
-
-struct acts {
-    float             *x;   /* (L+1) x (T, D): residual stream entering each block, and out */
-    struct block_acts *blk; /* layers */
-    float             *lnf, *meanf, *rstdf, *pooled, *logits, *lse;
-    float             *qkv; /* (T, 3D) scratch; the backward reuses it as dqkv */
-    float             *dres, *dln, *dq, *dk, *dv, *dout, *dom, *dh, *dlogits, *dpooled;
-    float             *dlogf; /* forget gate: (B*H, N), then the pre-activation's gradient */
-    float             *gbuf;  /* one MLP chunk of GELU outputs per thread (gslots) */
-    int                gslots;
-};
-
-struct rl_model {
-    struct rl_model_config c;
-    int                    D, H, d, L, Vo; /* Vo: head outputs (vocab or n_classes) */
-    int                    n_tensors;
-    struct rl_tensor_info *tensors;
-    char (*names)[NAME_LEN];
-    size_t      n_params;
-    float      *params, *grads;
-    struct view p, g;
-    /* activations for the last (B, N) */
-    int         B, N, have_forward;
-    struct acts a;
-    float      *arena;
-    size_t      arena_floats;
-    int32_t    *tok, *tgt;
-    uint8_t    *mask;
-    double     *row_loss;
-    uint8_t    *row_ok; /* per logits row of the last forward: prediction right */
-    size_t      ints_cap;
-    float      *sinus; /* sinusoidal table rows 0 .. sinus_rows-1 */
-    int         sinus_rows;
-    struct {
-        int      N;
-        rl_attn *a;
-    } plans[MAX_PLANS];
-    int  next_plan;
-    long bad_den; /* linear attention: rows with denominator <= eps in the last forward */
-};
+#define NAME_LEN RL_MODEL_NAME_LEN
+#define MAX_PLANS RL_MODEL_MAX_PLANS
 
 /* --- tensor table --------------------------------------------------------------------- */
 
@@ -171,7 +111,7 @@ static float *at(float *base, const rl_model *m, const char *name, int i)
     return t ? base + t->offset : NULL;
 }
 
-static void build_view(struct view *v, float *base, const rl_model *m)
+static void build_view(struct rl_model_view *v, float *base, const rl_model *m)
 {
     v->wte    = at(base, m, "embed.weight", -1);
     v->pos    = at(base, m, "pos.weight", -1);
@@ -182,22 +122,22 @@ static void build_view(struct view *v, float *base, const rl_model *m)
     v->headb  = at(base, m, "head.bias", -1);
     float *t5 = at(base, m, "t5.bias", -1);
     for (int i = 0; i < m->L; i++) {
-        struct block_view *b = &v->blk[i];
-        b->ln1w              = at(base, m, "ln1.weight", i);
-        b->ln1b              = at(base, m, "ln1.bias", i);
-        b->wqkv              = at(base, m, "attn.wq.weight", i); /* wq, wk, wv adjacent */
-        b->bqkv              = at(base, m, "attn.wq.bias", i);
-        b->wo                = at(base, m, "attn.wo.weight", i);
-        b->bo                = at(base, m, "attn.wo.bias", i);
-        b->t5                = m->c.t5_per_layer ? at(base, m, "attn.t5.bias", i) : t5;
-        b->ln2w              = at(base, m, "ln2.weight", i);
-        b->ln2b              = at(base, m, "ln2.bias", i);
-        b->fc1w              = at(base, m, "mlp.fc1.weight", i);
-        b->fc1b              = at(base, m, "mlp.fc1.bias", i);
-        b->fc2w              = at(base, m, "mlp.fc2.weight", i);
-        b->fc2b              = at(base, m, "mlp.fc2.bias", i);
-        b->wf                = at(base, m, "attn.wf.weight", i);
-        b->bf                = at(base, m, "attn.wf.bias", i);
+        struct rl_block_view *b = &v->blk[i];
+        b->ln1w                 = at(base, m, "ln1.weight", i);
+        b->ln1b                 = at(base, m, "ln1.bias", i);
+        b->wqkv                 = at(base, m, "attn.wq.weight", i); /* wq, wk, wv adjacent */
+        b->bqkv                 = at(base, m, "attn.wq.bias", i);
+        b->wo                   = at(base, m, "attn.wo.weight", i);
+        b->bo                   = at(base, m, "attn.wo.bias", i);
+        b->t5                   = m->c.t5_per_layer ? at(base, m, "attn.t5.bias", i) : t5;
+        b->ln2w                 = at(base, m, "ln2.weight", i);
+        b->ln2b                 = at(base, m, "ln2.bias", i);
+        b->fc1w                 = at(base, m, "mlp.fc1.weight", i);
+        b->fc1b                 = at(base, m, "mlp.fc1.bias", i);
+        b->fc2w                 = at(base, m, "mlp.fc2.weight", i);
+        b->fc2b                 = at(base, m, "mlp.fc2.bias", i);
+        b->wf                   = at(base, m, "attn.wf.weight", i);
+        b->bf                   = at(base, m, "attn.wf.bias", i);
     }
 }
 
@@ -262,6 +202,9 @@ void rl_model_free(rl_model *m)
     free(m->tgt);
     free(m->mask);
     free(m->row_loss), free(m->row_ok);
+    free(m->chunk_loss), free(m->chunk_targets), free(m->chunk_correct);
+    rl_free(m->scratch);
+    rl_free(m->part);
     free(m->tensors);
     free(m->names);
     free(m->p.blk);
@@ -291,7 +234,20 @@ const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const ch
     return NULL;
 }
 
-void rl_model_zero_grad(rl_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
+/* zeroed by blocks of ZERO_BLOCK floats (core/threads.h, rl_pieces) */
+#define ZERO_BLOCK 16384
+static void zero_piece(void *ctx, long k)
+{
+    rl_model    *m  = ctx;
+    const size_t i0 = (size_t)k * ZERO_BLOCK;
+    memset(m->grads + i0, 0,
+           (m->n_params - i0 < ZERO_BLOCK ? m->n_params - i0 : ZERO_BLOCK) * sizeof(float));
+}
+
+void rl_model_zero_grad(rl_model *m)
+{
+    rl_pieces((long)((m->n_params + ZERO_BLOCK - 1) / ZERO_BLOCK), zero_piece, m);
+}
 
 /* --- initialisation ------------------------------------------------------------------- */
 
@@ -344,25 +300,23 @@ static float *alloc_arena(size_t floats)
     return p;
 }
 
-static int mlp_rows(const rl_model *m, int T);
-
 static float *carve(float *base, size_t *off, size_t n)
 {
-    float *p = base ? base + *off : NULL;
-    *off += (n + 15) & ~(size_t)15; /* keep every buffer 64-byte aligned */
+    float *p = base && n > 0 ? base + *off : NULL; /* an empty buffer is NULL */
+    *off += (n + 15) & ~(size_t)15;                /* keep every buffer 64-byte aligned */
     return p;
 }
 
 /* Lays the activations of a (B, N) call out from base (NULL: only count); returns floats. */
 static size_t layout_acts(rl_model *m, float *base, int B, int N)
 {
-    const size_t T = (size_t)B * N, D = (size_t)m->D, G = (size_t)B * m->H;
-    const size_t rows = m->c.n_classes > 0 ? (size_t)B : T;
-    size_t       off  = 0;
-    struct acts *a    = &m->a;
-    a->x              = carve(base, &off, (size_t)(m->L + 1) * T * D);
+    const size_t          T = (size_t)B * N, D = (size_t)m->D, G = (size_t)B * m->H;
+    const size_t          rows = m->c.n_classes > 0 ? (size_t)B : T;
+    size_t                off  = 0;
+    struct rl_model_acts *a    = &m->a;
+    a->x                       = carve(base, &off, (size_t)(m->L + 1) * T * D);
     for (int l = 0; l < m->L; l++) {
-        struct block_acts *b = &a->blk[l];
+        struct rl_block_acts *b = &a->blk[l];
         b->ln1 = carve(base, &off, T * D), b->mean1 = carve(base, &off, T);
         b->rstd1 = carve(base, &off, T);
         b->q = carve(base, &off, T * D), b->k = carve(base, &off, T * D);
@@ -376,21 +330,41 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);
     a->logits = carve(base, &off, rows * (size_t)m->Vo), a->lse = carve(base, &off, rows);
-    a->qkv  = carve(base, &off, 3 * T * D);
     a->dres = carve(base, &off, T * D), a->dln = carve(base, &off, T * D);
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
-    a->dom = carve(base, &off, T * D), a->dh = carve(base, &off, 4 * T * D);
-    a->gslots  = rl_threads_get();
-    a->gbuf    = carve(base, &off, (size_t)a->gslots * 4 * (size_t)mlp_rows(m, (int)T) * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);
     a->dpooled = carve(base, &off, (size_t)B * D);
     a->dlogf   = carve(base, &off, m->c.attn.forget ? G * (size_t)N : 0);
     return off;
 }
 
+/* The per-token and per-chunk buffers of T tokens in C chunks (grown, never shrunk). */
+static rl_status ensure_ints(rl_model *m, size_t T, int C)
+{
+    if (T > m->ints_cap) {
+        free(m->tok), free(m->tgt), free(m->mask), free(m->row_loss), free(m->row_ok);
+        m->tok      = malloc(T * sizeof *m->tok);
+        m->tgt      = malloc(T * sizeof *m->tgt);
+        m->mask     = malloc(T * sizeof *m->mask);
+        m->row_loss = malloc(T * sizeof *m->row_loss);
+        m->row_ok   = malloc(T * sizeof *m->row_ok);
+        m->ints_cap = m->tok && m->tgt && m->mask && m->row_loss && m->row_ok ? T : 0;
+        if (!m->ints_cap) RL_FAIL(RL_ENOMEM, "model: cannot allocate batch buffers");
+    }
+    if (C > m->chunks_cap) {
+        free(m->chunk_loss), free(m->chunk_targets), free(m->chunk_correct);
+        m->chunk_loss    = malloc((size_t)C * sizeof *m->chunk_loss);
+        m->chunk_targets = malloc((size_t)C * sizeof *m->chunk_targets);
+        m->chunk_correct = malloc((size_t)C * sizeof *m->chunk_correct);
+        m->chunks_cap    = m->chunk_loss && m->chunk_targets && m->chunk_correct ? C : 0;
+        if (!m->chunks_cap) RL_FAIL(RL_ENOMEM, "model: cannot allocate chunk buffers");
+    }
+    return RL_OK;
+}
+
 /* Grows (never shrinks) the arena and the integer buffers for (B, N); lays them out. */
-static rl_status ensure_acts(rl_model *m, int B, int N)
+rl_status rl_model_ensure_acts(rl_model *m, int B, int N)
 {
     if (m->B == B && m->N == N && m->arena) return RL_OK;
     size_t need = layout_acts(m, NULL, B, N), T = (size_t)B * N;
@@ -403,22 +377,14 @@ static rl_status ensure_acts(rl_model *m, int B, int N)
                     need * sizeof(float) >> 20, B, N);
         m->arena_floats = need;
     }
-    if (T > m->ints_cap) {
-        free(m->tok), free(m->tgt), free(m->mask), free(m->row_loss), free(m->row_ok);
-        m->tok      = malloc(T * sizeof *m->tok);
-        m->tgt      = malloc(T * sizeof *m->tgt);
-        m->mask     = malloc(T * sizeof *m->mask);
-        m->row_loss = malloc(T * sizeof *m->row_loss);
-        m->row_ok   = malloc(T * sizeof *m->row_ok);
-        m->ints_cap = m->tok && m->tgt && m->mask && m->row_loss && m->row_ok ? T : 0;
-        if (!m->ints_cap) RL_FAIL(RL_ENOMEM, "model: cannot allocate batch buffers");
-    }
+    const int rows = rl_model_mlp_rows(m->D, (long)T), chunks = (int)((T + rows - 1) / rows);
+    RL_TRY(ensure_ints(m, T, chunks));
     layout_acts(m, m->arena, B, N);
-    m->B = B, m->N = N;
+    m->B = B, m->N = N, m->rows = rows, m->chunks = chunks;
     return RL_OK;
 }
 
-static rl_status ensure_sinusoid(rl_model *m, int N)
+rl_status rl_model_ensure_sinusoid(rl_model *m, int N)
 {
     if (m->c.input_pe != RL_INPUT_PE_SINUSOIDAL || N <= m->sinus_rows) return RL_OK;
     rl_free(m->sinus);
@@ -431,7 +397,7 @@ static rl_status ensure_sinusoid(rl_model *m, int N)
 }
 
 /* The attention plan for length N (made on first use, a few kept). */
-static rl_status get_plan(rl_model *m, int N, rl_attn **out)
+rl_status rl_model_plan(rl_model *m, int N, rl_attn **out)
 {
     for (int i = 0; i < MAX_PLANS; i++)
         if (m->plans[i].a && m->plans[i].N == N)
@@ -444,334 +410,6 @@ static rl_status get_plan(rl_model *m, int N, rl_attn **out)
     m->plans[slot].N = N;
     *out             = m->plans[slot].a;
     return rl_attn_reserve(*out, m->B * m->H); /* a call may take the whole batch */
-}
-
-/* --- forward -------------------------------------------------------------------------- */
-
-static rl_status check_batch(const rl_model *m, const struct rl_batch *b)
-{
-    if (b->B <= 0 || b->N <= 0)
-        RL_FAIL(RL_EINVAL, "batch: B=%d, N=%d must be positive", b->B, b->N);
-    if (m->c.input_pe == RL_INPUT_PE_LEARNED && b->N > m->c.max_len)
-        RL_FAIL(RL_EINVAL,
-                "sequence length N=%d exceeds the learned PE's max_len=%d "
-                "(n/a: learned PE has max_len rows)",
-                b->N, m->c.max_len);
-    const long T = (long)b->B * b->N;
-    for (long t = 0; t < T; t++) {
-        if (b->inputs[t] < 0 || b->inputs[t] >= m->c.vocab)
-            RL_FAIL(RL_EINVAL, "batch: token %ld is %d, outside vocab [0, %d)", t, b->inputs[t],
-                    m->c.vocab);
-        if (m->c.n_classes == 0 && (!b->mask || b->mask[t]) &&
-            (b->targets[t] < 0 || b->targets[t] >= m->c.vocab))
-            RL_FAIL(RL_EINVAL, "batch: target %ld is %d, outside vocab [0, %d)", t, b->targets[t],
-                    m->c.vocab);
-    }
-    if (m->c.n_classes > 0) {
-        if (!b->label) RL_FAIL(RL_EINVAL, "batch: a classifier needs labels");
-        for (int i = 0; i < b->B; i++)
-            if (b->label[i] < 0 || b->label[i] >= m->c.n_classes)
-                RL_FAIL(RL_EINVAL, "batch: label %d is %d, outside [0, %d)", i, b->label[i],
-                        m->c.n_classes);
-    }
-    return RL_OK;
-}
-
-/* out = x + b per row: the residual plus the bias; the GEMM then adds the product */
-static void residual_bias(float *out, const float *x, const float *b, int T, int C)
-{
-#pragma omp parallel for schedule(static) num_threads(rl_threads_get())
-    for (int t = 0; t < T; t++)
-        for (int c = 0; c < C; c++)
-            out[(size_t)t * C + c] = x[(size_t)t * C + c] + b[c];
-}
-
-/* The MLP runs over the tokens in chunks of mlp_rows() rows: each chunk's fc1 output,
- * GELU and (backward) their gradients stay in cache between the GEMM and the elementwise
- * passes instead of streaming T x 4D arrays through memory several times. */
-static int mlp_rows(const rl_model *m, int T) { return rl_model_mlp_rows(m->D, T); }
-
-/* With several threads the chunks of a block themselves are shared out, each a one-thread
- * pass (products with a 128-row side split poorly inside BLIS: 2 threads measured 1.6x one
- * on 32 products of 128 x 512 x 128, two chunks at once 1.9x).  The team: the threads in
- * effect, at most cap (the per-thread buffers there are) and the chunks; 1 runs the chunks
- * in order on the calling thread, each product on all threads. */
-static int chunk_team(int cap, int chunks)
-{
-    int t = rl_threads_get();
-    if (t > cap) t = cap;
-    return chunks > 1 && t > 1 ? (t < chunks ? t : chunks) : 1;
-}
-
-/* y = xmid + fc2(gelu(fc1(LN2(xmid)))); rows are independent, so the chunks may run in
- * any order (the bits do not depend on which thread takes which) */
-static void mlp_forward(rl_model *m, int l, float *y)
-{
-    const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T), nc = (T + R - 1) / R;
-    const int                team = chunk_team(m->a.gslots, nc);
-    const struct block_view *p    = &m->p.blk[l];
-    struct block_acts       *a    = &m->a.blk[l];
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
-    for (int c = 0; c < nc; c++) {
-        const int    t0 = c * R, n = T - t0 < R ? T - t0 : R;
-        const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
-        float       *g = m->a.gbuf + (size_t)rl_thread_slot() * 4 * R * D;
-        rl_layernorm_forward(a->ln2 + o1, a->mean2 + t0, a->rstd2 + t0, a->xmid + o1, p->ln2w,
-                             p->ln2b, n, D);
-        rl_linear_forward(a->h + o4, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
-        rl_bias_gelu_forward(g, a->sig + o4, a->h + o4, p->fc1b, n, 4 * D);
-        residual_bias(y + o1, a->xmid + o1, p->fc2b, n, D);
-        rl_linear_forward(y + o1, g, p->fc2w, NULL, n, 4 * D, D, 1);
-    }
-}
-
-/* The MLP's backward, chunk by chunk: dres (the gradient at y) gains the gradient that
- * flows through LN2.  A chunk's input gradients (dh, dln: rows of their own) need nothing
- * from other chunks; what sums over rows -- the weight and bias gradients of fc1, fc2 and
- * LN2 -- is added in chunk order (an ordered section), the same additions in the same
- * order as on one thread, so the bits do not depend on the thread count. */
-static void mlp_backward(rl_model *m, int l)
-{
-    const int                T = m->B * m->N, D = m->D, R = mlp_rows(m, T), nc = (T + R - 1) / R;
-    const int                team = chunk_team(m->a.gslots, nc);
-    const struct block_view *p    = &m->p.blk[l];
-    const struct block_view *g    = &m->g.blk[l];
-    struct block_acts       *a    = &m->a.blk[l];
-    struct acts             *s    = &m->a;
-#pragma omp parallel for ordered schedule(static, 1) num_threads(team) if (team > 1)
-    for (int c = 0; c < nc; c++) {
-        const int    t0 = c * R, n = T - t0 < R ? T - t0 : R;
-        const size_t o1 = (size_t)t0 * D, o4 = (size_t)t0 * 4 * D;
-        /* dh and dln: the chunk's own rows in a team, the first rows (kept in cache) alone */
-        float *dres = s->dres + o1, *dh = s->dh + (team > 1 ? o4 : 0);
-        float *dln = s->dln + (team > 1 ? o1 : 0);
-        float *gb  = s->gbuf + (size_t)rl_thread_slot() * 4 * R * D;
-        rl_gelu_recompute(gb, a->h + o4, a->sig + o4, (size_t)n * 4 * D); /* g = gelu(h) */
-        rl_linear_backward(dh, NULL, NULL, dres, gb, p->fc2w, n, 4 * D, D, 0);
-        rl_gelu_backward(dh, dh, a->h + o4, a->sig + o4, (size_t)n * 4 * D);
-        rl_linear_backward(dln, NULL, NULL, dh, a->ln2 + o1, p->fc1w, n, D, 4 * D, 0);
-#pragma omp ordered
-        {
-            rl_linear_backward(NULL, g->fc2w, g->fc2b, dres, gb, p->fc2w, n, 4 * D, D, 0);
-            rl_linear_backward(NULL, g->fc1w, g->fc1b, dh, a->ln2 + o1, p->fc1w, n, D, 4 * D, 0);
-            rl_layernorm_backward(dres, g->ln2w, g->ln2b, dln, a->xmid + o1, a->mean2 + t0,
-                                  a->rstd2 + t0, p->ln2w, n, D);
-        }
-    }
-}
-
-/* The attention half of a block also runs in chunks, of whole sequences (attention mixes
- * the tokens of a sequence): about ATTN_CHUNK_TOKENS tokens, at least one sequence. */
-static int attn_seqs(const rl_model *m)
-{
-    int c = ATTN_CHUNK_TOKENS / m->N;
-    return c < 1 ? 1 : c > m->B ? m->B : c;
-}
-
-/* The attention half's team (chunk_team): at most the attention plan's per-thread buffers,
- * and 1 with T5 (its tables are refreshed, and its gradient summed, inside every call). */
-static int attn_team(const rl_model *m, const rl_attn *plan, int chunks)
-{
-    return m->c.attn.pe == RL_ATTN_PE_T5 ? 1 : chunk_team(rl_attn_threads(plan), chunks);
-}
-
-/* The forget gate of sequences b0 .. b0+nb-1 from their LN1 rows: their log gates (in the
- * heads layout, rows b0*H ...), or NULL without the gate. */
-static float *gate_forward(rl_model *m, int l, int b0, int nb)
-{
-    if (!m->c.attn.forget) return NULL;
-    const size_t t0 = (size_t)b0 * m->N, off = (size_t)b0 * m->H * m->N;
-    float       *logf = m->a.blk[l].logf + off;
-    rl_forget_forward(logf, m->a.blk[l].ln1 + t0 * m->D, m->p.blk[l].wf, m->p.blk[l].bf, nb, m->N,
-                      m->H, m->D);
-    return logf;
-}
-
-/* The gate's backward, first part (any thread): dlogf (the kernel's, the chunk's rows)
- * becomes the pre-activation's gradient, and dln (the chunk's LN1 rows) gains da . wf. */
-static void gate_backward_dx(rl_model *m, int l, float *dlogf, float *dln, int b0, int nb)
-{
-    const float *logf = m->a.blk[l].logf + (size_t)b0 * m->H * m->N;
-    rl_forget_backward_act(dlogf, logf, nb, m->N, m->H);
-    rl_forget_backward_dx(dln, dlogf, m->p.blk[l].wf, nb, m->N, m->H, m->D);
-}
-
-/* Second part (in chunk order): wf's and bf's gradients from the chunk's LN1 rows. */
-static void gate_backward_dw(rl_model *m, int l, const float *da, int b0, int nb)
-{
-    const float *ln1 = m->a.blk[l].ln1 + (size_t)b0 * m->N * m->D;
-    rl_forget_backward_dw(m->g.blk[l].wf, m->g.blk[l].bf, da, ln1, nb, m->N, m->H, m->D);
-}
-
-static rl_status block_forward(rl_model *m, int l, rl_attn *plan)
-{
-    const int B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m), nch = (B + S - 1) / S;
-    const int team               = attn_team(m, plan, nch);
-    const struct block_view *p   = &m->p.blk[l];
-    struct block_acts       *a   = &m->a.blk[l];
-    const float             *x   = m->a.x + (size_t)l * T * D;
-    float                   *y   = m->a.x + (size_t)(l + 1) * T * D;
-    long                     bad = 0;
-    rl_status                rc  = RL_OK;
-    /* xmid = x + Wo . Attn(LN1(x)), sequences b0 .. b0+nb-1 at a time (chunks independent);
-     * qkv: the first rows as chunk scratch alone, the chunk's own rows in a team */
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1) reduction(+ : bad)
-    for (int c = 0; c < nch; c++) {
-        const int    b0 = c * S, nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
-        const size_t o1  = (size_t)t0 * D; /* also the offset of head b0*H in q, k, v, o */
-        float       *qkv = m->a.qkv + (team > 1 ? 3 * o1 : 0);
-        rl_layernorm_forward(a->ln1 + o1, a->mean1 + t0, a->rstd1 + t0, x + o1, p->ln1w, p->ln1b, n,
-                             D);
-        rl_linear_forward(qkv, a->ln1 + o1, p->wqkv, NULL, n, D, 3 * D, 0);
-        rl_heads_split(a->q + o1, a->k + o1, a->v + o1, qkv, p->bqkv, nb, N, m->H, m->d);
-        float                  *logf = gate_forward(m, l, b0, nb);
-        struct rl_attn_stats    st   = {0};
-        const struct rl_attn_in in   = {a->q + o1, a->k + o1, a->v + o1, p->t5, logf};
-        rl_status               r =
-            rl_attn_forward(plan, a->o + o1, a->saved + (size_t)b0 * m->H * N, &in, nb * m->H, &st);
-        if (r != RL_OK) {
-#pragma omp critical(rl_block_status)
-            rc = rc != RL_OK ? rc : r;
-            continue;
-        }
-        bad += st.bad_denominators;
-        rl_heads_merge(a->om + o1, a->o + o1, nb, N, m->H, m->d);
-        residual_bias(a->xmid + o1, x + o1, p->bo, n, D);
-        rl_linear_forward(a->xmid + o1, a->om + o1, p->wo, NULL, n, D, D, 1);
-    }
-    RL_TRY(rc);
-    m->bad_den += bad;
-    mlp_forward(m, l, y);
-    return RL_OK;
-}
-
-static void copy_batch(rl_model *m, const struct rl_batch *b)
-{
-    const size_t T = (size_t)b->B * b->N;
-    memcpy(m->tok, b->inputs, T * sizeof *m->tok);
-    if (m->c.n_classes > 0) {
-        memcpy(m->tgt, b->label, (size_t)b->B * sizeof *m->tgt);
-        return;
-    }
-    memcpy(m->tgt, b->targets, T * sizeof *m->tgt);
-    if (b->mask)
-        memcpy(m->mask, b->mask, T * sizeof *m->mask);
-    else
-        memset(m->mask, 1, T * sizeof *m->mask);
-}
-
-rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum, long *n_targets,
-                           long *n_correct)
-{
-    m->have_forward = 0;
-    m->bad_den      = 0;
-    RL_TRY(check_batch(m, b));
-    rl_attn *plan = NULL;
-    RL_TRY(ensure_acts(m, b->B, b->N));
-    RL_TRY(ensure_sinusoid(m, b->N));
-    RL_TRY(get_plan(m, b->N, &plan));
-    copy_batch(m, b);
-    const int    B = b->B, N = b->N, T = B * N, D = m->D, cls = m->c.n_classes > 0;
-    const float *pos = m->c.input_pe == RL_INPUT_PE_LEARNED      ? m->p.pos
-                       : m->c.input_pe == RL_INPUT_PE_SINUSOIDAL ? m->sinus
-                                                                 : NULL;
-    const float  g   = m->p.scale ? m->p.scale[0] : 1.0f; /* x0 = E[tok] + g P */
-    struct acts *a   = &m->a;
-    rl_embed_forward(a->x, m->tok, m->p.wte, pos, g, B, N, D);
-    for (int l = 0; l < m->L; l++)
-        RL_TRY(block_forward(m, l, plan));
-    rl_layernorm_forward(a->lnf, a->meanf, a->rstdf, a->x + (size_t)m->L * T * D, m->p.lnfw,
-                         m->p.lnfb, T, D);
-    if (cls) rl_meanpool_forward(a->pooled, a->lnf, B, N, D);
-    const int rows = cls ? B : T;
-    rl_linear_forward(a->logits, cls ? a->pooled : a->lnf, m->p.headw, m->p.headb, rows, D, m->Vo,
-                      0);
-    double s        = rl_softmax_ce_forward(a->lse, m->row_loss, m->row_ok, n_targets, n_correct,
-                                            a->logits, m->tgt, cls ? NULL : m->mask, rows, m->Vo);
-    *loss_sum       = s;
-    m->have_forward = 1;
-    return RL_OK;
-}
-
-/* --- backward ------------------------------------------------------------------------- */
-
-static rl_status block_backward(rl_model *m, int l, rl_attn *plan)
-{
-    const int B = m->B, N = m->N, T = B * N, D = m->D, S = attn_seqs(m), nch = (B + S - 1) / S;
-    const int team              = attn_team(m, plan, nch);
-    const struct block_view *p  = &m->p.blk[l];
-    const struct block_view *g  = &m->g.blk[l];
-    struct block_acts       *a  = &m->a.blk[l];
-    struct acts             *s  = &m->a;
-    const float             *x  = s->x + (size_t)l * T * D;
-    rl_status                rc = RL_OK;
-    /* y = xmid + mlp(xmid): dres flows to xmid unchanged and through the MLP */
-    mlp_backward(m, l);
-    /* by sequence chunks as in the forward; dom, dout, dq, dk, dv, qkv (as dqkv) and dln
-     * hold one chunk (their first rows alone, the chunk's own rows in a team); what sums
-     * over rows -- Wo's, Wqkv's and LN1's parameter gradients -- is added in chunk order */
-#pragma omp parallel for ordered schedule(static, 1) num_threads(team) if (team > 1)
-    for (int c = 0; c < nch; c++) {
-        const int    b0 = c * S, nb = B - b0 < S ? B - b0 : S, n = nb * N, t0 = b0 * N;
-        const size_t o1 = (size_t)t0 * D, w = team > 1 ? o1 : 0;
-        float       *dres = s->dres + o1, *dom = s->dom + w, *dout = s->dout + w;
-        float       *dq = s->dq + w, *dk = s->dk + w, *dv = s->dv + w, *dqkv = s->qkv + 3 * w;
-        float       *dln = s->dln + w;
-        float *dlogf = m->c.attn.forget ? s->dlogf + (team > 1 ? (size_t)b0 * m->H * N : 0) : NULL;
-        /* xmid = x + om Wo^T + bo */
-        rl_linear_backward(dom, NULL, NULL, dres, a->om + o1, p->wo, n, D, D, 0);
-        rl_heads_split1(dout, dom, nb, N, m->H, m->d);
-        const struct rl_attn_in    in = {a->q + o1, a->k + o1, a->v + o1, p->t5,
-                                      dlogf ? a->logf + (size_t)b0 * m->H * N : NULL};
-        const struct rl_attn_grads gr = {dq, dk, dv, g->t5, dlogf};
-        rl_status r = rl_attn_backward(plan, &gr, dout, a->o + o1, a->saved + (size_t)b0 * m->H * N,
-                                       &in, nb * m->H);
-        /* q|k|v = split(ln1 Wqkv^T + bqkv) */
-        rl_heads_merge3(dqkv, dq, dk, dv, nb, N, m->H, m->d);
-        rl_linear_backward(dln, NULL, NULL, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
-        if (dlogf && r == RL_OK) gate_backward_dx(m, l, dlogf, dln, b0, nb);
-#pragma omp ordered
-        {
-            if (r != RL_OK) rc = rc != RL_OK ? rc : r;
-            if (dlogf && r == RL_OK) gate_backward_dw(m, l, dlogf, b0, nb);
-            rl_linear_backward(NULL, g->wo, g->bo, dres, a->om + o1, p->wo, n, D, D, 0);
-            rl_linear_backward(NULL, g->wqkv, g->bqkv, dqkv, a->ln1 + o1, p->wqkv, n, D, 3 * D, 0);
-            rl_layernorm_backward(dres, g->ln1w, g->ln1b, dln, x + o1, a->mean1 + t0, a->rstd1 + t0,
-                                  p->ln1w, n, D);
-        }
-    }
-    return rc;
-}
-
-rl_status rl_model_backward(rl_model *m, float scale)
-{
-    if (!m->have_forward) RL_FAIL(RL_EINVAL, "model: backward without a successful forward");
-    const int    B = m->B, N = m->N, T = B * N, D = m->D, cls = m->c.n_classes > 0;
-    const int    rows = cls ? B : T;
-    struct acts *a    = &m->a;
-    rl_attn     *plan = NULL;
-    RL_TRY(get_plan(m, N, &plan));
-    /* loss = sum over targets of CE(logits): fused softmax-CE gradient, times scale */
-    rl_softmax_ce_backward(a->dlogits, a->logits, a->lse, m->tgt, cls ? NULL : m->mask, scale, rows,
-                           m->Vo);
-    if (cls) { /* logits = pooled Whead^T + b, pooled = mean_n lnf */
-        rl_linear_backward(a->dpooled, m->g.headw, m->g.headb, a->dlogits, a->pooled, m->p.headw, B,
-                           D, m->Vo, 0);
-        rl_meanpool_backward(a->dln, a->dpooled, B, N, D);
-    } else {
-        rl_linear_backward(a->dln, m->g.headw, m->g.headb, a->dlogits, a->lnf, m->p.headw, T, D,
-                           m->Vo, 0);
-    }
-    memset(a->dres, 0, (size_t)T * D * sizeof(float));
-    rl_layernorm_backward(a->dres, m->g.lnfw, m->g.lnfb, a->dln, a->x + (size_t)m->L * T * D,
-                          a->meanf, a->rstdf, m->p.lnfw, T, D);
-    for (int l = m->L - 1; l >= 0; l--)
-        RL_TRY(block_backward(m, l, plan));
-    rl_embed_backward(m->g.wte, m->c.input_pe == RL_INPUT_PE_LEARNED ? m->g.pos : NULL, a->dres,
-                      m->tok, B, N, D);
-    if (m->g.scale)
-        rl_pos_scale_backward(m->g.scale, a->dres, m->sinus, B, N, D); /* x0 = E + g P */
-    return RL_OK;
 }
 
 long rl_model_bad_denominators(const rl_model *m) { return m->bad_den; }

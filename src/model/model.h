@@ -41,13 +41,21 @@ typedef struct rl_model rl_model;
 
 rl_status rl_model_create(rl_model **m, const struct rl_model_config *c);
 void      rl_model_free(rl_model *m);
-/* Rows of one MLP chunk: the MLP runs over the tokens in chunks whose fc1 outputs take
- * about 256 KiB (65536 floats), so that a chunk's GEMM output, GELU and their gradients
- * stay in cache; at least 16 rows, at most the T tokens there are.  Each thread has a
- * buffer of one chunk's 4 * D-wide GELU outputs. */
+/* Rows of one chunk: a step runs over the tokens in chunks (the pieces of its parallel
+ * regions, docs/model.md) whose fc1 outputs take at most 512 KiB (131072 floats), so that a
+ * chunk's GEMM outputs, GELU and their gradients stay in a core's L2 cache, and of at most
+ * 256 rows, so that a batch of 4096 tokens has 16 chunks or more; at least 16 rows, at
+ * most the T tokens there are.  Each thread has a buffer of one chunk's 4 * D-wide rows. */
+#ifndef RL_MODEL_CHUNK_FLOATS
+#define RL_MODEL_CHUNK_FLOATS 131072
+#endif
+#ifndef RL_MODEL_CHUNK_ROWS
+#define RL_MODEL_CHUNK_ROWS 256
+#endif
 static inline int rl_model_mlp_rows(int d_model, long T)
 {
-    long r = 65536 / (4L * d_model);
+    long r = RL_MODEL_CHUNK_FLOATS / (4L * d_model);
+    r      = r > RL_MODEL_CHUNK_ROWS ? RL_MODEL_CHUNK_ROWS : r;
     return (int)(r < 16 ? 16 : r > T ? T : r);
 }
 

@@ -4,7 +4,7 @@
  * table and the activation arena's layout in model.c; they are kept in double so that
  * absurd sizes (2^30 rows of 10^9 tokens) cannot overflow. */
 #include "config.h"
-#include "model.h"
+#include "model_impl.h"
 #include "../kernels/attn_linear.h"
 #include "../kernels/attn_softmax.h"
 
@@ -30,10 +30,11 @@ static double act_floats(const struct rl_model_config *c, double B, double N, in
     double       f    = (L + 1) * T * D;                   /* residual stream */
     f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
-    f += 3 * T * D + 7 * T * D + 4 * T * D;                /* qkv and the gradient scratch */
+    f += 6 * T * D;                                        /* the backward's (T, D) arrays */
     if (c->attn.forget) f += (L + 1) * B * H * N;          /* log gates per block, their gradient */
-    const double mlp = 4 * D * rl_model_mlp_rows(c->d_model, T < 65536 ? (long)T : 65536);
-    return f + mlp * (threads > 1 ? threads : 1); /* an MLP chunk per thread */
+    const long Tl = T < 1e15 ? (long)T : (long)1e15;
+    f += (double)rl_model_scratch_floats(c) * (threads > 1 ? threads : 1);    /* per thread */
+    return f + (double)rl_model_part_floats(c) * rl_model_grad_groups(c, Tl); /* partial sums */
 }
 
 /* Bytes of one attention plan at length N: per-thread kernel scratch, RoPE tables and
