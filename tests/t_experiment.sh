@@ -43,15 +43,15 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride" ]
-ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences" ]
+ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note, ..., the 95 % intervals and their sizes"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0\(,n/a\)\{10\}$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
 # elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
-grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,,none,1,0$' "$d/results.csv" &&
-    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,,none,1,0$' "$d/results.csv"
+grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,,none,1,0,' "$d/results.csv" &&
+    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,,none,1,0,' "$d/results.csv"
 ok $? "results.csv: den_le_eps is 0 for elu1 linear attention, empty for softmax"
 grep -A8 '^## copy: linear-attention denominators' "$d/summary.md" >"$tmp/den" &&
     [ "$(grep -c '^| \(learned\|rope\) | linear | ' "$tmp/den")" = 2 ] &&
@@ -117,8 +117,10 @@ ok $? "report of a results.csv with a header only: exit 1"
 ok $? "--stop-after 9: interrupted after 9 updates, exit 0"
 b="$tmp/b/tiny"; p1="$b/pe=learned,attention=softmax"; p2="$b/pe=learned,attention=linear"
 [ -f "$p1/results.csv" ] && [ ! -f "$p2/results.csv" ] && [ -f "$p2/checkpoints/step-2.safetensors" ] &&
-    [ ! -d "$b/pe=rope,attention=softmax" ] && [ ! -f "$b/summary.md" ]
-ok $? "point 1 finished, point 2 interrupted after its step-2 checkpoint, nothing else"
+    [ -f "$p2/checkpoints/step-3.safetensors" ] &&
+    [ ! -d "$b/pe=rope,attention=softmax" ] && [ ! -f "$b/summary.md" ] &&
+    grep -q "^stopped after 9 updates (--stop-after) at update 3 of 6 of pe=learned,attention=linear, saved in $p2/checkpoints/step-3.safetensors; continue with: ropelab run .*--resume$" "$tmp/out"
+ok $? "point 1 finished, point 2 stopped after update 3 with its checkpoint, said so, nothing else"
 t1=$(stat -c '%y' "$p1/results.csv" "$p1/metrics.jsonl" "$p1/checkpoints/step-6.safetensors")
 c1=$(cksum <"$p1/metrics.jsonl")
 sleep 0.05
@@ -128,8 +130,9 @@ ok $? "--resume completes the sweep"
     [ "$c1" = "$(cksum <"$p1/metrics.jsonl")" ] && grep -q '^\[1/4\] .*skipped' "$tmp/out"
 ok $? "the finished point is not redone (same file times and records)"
 [ "$(sed 's/^{"step": \([0-9]*\),.*/\1/' "$p2/metrics.jsonl" | tr '\n' ' ')" = "2 4 6 " ] &&
-    grep -q '^\[2/4\] .*done.*: 4 updates' "$tmp/out"
-ok $? "the interrupted point resumed from update 2: records 2, 4, 6 once each"
+    grep -q '^\[2/4\] .*done.*: 3 updates' "$tmp/out" &&
+    [ "$(ls "$p2/checkpoints")" = "$(printf 'step-2.safetensors\nstep-4.safetensors\nstep-6.safetensors')" ]
+ok $? "the interrupted point resumed from update 3: records 2, 4, 6 once each, the stop's checkpoint gone"
 cut -d, -f1-6 "$d/results.csv" >"$tmp/x"; cut -d, -f1-6 "$b/results.csv" >"$tmp/y"
 cmp -s "$tmp/x" "$tmp/y"; ok $? "resumed sweep: acc, loss, ppl equal the uninterrupted run's"
 "$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume --set train.lr=0.5 >/dev/null 2>"$tmp/err"; r=$?

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "../config/cfg.h"
 #include "cli.h"
+#include "interrupt.h"
 #include "opts.h"
 #include "../experiment/experiment.h"
 #include "../core/threads.h"
@@ -66,6 +67,8 @@ struct run_args {
     int          threads, resume, quiet, n_set;
     long long    stop_after;
     const char **set;
+    int          argc; /* the command line, for the command that resumes a stopped run */
+    char       **argv;
 };
 
 static int parse_args(struct run_args *a, int argc, char **argv)
@@ -110,6 +113,7 @@ static int parse_args(struct run_args *a, int argc, char **argv)
             return rl_getopt_error("run", c, argv, optind);
         }
     }
+    a->argc = argc, a->argv = argv;
     if (optind < argc) a->ini = argv[optind++];
     if (optind < argc)
         return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
@@ -205,6 +209,32 @@ static int check_launch(void)
     return RL_EXIT_USAGE;
 }
 
+/* One line: why the run stopped, where its work is, and the command that continues it. */
+static void print_stopped(const struct run_args *a, const struct rl_experiment_stop *w)
+{
+    char why[64], at[2900];
+    int  sig = rl_cli_interrupt_signal();
+    if (sig)
+        snprintf(why, sizeof why, "interrupted (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    else
+        snprintf(why, sizeof why, "stopped after %lld updates (--stop-after%s)", a->stop_after,
+                 rl_mpi_size() > 1 ? ", per rank" : "");
+    const char *pt = w->point[0] ? w->point : "the run", *of = w->point[0] ? " of " : "";
+    if (w->between)
+        snprintf(at, sizeof at, "before %s started (the points before it are finished)", pt);
+    else if (!w->checkpoint[0])
+        snprintf(at, sizeof at, "before the first update of %s: nothing to save", pt);
+    else if (w->step == w->steps)
+        snprintf(at, sizeof at, "in the final evaluation of %s, whose training is complete (%s)",
+                 pt, w->checkpoint);
+    else
+        snprintf(at, sizeof at, "at update %lld of %lld%s%s, saved in %s", (long long)w->step,
+                 (long long)w->steps, of, w->point, w->checkpoint);
+    printf("%s %s; continue with: ", why, at);
+    rl_cli_print_resume(stdout, a->argc, a->argv);
+    fflush(stdout);
+}
+
 static int run(struct rl_cfg *c, const struct run_args *a)
 {
     rl_experiment *e  = NULL;
@@ -219,8 +249,15 @@ static int run(struct rl_cfg *c, const struct run_args *a)
     }
     if ((rc = agree(rc, rl_last_error())) != RL_EXIT_OK) return rl_experiment_free(e), rc;
     warn_threads(c->experiment.threads, c->train.data_parallel, rl_experiment_points(e));
+    struct rl_experiment_stop where;
+    memset(&where, 0, sizeof where);
     struct rl_experiment_opts o = {
-        .resume = a->resume, .stop_after = a->stop_after, .out = stdout, .quiet = a->quiet};
+        .resume     = a->resume,
+        .stop_after = a->stop_after,
+        .out        = stdout,
+        .quiet      = a->quiet,
+        .stop       = rl_cli_interrupt_install("at the end of this update to save a checkpoint"),
+        .where      = &where};
     int stopped = 0;
     st          = rl_experiment_run(e, &o, &stopped);
     rl_experiment_free(e);
@@ -235,10 +272,8 @@ static int run(struct rl_cfg *c, const struct run_args *a)
         rl_mpi_abort(RL_EXIT_FAIL);
         return RL_EXIT_FAIL;
     }
-    if (stopped && rl_mpi_rank() == 0)
-        printf("stopped after %lld updates (--stop-after%s); continue with --resume\n",
-               a->stop_after, rl_mpi_size() > 1 ? ", per rank" : "");
-    return RL_EXIT_OK;
+    if (stopped && rl_mpi_rank() == 0) print_stopped(a, &where);
+    return stopped && rl_cli_interrupt_signal() ? rl_cli_interrupt_status() : RL_EXIT_OK;
 }
 
 int rl_cmd_run(int argc, char **argv)

@@ -123,6 +123,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "updates between metrics.jsonl records"},
     {"train", "checkpoint_every", RL_K_INT, OFF(train.checkpoint_every), 0, INT_MAX, NULL,
      "updates between checkpoints (0 = at the end only)"},
+    {"train", "checkpoint_minutes", RL_K_DBL, OFF(train.checkpoint_minutes), RL_D_NONNEG, 0, NULL,
+     "minutes of training between safety checkpoints, each kept until the next (0 = none)"},
     {"train", "checkpoint_initial", RL_K_BOOL, OFF(train.checkpoint_initial), 0, 0, NULL,
      "also save the step-0 weights"},
     {"train", "init_from",   RL_K_STR, OFF(train.init_from), 0, RL_CFG_PATH, NULL,
@@ -131,7 +133,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "under mpirun: every rank trains each point on its share of the rows"},
     {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
      "evaluation lengths (default: the task length)"},
-    {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},
+    {"eval", "batches", RL_K_BATCHES, OFF(eval.batches), 1, BIG, NULL,
+     "batches per length, or all (the whole validation split)"},
     {"eval", "every",   RL_K_INT, OFF(eval.every), 0, INT_MAX, NULL,
      "updates between evaluations (0 = at the end only)"},
     {"eval", "stride",  RL_K_INT, OFF(eval.stride), 0, BIG, NULL,
@@ -187,8 +190,8 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
-    c->train.log_every = 10;
-    c->eval.batches    = 8;
+    c->train.log_every = 10, c->train.checkpoint_minutes = 10;
+    c->eval.batches  = 8;
     c->eval.n_extend = 1, c->eval.extend[0] = RL_CFG_EXTEND_NONE;
 }
 
@@ -407,6 +410,11 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
         return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
     case RL_K_EXTEND:
         return parse_extend(c, k, value, why, len);
+    case RL_K_BATCHES:
+        if (!strcmp(value, "all")) return *(int *)p = 0, 0;
+        if (!parse_long(value, 1, BIG, &x)) return *(int *)p = (int)x, 0;
+        snprintf(why, len, "expected a positive integer or all, got '%s'", value);
+        return 1;
     case RL_K_FACTOR: {
         char  *e = NULL;
         double v = strtod(value, &e);
@@ -690,7 +698,8 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
 {
     struct parse_state *ps = calloc(1, sizeof *ps);
     if (!ps) RL_FAIL(RL_ENOMEM, "out of memory");
-    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3; /* a UTF-8 byte-order mark, as editors write */
+    if (!strncmp(text, "\xEF\xBB\xBF", 3))
+        text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     rl_status st = parse(ps);
     free(ps);

@@ -103,8 +103,9 @@ struct rl_cfg {
         uint64_t seed;
         uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
+        double   checkpoint_minutes;     /* safety checkpoints by training time (0 = none) */
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
-        int      data_parallel; /* every rank trains each point (MPI) */
+        int      data_parallel;          /* every rank trains each point (MPI) */
     } train;
     struct {
         int                n_lengths;
@@ -150,11 +151,12 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
                          int task_min_length);
 
 /* INI text of every key with its value.  flags: RL_CFG_RENDER_NO_RUNTIME leaves out the
- * keys that do not change results (experiment.out, experiment.threads) -- what a resume
- * compares.  Returns the length written (snprintf semantics: >= len means truncated). */
+ * keys that do not change results (experiment.out, experiment.threads,
+ * train.checkpoint_minutes) -- what a resume compares.  Returns the length written (snprintf
+ * semantics: >= len means truncated). */
 #define RL_CFG_RENDER_NO_RUNTIME 1
 int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags);
-/* Compare two rendered configurations ignoring experiment.out and .threads; a key absent
+/* Compare two rendered configurations ignoring the runtime keys (above); a key absent
  * from a (written by an older ropelab) whose value in b is its default is no difference.
  * On a difference writes "[section] key: 'a' vs 'b'" into msg and returns nonzero. */
 int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len);

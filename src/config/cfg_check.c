@@ -268,6 +268,12 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
                                   k->names[c->eval.extend[j]]);
         return;
     }
+    case RL_K_BATCHES:
+        if (*(const int *)p == 0)
+            snprintf(buf, len, "all");
+        else
+            snprintf(buf, len, "%d", *(const int *)p);
+        return;
     case RL_K_FACTOR:
         if (*(const double *)p == 0)
             snprintf(buf, len, "auto");
@@ -279,6 +285,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
 
 static int is_runtime_key(const char *section, const char *key)
 {
+    if (!strcmp(section, "train")) return !strcmp(key, "checkpoint_minutes");
     return !strcmp(section, "experiment") && (!strcmp(key, "out") || !strcmp(key, "threads"));
 }
 
@@ -352,7 +359,7 @@ static int read_pairs(const char *text, struct kv *kv, int max)
                 v++;
             for (char *t = eq - 1; t >= k && *t == ' '; t--)
                 *t = 0;
-            if (!strcmp(section, "experiment") && is_runtime_key(section, k)) continue;
+            if (is_runtime_key(section, k)) continue;
             join3(kv[n].key, sizeof kv[n].key, section, ".", k);
             join3(kv[n].value, sizeof kv[n].value, v, "", "");
             n++;
@@ -380,7 +387,7 @@ int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len)
 {
     enum { MAX = 256 };
     struct kv     *ka = calloc(3 * MAX, sizeof *ka), *kb = ka + MAX, *kd = kb + MAX;
-    struct rl_cfg *def = malloc(sizeof *def);
+    struct rl_cfg *def   = malloc(sizeof *def);
     char          *dtext = malloc(1 << 16);
     if (!ka || !def || !dtext)
         return free(ka), free(def), free(dtext), snprintf(msg, len, "out of memory"), 1;
@@ -417,7 +424,7 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
     o->digits = c->task.digits, o->filler = c->task.filler;
-    o->seed       = c->train.data_seed ? c->train.data_seed : c->train.seed;
+    o->seed = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

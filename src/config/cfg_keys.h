@@ -14,7 +14,8 @@ enum rl_cfg_key_type {
     RL_K_STR,
     RL_K_LENGTHS,
     RL_K_EXTEND,
-    RL_K_FACTOR
+    RL_K_FACTOR,
+    RL_K_BATCHES /* a positive integer, or all (stored as 0) */
 };
 /* ranges of RL_K_DBL keys (stored in lo) */
 enum { RL_D_ANY = 0, RL_D_POS, RL_D_NONNEG, RL_D_UNIT_OPEN, RL_D_UNIT };

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../model/checkpoint.h"
+#include "../report/report_data.h"
 #include "../core/json.h"
 #include "../core/util.h"
 
@@ -64,7 +65,26 @@ rl_status rl_train_remove_stale(const char *dir, int *removed)
     return RL_OK;
 }
 
-rl_status rl_trainer_save(struct rl_trainer *t)
+int rl_train_scheduled(const struct rl_cfg *c, int64_t k)
+{
+    const int every = c->train.checkpoint_every;
+    return k == c->train.steps || (k == 0 && c->train.checkpoint_initial) ||
+           (every > 0 && k % every == 0);
+}
+
+rl_status rl_train_prune_checkpoints(const char *dir, const struct rl_cfg *c, int64_t k)
+{
+    char    path[2300];
+    int64_t j = k;
+    for (;;) { /* newest first, each found below the previous */
+        RL_TRY(rl_train_latest_checkpoint(dir, j, &j, path, sizeof path));
+        if (j < 0) return RL_OK;
+        if (!rl_train_scheduled(c, j) && remove(path) != 0 && errno != ENOENT)
+            RL_FAIL(RL_EIO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+}
+
+rl_status rl_trainer_save(struct rl_trainer *t, char *out)
 {
     char path[2300], rng[RL_RNG_STRING_LEN];
     RL_TRY(checkpoint_path(path, sizeof path, t->dir, t->step));
@@ -74,6 +94,9 @@ rl_status rl_trainer_save(struct rl_trainer *t)
     rl_status st = rl_checkpoint_save(path, t->m, t->mom_m, t->mom_v, t->step, text,
                                       rl_rng_to_string(&t->rng, rng, sizeof rng));
     free(text);
+    /* the new file is complete (written and renamed) before the older extras go */
+    if (st == RL_OK) st = rl_train_prune_checkpoints(t->dir, t->c, t->step);
+    if (st == RL_OK && out) memcpy(out, path, sizeof path);
     return st;
 }
 
@@ -214,8 +237,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     /* results.csv last: its presence marks a finished point (--resume skips it) */
     RL_TRY(write_positions_csv(dir, c, rows, n));
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
-    fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
-               "rope_extend,rope_factor,stride\n");
+    fprintf(f, "pe,attention," RL_REP_RESULT_COLUMNS "\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
@@ -226,8 +248,15 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         csv_num(f, r->ppl, r->na);
         csv_num(f, r->ms_per_1k_tokens, r->na);
         csv_num(f, r->den_rows > 0 ? (double)r->bad_den / (double)r->den_rows : NAN, r->na);
-        fprintf(f, ",%s,%s,%.6g,%d\n", r->note, rl_cfg_extend_name(r->method), r->factor,
-                r->stride);
+        fprintf(f, ",%s,%s,%.6g,%d", r->note, rl_cfg_extend_name(r->method), r->factor, r->stride);
+        const double ci[8] = {r->acc_lo,  r->acc_hi,  r->exact_lo, r->exact_hi,
+                              r->loss_lo, r->loss_hi, r->ppl_lo,   r->ppl_hi};
+        for (int k = 0; k < 8; k++)
+            csv_num(f, ci[k], r->na);
+        if (r->na)
+            fputs(",n/a,n/a\n", f);
+        else
+            fprintf(f, ",%ld,%ld\n", r->targets, r->sequences);
     }
     return commit_tmp(f, path, tmp);
 }

@@ -137,7 +137,7 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
  * keep the text they were written with. */
 static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line, const char *path)
 {
-    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64];
+    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64], iv[256];
     if (w->na)
         snprintf(d, sizeof d, "n/a");
     else if (isnan(w->den))
@@ -147,12 +147,21 @@ static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *lin
     /* runs written before the evaluation columns: no extension, factor 1, stride 0 */
     if (!*raw_field(hdr, line, "rope_factor", f, sizeof f)) snprintf(f, sizeof f, "1");
     if (!*raw_field(hdr, line, "stride", st, sizeof st)) snprintf(st, sizeof st, "0");
+    /* the intervals and their sizes as written (empty in runs written before them) */
+    static const char *const ci[] = {"acc_lo",  "acc_hi", "exact_lo", "exact_hi", "loss_lo",
+                                     "loss_hi", "ppl_lo", "ppl_hi",   "targets",  "sequences"};
+    size_t                   k    = 0;
+    for (int i = 0; i < 10 && k < sizeof iv; i++) {
+        char v[64];
+        k += (size_t)snprintf(iv + k, sizeof iv - k, ",%s",
+                              raw_field(hdr, line, ci[i], v, sizeof v));
+    }
     int n = snprintf(
-        w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", w->length,
+        w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s", w->length,
         raw_field(hdr, line, "acc", a, sizeof a),
         w->na ? "n/a" : raw_field(hdr, line, "exact", e, sizeof e),
         raw_field(hdr, line, "loss", l, sizeof l), raw_field(hdr, line, "ppl", p, sizeof p),
-        raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note, w->method, f, st);
+        raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note, w->method, f, st, iv);
     if (n < 0 || (size_t)n >= sizeof w->tail) RL_FAIL(RL_EFORMAT, "%s: line too long", path);
     return RL_OK;
 }
@@ -166,12 +175,18 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
     memset(w, 0, sizeof *w);
     if (cl < 0 || !csv_field(line, cl, f, sizeof f) || (w->length = atoi(f)) <= 0)
         RL_FAIL(RL_EFORMAT, "%s: a line without a length: '%.60s'", path, line);
-    w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na, &bad);
-    w->exact = csv_num(line, csv_col(hdr, "exact"), &na, &bad);
-    w->loss  = csv_num(line, csv_col(hdr, "loss"), &w->na, &bad);
-    w->ppl   = csv_num(line, csv_col(hdr, "ppl"), &w->na, &bad);
-    w->ms    = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na, &bad);
-    w->den   = csv_num(line, csv_col(hdr, "den_le_eps"), &na, &bad);
+    w->acc                         = csv_num(line, csv_col(hdr, "acc"), &w->na, &bad);
+    w->exact                       = csv_num(line, csv_col(hdr, "exact"), &na, &bad);
+    w->loss                        = csv_num(line, csv_col(hdr, "loss"), &w->na, &bad);
+    w->ppl                         = csv_num(line, csv_col(hdr, "ppl"), &w->na, &bad);
+    w->ms                          = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na, &bad);
+    w->den                         = csv_num(line, csv_col(hdr, "den_le_eps"), &na, &bad);
+    double                  *ci[8] = {&w->acc_lo,  &w->acc_hi,  &w->exact_lo, &w->exact_hi,
+                                      &w->loss_lo, &w->loss_hi, &w->ppl_lo,   &w->ppl_hi};
+    static const char *const name[8] = {"acc_lo",  "acc_hi",  "exact_lo", "exact_hi",
+                                        "loss_lo", "loss_hi", "ppl_lo",   "ppl_hi"};
+    for (int i = 0; i < 8; i++)
+        *ci[i] = csv_num(line, csv_col(hdr, name[i]), &na, &bad);
     if (bad)
         RL_FAIL(RL_EFORMAT, "%s: a line with a field that is not a number: '%.60s'", path, line);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);

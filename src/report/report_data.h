@@ -12,6 +12,13 @@
 #include "../core/json.h"
 #include "../config/sweep.h"
 
+/* The columns of results.csv from `length` on (a point's file has pe and attention before
+ * them, a sweep's combined file the swept keys): the numbers, then how the row was
+ * evaluated, then the 95 % intervals and their sample sizes (train.h's rl_eval_row). */
+#define RL_REP_RESULT_COLUMNS                                                                      \
+    "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,"   \
+    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences"
+
 /* Lines of a point's results.csv: lengths x rope_extend methods. */
 #define RL_REP_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
 
@@ -20,8 +27,10 @@ struct rl_rep_row {
     int    length, na;
     char   method[8];                 /* rope_extend ("none" in runs written before the column) */
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
+    /* 95 % intervals (NaN where empty: one sequence, n/a, or a run written before them) */
+    double acc_lo, acc_hi, exact_lo, exact_hi, loss_lo, loss_hi, ppl_lo, ppl_hi;
     double den;       /* linear attention: fraction of denominators <= eps, else NaN */
-    char   tail[320]; /* the line from its length field on, as the combined file has it */
+    char   tail[512]; /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 

@@ -378,7 +378,7 @@ double rl_rope_decay_bound(int d, double base, double r)
 {
     struct rl_rope_opts o;
     rl_rope_opts_default(&o);
-    o.base               = base;
+    o.base             = base;
     double complex S   = 0;
     double         sum = 0;
     for (int i = 0; i < d / 2; i++) {

@@ -27,7 +27,8 @@ static rl_status check_common(const struct rl_task_opts *o)
                   {"digits", o->digits}};
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++)
         if (nonneg[i].v < 0)
-            RL_TASK_FAIL(RL_EINVAL, nonneg[i].key, "%d must be >= 0 (0 = the task's default)", nonneg[i].v);
+            RL_TASK_FAIL(RL_EINVAL, nonneg[i].key, "%d must be >= 0 (0 = the task's default)",
+                         nonneg[i].v);
     return RL_OK;
 }
 
@@ -92,6 +93,14 @@ int rl_task_max_length(const rl_task *t)
     if (t->kind == RL_TASK_CHARLM) return rl_task_charlm_max_length(t);
     if (t->kind == RL_TASK_MQAR && !t->kv_pairs) /* D = max(1, M/16) <= vocab/2 - 1 keys */
         return 16 * (t->vocab / 2) - 1;
+    return 0;
+}
+
+int64_t rl_task_valid_rows(const rl_task *t, int N)
+{
+    if (t->kind == RL_TASK_TOKENS) return rl_task_tokens_rows(t->tokens, 1);
+    if (t->kind == RL_TASK_CHARLM && N > 0 && t->valid_hi - t->valid_lo > (size_t)N)
+        return (int64_t)((t->valid_hi - t->valid_lo - 1) / (size_t)N);
     return 0;
 }
 
