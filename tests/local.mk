@@ -70,7 +70,7 @@ dist_check_DATA += \
 
 ## --- experiment tests ---
 check_PROGRAMS += tests/t_sweep
-dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
+dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh tests/t_interrupt.sh
 ## summary.md over seeds: mean ± std and the significance marks
 check_PROGRAMS += tests/t_report
 dist_check_SCRIPTS += tests/t_seeds.sh

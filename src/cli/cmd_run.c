@@ -237,6 +237,9 @@ static void print_stopped(const struct run_args *a, const struct rl_experiment_s
 
 static int run(struct rl_cfg *c, const struct run_args *a)
 {
+    /* from the start: a signal while the points are checked stops before the first */
+    volatile sig_atomic_t *stop =
+        rl_cli_interrupt_install("at the end of this update to save a checkpoint");
     rl_experiment *e  = NULL;
     rl_status      st = load_config(c, a);
     int            rc = st == RL_OK ? RL_EXIT_OK : RL_EXIT_USAGE;
@@ -251,15 +254,14 @@ static int run(struct rl_cfg *c, const struct run_args *a)
     warn_threads(c->experiment.threads, c->train.data_parallel, rl_experiment_points(e));
     struct rl_experiment_stop where;
     memset(&where, 0, sizeof where);
-    struct rl_experiment_opts o = {
-        .resume     = a->resume,
-        .stop_after = a->stop_after,
-        .out        = stdout,
-        .quiet      = a->quiet,
-        .stop       = rl_cli_interrupt_install("at the end of this update to save a checkpoint"),
-        .where      = &where};
-    int stopped = 0;
-    st          = rl_experiment_run(e, &o, &stopped);
+    struct rl_experiment_opts o       = {.resume     = a->resume,
+                                         .stop_after = a->stop_after,
+                                         .out        = stdout,
+                                         .quiet      = a->quiet,
+                                         .stop       = stop,
+                                         .where      = &where};
+    int                       stopped = 0;
+    st                                = rl_experiment_run(e, &o, &stopped);
     rl_experiment_free(e);
     if (st != RL_OK) {
         /* one failing rank ends the job: the others may be waiting for it */
