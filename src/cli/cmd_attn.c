@@ -69,27 +69,39 @@ static int parse_enum(const char *opt, const char *s, const char *const *names, 
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(struct attn_args *A, int argc, char **argv)
 {
-    static const char *const kinds[] = {"softmax", "linear"}, *const maps[] = {"elu1", "softmax", "exp"},
-                             *const pes[] = {"none", "rope", "t5", "alibi"},
-                             *const lays[] = {"pairs", "halves"}, *const places[] = {"feature", "input"},
-                             *const dens[] = {"plain", "rotated"};
+    static const char
+        *const        kinds[] = {"softmax", "linear"},
+               *const maps[]  = {"elu1", "softmax", "exp"},
+               *const pes[] = {"none", "rope", "t5", "alibi"}, *const lays[] = {"pairs", "halves"},
+               *const places[] = {"feature", "input"}, *const dens[] = {"plain", "rotated"};
     memset(A, 0, sizeof *A);
     rl_attn_opts_default(&A->o);
     /* every option is matched by name below (val 0); --opt VALUE and --opt=VALUE both work */
-    static const struct option longs[] = {
-        {"in", required_argument, NULL, 0}, {"out", required_argument, NULL, 0},
-        {"attention", required_argument, NULL, 0}, {"feature-map", required_argument, NULL, 0},
-        {"pe", required_argument, NULL, 0}, {"rope-layout", required_argument, NULL, 0},
-        {"rope-place", required_argument, NULL, 0}, {"rope-denominator", required_argument, NULL, 0},
-        {"rope-base", required_argument, NULL, 0}, {"rope-scale", required_argument, NULL, 0},
-        {"rope-ntk", required_argument, NULL, 0}, {"rope-dims", required_argument, NULL, 0},
-        {"t5-buckets", required_argument, NULL, 0}, {"t5-max-distance", required_argument, NULL, 0},
-        {"threads", required_argument, NULL, 0}, {"eps", required_argument, NULL, 0},
-        {"causal", no_argument, NULL, 0}, {"alibi-scan", no_argument, NULL, 0},
-        {"rope-yarn", required_argument, NULL, 0}, {"rope-yarn-orig", required_argument, NULL, 0},
-        {"xpos", no_argument, NULL, 0}, {"xpos-scale-base", required_argument, NULL, 0},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    struct rl_opt o = {0};
+    static const struct option longs[] = {{"in", required_argument, NULL, 0},
+                                          {"out", required_argument, NULL, 0},
+                                          {"attention", required_argument, NULL, 0},
+                                          {"feature-map", required_argument, NULL, 0},
+                                          {"pe", required_argument, NULL, 0},
+                                          {"rope-layout", required_argument, NULL, 0},
+                                          {"rope-place", required_argument, NULL, 0},
+                                          {"rope-denominator", required_argument, NULL, 0},
+                                          {"rope-base", required_argument, NULL, 0},
+                                          {"rope-scale", required_argument, NULL, 0},
+                                          {"rope-ntk", required_argument, NULL, 0},
+                                          {"rope-dims", required_argument, NULL, 0},
+                                          {"t5-buckets", required_argument, NULL, 0},
+                                          {"t5-max-distance", required_argument, NULL, 0},
+                                          {"threads", required_argument, NULL, 0},
+                                          {"eps", required_argument, NULL, 0},
+                                          {"causal", no_argument, NULL, 0},
+                                          {"alibi-scan", no_argument, NULL, 0},
+                                          {"rope-yarn", required_argument, NULL, 0},
+                                          {"rope-yarn-orig", required_argument, NULL, 0},
+                                          {"xpos", no_argument, NULL, 0},
+                                          {"xpos-scale-base", required_argument, NULL, 0},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    struct rl_opt              o       = {0};
     for (int c; (c = rl_next_opt("attn", &o, argc, argv, ":h", longs)) != -1;) {
         const char *a = o.name, *v = o.value;
         int         e = 0, iv = 0;
@@ -98,30 +110,54 @@ static int parse_args(struct attn_args *A, int argc, char **argv)
             fputs(attn_usage, stdout);
             return RL_EXIT_OK;
         }
-        if (!strcmp(a, "--causal")) { A->o.causal = 1; continue; }
-        if (!strcmp(a, "--alibi-scan")) { A->o.alibi_scan = 1; continue; }
-        if (!strcmp(a, "--xpos")) { A->o.xpos = 1; continue; }
-        if (!strcmp(a, "--in")) A->in = v;
-        else if (!strcmp(a, "--out")) A->out = v;
-        else if (!strcmp(a, "--attention")) e = parse_enum(a, v, kinds, 2, &iv), A->o.kind = iv;
-        else if (!strcmp(a, "--feature-map")) e = parse_enum(a, v, maps, 3, &iv), A->o.fmap = iv;
-        else if (!strcmp(a, "--pe")) e = parse_enum(a, v, pes, 4, &iv), A->o.pe = iv;
-        else if (!strcmp(a, "--rope-layout")) e = parse_enum(a, v, lays, 2, &iv), A->o.rope.layout = iv;
-        else if (!strcmp(a, "--rope-place")) e = parse_enum(a, v, places, 2, &iv), A->o.rope_place = iv;
-        else if (!strcmp(a, "--rope-denominator")) e = parse_enum(a, v, dens, 2, &iv), A->o.rope_denominator = iv;
-        else if (!strcmp(a, "--rope-base")) e = rl_parse_double("attn", a, v, &A->o.rope.base);
-        else if (!strcmp(a, "--rope-scale")) e = rl_parse_double("attn", a, v, &A->o.rope.scale);
-        else if (!strcmp(a, "--rope-ntk")) e = rl_parse_double("attn", a, v, &A->o.rope.ntk);
+        if (!strcmp(a, "--causal")) {
+            A->o.causal = 1;
+            continue;
+        }
+        if (!strcmp(a, "--alibi-scan")) {
+            A->o.alibi_scan = 1;
+            continue;
+        }
+        if (!strcmp(a, "--xpos")) {
+            A->o.xpos = 1;
+            continue;
+        }
+        if (!strcmp(a, "--in"))
+            A->in = v;
+        else if (!strcmp(a, "--out"))
+            A->out = v;
+        else if (!strcmp(a, "--attention"))
+            e = parse_enum(a, v, kinds, 2, &iv), A->o.kind = iv;
+        else if (!strcmp(a, "--feature-map"))
+            e = parse_enum(a, v, maps, 3, &iv), A->o.fmap = iv;
+        else if (!strcmp(a, "--pe"))
+            e = parse_enum(a, v, pes, 4, &iv), A->o.pe = iv;
+        else if (!strcmp(a, "--rope-layout"))
+            e = parse_enum(a, v, lays, 2, &iv), A->o.rope.layout = iv;
+        else if (!strcmp(a, "--rope-place"))
+            e = parse_enum(a, v, places, 2, &iv), A->o.rope_place = iv;
+        else if (!strcmp(a, "--rope-denominator"))
+            e = parse_enum(a, v, dens, 2, &iv), A->o.rope_denominator = iv;
+        else if (!strcmp(a, "--rope-base"))
+            e = rl_parse_double("attn", a, v, &A->o.rope.base);
+        else if (!strcmp(a, "--rope-scale"))
+            e = rl_parse_double("attn", a, v, &A->o.rope.scale);
+        else if (!strcmp(a, "--rope-ntk"))
+            e = rl_parse_double("attn", a, v, &A->o.rope.ntk);
         else if (!strcmp(a, "--rope-yarn"))
             e = rl_parse_double("attn", a, v, &A->o.rope.yarn);
         else if (!strcmp(a, "--rope-yarn-orig"))
             e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.rope.yarn_orig);
         else if (!strcmp(a, "--xpos-scale-base"))
             e = rl_parse_double("attn", a, v, &A->o.xpos_scale_base);
-        else if (!strcmp(a, "--rope-dims")) e = rl_parse_int("attn", a, v, 1, 1 << 20, &A->o.rope.dims);
-        else if (!strcmp(a, "--t5-buckets")) e = rl_parse_int("attn", a, v, 2, 1 << 20, &A->o.t5_buckets), A->t5_buckets_given = 1;
-        else if (!strcmp(a, "--t5-max-distance")) e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.t5_max_distance);
-        else if (!strcmp(a, "--threads")) e = rl_parse_int("attn", a, v, 1, 1024, &A->threads);
+        else if (!strcmp(a, "--rope-dims"))
+            e = rl_parse_int("attn", a, v, 1, 1 << 20, &A->o.rope.dims);
+        else if (!strcmp(a, "--t5-buckets"))
+            e = rl_parse_int("attn", a, v, 2, 1 << 20, &A->o.t5_buckets), A->t5_buckets_given = 1;
+        else if (!strcmp(a, "--t5-max-distance"))
+            e = rl_parse_int("attn", a, v, 1, 1 << 30, &A->o.t5_max_distance);
+        else if (!strcmp(a, "--threads"))
+            e = rl_parse_int("attn", a, v, 1, 1024, &A->threads);
         else if (!strcmp(a, "--eps")) {
             double eps = 0;
             e          = rl_parse_double("attn", a, v, &eps);
@@ -158,14 +194,15 @@ static int check_finite(const char *name, const float *x, const int64_t *shape, 
         n *= (size_t)shape[i];
     for (size_t i = 0; i < n; i++) {
         if (isfinite(x[i]) && fabsf(x[i]) <= ATTN_MAX_ABS) continue;
-        char   at[96];
-        size_t r = i;
-        int    len = 0;
+        char    at[96];
+        size_t  r      = i;
+        int     len    = 0;
         int64_t idx[3] = {0, 0, 0};
         for (int k = nd - 1; k >= 0; k--)
             idx[k] = (int64_t)(r % (size_t)shape[k]), r /= (size_t)shape[k];
         for (int k = 0; k < nd; k++)
-            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "", (long long)idx[k]);
+            len += snprintf(at + len, sizeof at - (size_t)len, "%s%lld", k ? "," : "",
+                            (long long)idx[k]);
         return rl_usage_error("attn", "%s[%s] = %g: inputs must be finite with |x| <= %g", name, at,
                               (double)x[i], ATTN_MAX_ABS);
     }
@@ -198,17 +235,20 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     int64_t H = X->sq[0], N = X->sq[1], d = X->sq[2];
     if (H < 1 || N < 1 || d < 1) return rl_usage_error("attn", "q.npy: empty shape");
     if (X->sk[0] != H || X->sk[1] != N || X->sk[2] != d)
-        return rl_usage_error("attn", "k.npy shape must equal q.npy's (%lld,%lld,%lld)", (long long)H,
-                              (long long)N, (long long)d);
+        return rl_usage_error("attn", "k.npy shape must equal q.npy's (%lld,%lld,%lld)",
+                              (long long)H, (long long)N, (long long)d);
     if (X->sv[0] != H || X->sv[1] != N || X->sv[2] < 1)
         return rl_usage_error("attn", "v.npy must be (%lld,%lld,dv)", (long long)H, (long long)N);
     if (X->dout && (X->sd[0] != H || X->sd[1] != N || X->sd[2] != X->sv[2]))
         return rl_usage_error("attn", "dout.npy must have v.npy's shape");
     if (A->o.pe == RL_ATTN_PE_T5) {
-        if (!X->t5) return rl_usage_error("attn", "--pe t5 needs %s/t5_bias.npy (H x buckets)", A->in);
-        if (X->st5[0] != H) return rl_usage_error("attn", "t5_bias.npy must have H=%lld rows", (long long)H);
+        if (!X->t5)
+            return rl_usage_error("attn", "--pe t5 needs %s/t5_bias.npy (H x buckets)", A->in);
+        if (X->st5[0] != H)
+            return rl_usage_error("attn", "t5_bias.npy must have H=%lld rows", (long long)H);
         if (A->t5_buckets_given && A->o.t5_buckets != X->st5[1])
-            return rl_usage_error("attn", "--t5-buckets %d disagrees with t5_bias.npy (%lld buckets)",
+            return rl_usage_error("attn",
+                                  "--t5-buckets %d disagrees with t5_bias.npy (%lld buckets)",
                                   A->o.t5_buckets, (long long)X->st5[1]);
         A->o.t5_buckets = (int)X->st5[1];
     } else if (X->t5) {
@@ -224,7 +264,8 @@ static int load_arrays(struct arrays *X, struct attn_args *A)
     return rc;
 }
 
-static int write_out(const char *dir, const char *name, const float *x, int nd, const int64_t *shape)
+static int write_out(const char *dir, const char *name, const float *x, int nd,
+                     const int64_t *shape)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -259,19 +300,18 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         fprintf(stderr, "ropelab attn: %s\n", rl_last_error());
         return RL_EXIT_FAIL;
     }
-    size_t  nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
-    float  *o = calloc(nv, sizeof(float)), *saved = calloc((size_t)H * N, sizeof(float));
-    float  *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL;
-    int     rc = RL_EXIT_FAIL;
-    struct rl_attn_stats fs = {0};
-    double  ms_bwd = 0;
+    size_t nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
+    float *o = calloc(nv, sizeof(float)), *saved = calloc((size_t)H * N, sizeof(float));
+    float *dq = NULL, *dk = NULL, *dvv = NULL, *dt5 = NULL;
+    int    rc                   = RL_EXIT_FAIL;
+    struct rl_attn_stats fs     = {0};
+    double               ms_bwd = 0;
     if (!o || !saved) {
         rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
         goto done;
     }
     const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, NULL};
-    if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK)
-        goto done;
+    if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK) goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     for (size_t i = 0; i < nv; i++)
         if (!isfinite(o[i])) { /* finite inputs, yet an overflow inside the kernel */
@@ -283,16 +323,16 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         }
     if (write_out(A->out, "out.npy", o, 3, shv)) goto done;
     if (X->dout) {
-        dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)), dvv = calloc(nv, sizeof(float));
+        dq = calloc(nq, sizeof(float)), dk = calloc(nq, sizeof(float)),
+        dvv = calloc(nv, sizeof(float));
         if (X->t5) dt5 = calloc((size_t)X->st5[0] * X->st5[1], sizeof(float));
         if (!dq || !dk || !dvv || (X->t5 && !dt5)) {
             rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the gradients");
             goto done;
         }
-        double t0 = rl_now_ms();
+        double                     t0 = rl_now_ms();
         const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
-        if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK)
-            goto done;
+        if (rl_attn_backward(plan, &gr, X->dout, o, saved, &in, H) != RL_OK) goto done;
         ms_bwd = rl_now_ms() - t0;
         if (write_out(A->out, "dq.npy", dq, 3, shq) || write_out(A->out, "dk.npy", dk, 3, shq) ||
             write_out(A->out, "dv.npy", dvv, 3, shv) ||

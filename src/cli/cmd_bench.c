@@ -33,7 +33,8 @@ static const char bench_usage[] =
     "  --n 1024,4096,...               sequence lengths (default 1024,2048,4096,16384,65536)\n"
     "  --heads H  --d D  --dv DV       shape (default 4, 32, 32)\n"
     "  --reps R                        repetitions per point, median reported (default 3)\n"
-    "  --budget-s S                    skip a point predicted to take longer than S s (default 20)\n"
+    "  --budget-s S                    skip a point predicted to take longer than S s (default "
+    "20)\n"
     "  --mem-gb G                      skip a point predicted to need more than G GiB (default 4)\n"
     "  --threads N                     threads (default OMP_NUM_THREADS or all cores)\n"
     "  --out DIR                       write DIR/bench_attn.csv (default: no CSV)\n"
@@ -95,14 +96,19 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
     memset(p, 0, sizeof *p);
     if (rl_attn_create(&a, o, H, N, d, dv) != RL_OK) return;
     size_t nq = (size_t)H * N * d, nv = (size_t)H * N * dv;
-    float *q = rl_alloc(nq * 4), *k = rl_alloc(nq * 4), *v = rl_alloc(nv * 4), *out = rl_alloc(nv * 4),
-          *saved = rl_alloc((size_t)H * N * 4), *dq = rl_alloc(nq * 4), *dk = rl_alloc(nq * 4),
-          *dvv = rl_alloc(nv * 4), *dout = rl_alloc(nv * 4), *t5 = NULL, *dt5 = NULL;
-    if (o->pe == RL_ATTN_PE_T5) t5 = rl_alloc((size_t)H * o->t5_buckets * 4), dt5 = rl_alloc((size_t)H * o->t5_buckets * 4);
+    float *q = rl_alloc(nq * 4), *k = rl_alloc(nq * 4), *v = rl_alloc(nv * 4),
+          *out = rl_alloc(nv * 4), *saved = rl_alloc((size_t)H * N * 4), *dq = rl_alloc(nq * 4),
+          *dk = rl_alloc(nq * 4), *dvv = rl_alloc(nv * 4), *dout = rl_alloc(nv * 4), *t5 = NULL,
+          *dt5 = NULL;
+    if (o->pe == RL_ATTN_PE_T5)
+        t5 = rl_alloc((size_t)H * o->t5_buckets * 4), dt5 = rl_alloc((size_t)H * o->t5_buckets * 4);
     unsigned s = 12345;
-    for (size_t i = 0; i < nq; i++) q[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
-    for (size_t i = 0; i < nq; i++) k[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
-    for (size_t i = 0; i < nv; i++) v[i] = dout[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
+    for (size_t i = 0; i < nq; i++)
+        q[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
+    for (size_t i = 0; i < nq; i++)
+        k[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
+    for (size_t i = 0; i < nv; i++)
+        v[i] = dout[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
     const struct rl_attn_in    in = {q, k, v, t5, NULL};
     const struct rl_attn_grads gr = {dq, dk, dvv, dt5, NULL};
     double                     tf[16], tb[16];
@@ -181,7 +187,8 @@ static void measure_forked(struct point *p, const struct rl_attn_opts *o, int H,
 static void sgemm_job(struct job *j)
 {
     const int m = j->m, n = j->n, k = j->k;
-    float *A = rl_alloc((size_t)m * k * 4), *B = rl_alloc((size_t)k * n * 4), *C = rl_alloc((size_t)m * n * 4);
+    float    *A = rl_alloc((size_t)m * k * 4), *B = rl_alloc((size_t)k * n * 4),
+          *C    = rl_alloc((size_t)m * n * 4);
     double best = 1e30;
     for (int r = 0; r < 5 && A && B && C; r++) {
         double t0 = rl_now_ms();
@@ -242,7 +249,8 @@ static int make_configs(struct bench_cfg *c, const char *attn, const char *pe, i
 static double predicted_bytes(const struct rl_attn_opts *o, double N, int H, int d, int dv)
 {
     double base = 4.0 * H * N * (3 * d + 3 * dv + 1) * 2;
-    if (o->kind == RL_ATTN_LINEAR && (o->pe == RL_ATTN_PE_T5 || (o->pe == RL_ATTN_PE_ALIBI && !o->alibi_scan)))
+    if (o->kind == RL_ATTN_LINEAR &&
+        (o->pe == RL_ATTN_PE_T5 || (o->pe == RL_ATTN_PE_ALIBI && !o->alibi_scan)))
         base += 8.0 * 4 * N * 64 * rl_threads_get(); /* FFT column blocks */
     return base;
 }
@@ -264,27 +272,34 @@ static int train_lengths(const char *v, int *ns, int max)
  * [--out DIR]` */
 static int bench_train(int argc, char **argv)
 {
-    int         threads = 0, steps = 10, warmup = 2, kind = -1, ns[16], nn = 0;
-    const char *out = NULL;
+    int                        threads = 0, steps = 10, warmup = 2, kind = -1, ns[16], nn = 0;
+    const char                *out     = NULL;
     static const struct option longs[] = {
-        {"train", no_argument, NULL, 0},         {"threads", required_argument, NULL, 0},
-        {"steps", required_argument, NULL, 0},   {"warmup", required_argument, NULL, 0},
-        {"out", required_argument, NULL, 0},     {"attention", required_argument, NULL, 0},
-        {"n", required_argument, NULL, 0},       {NULL, 0, NULL, 0}};
+        {"train", no_argument, NULL, 0},       {"threads", required_argument, NULL, 0},
+        {"steps", required_argument, NULL, 0}, {"warmup", required_argument, NULL, 0},
+        {"out", required_argument, NULL, 0},   {"attention", required_argument, NULL, 0},
+        {"n", required_argument, NULL, 0},     {NULL, 0, NULL, 0}};
     struct rl_opt o = {0};
     for (int c, e; (c = rl_next_opt("bench", &o, argc, argv, ":", longs)) != -1;) {
         const char *a = o.name, *v = o.value;
         if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
         e = 0;
         if (!strcmp(a, "--train")) continue;
-        if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
-        else if (!strcmp(a, "--steps")) e = rl_parse_int("bench", a, v, 1, 100000, &steps);
-        else if (!strcmp(a, "--warmup")) e = rl_parse_int("bench", a, v, 0, 100000, &warmup);
-        else if (!strcmp(a, "--out")) out = v;
+        if (!strcmp(a, "--threads"))
+            e = rl_parse_int("bench", a, v, 1, 1024, &threads);
+        else if (!strcmp(a, "--steps"))
+            e = rl_parse_int("bench", a, v, 1, 100000, &steps);
+        else if (!strcmp(a, "--warmup"))
+            e = rl_parse_int("bench", a, v, 0, 100000, &warmup);
+        else if (!strcmp(a, "--out"))
+            out = v;
         else if (!strcmp(a, "--attention")) {
-            if (!strcmp(v, "softmax")) kind = RL_ATTN_SOFTMAX;
-            else if (!strcmp(v, "linear")) kind = RL_ATTN_LINEAR;
-            else if (strcmp(v, "all")) return rl_usage_error("bench", "--attention: unknown value '%s'", v);
+            if (!strcmp(v, "softmax"))
+                kind = RL_ATTN_SOFTMAX;
+            else if (!strcmp(v, "linear"))
+                kind = RL_ATTN_LINEAR;
+            else if (strcmp(v, "all"))
+                return rl_usage_error("bench", "--attention: unknown value '%s'", v);
         } else if (!strcmp(a, "--n") && (nn = train_lengths(v, ns, 16)) <= 0)
             return rl_usage_error("bench", "--n: expected lengths 16 .. 65536, got '%s'", v);
         if (e) return RL_EXIT_USAGE;
@@ -300,7 +315,8 @@ static int bench_train(int argc, char **argv)
         }
     }
     printf("# ropelab bench --train: threads=%d BLIS=%s\n", rl_threads_get(), rl_blis_arch());
-    return rl_bench_train(stdout, warmup, steps, out ? csv : NULL, kind, ns, nn) ? RL_EXIT_FAIL : RL_EXIT_OK;
+    return rl_bench_train(stdout, warmup, steps, out ? csv : NULL, kind, ns, nn) ? RL_EXIT_FAIL
+                                                                                 : RL_EXIT_OK;
 }
 
 int rl_cmd_bench(int argc, char **argv)
@@ -314,7 +330,9 @@ int rl_cmd_bench(int argc, char **argv)
         train |= !strcmp(argv[i], "--train"), decode |= !strcmp(argv[i], "--decode");
     }
     if (train && decode) return rl_usage_error("bench", "--train and --decode exclude each other");
-    return train ? bench_train(argc, argv) : decode ? rl_bench_decode(argc, argv) : bench_kernels(argc, argv);
+    return train    ? bench_train(argc, argv)
+           : decode ? rl_bench_decode(argc, argv)
+                    : bench_kernels(argc, argv);
 }
 
 static int parse_n_list(const char *s, int *ns, int max)
@@ -335,9 +353,9 @@ static void print_row(FILE *f, const char *label, int causal, int N, const struc
                       double slope_fwd, double slope_fb)
 {
     (void)slope_fwd, (void)slope_fb;
-    fprintf(f, "%-26s %-6s %6d %10.2f %8.1f %10.2f %8.1f %8.0f\n", label, causal ? "causal" : "full",
-            N, p->ms_fwd, p->flop_fwd / (p->ms_fwd * 1e6), p->ms_fb, p->flop_fb / (p->ms_fb * 1e6),
-            p->rss_mb);
+    fprintf(f, "%-26s %-6s %6d %10.2f %8.1f %10.2f %8.1f %8.0f\n", label,
+            causal ? "causal" : "full", N, p->ms_fwd, p->flop_fwd / (p->ms_fwd * 1e6), p->ms_fb,
+            p->flop_fb / (p->ms_fb * 1e6), p->rss_mb);
 }
 
 static double slope(const int *ns, const struct point *pts, int n, int fb)
@@ -360,12 +378,12 @@ static double slope(const int *ns, const struct point *pts, int n, int fb)
 
 static int bench_kernels(int argc, char **argv)
 {
-    const char *attn = "all", *pe = "all", *out = NULL;
-    int         causal_sel = -1, H = 4, d = 32, dv = 32, reps = 3, threads = 0;
-    int         ns[32] = {1024, 2048, 4096, 16384, 65536}, nn = 5;
-    double      budget = 20, mem_gb = 4;
+    const char                *attn = "all", *pe = "all", *out = NULL;
+    int                        causal_sel = -1, H = 4, d = 32, dv = 32, reps = 3, threads = 0;
+    int                        ns[32] = {1024, 2048, 4096, 16384, 65536}, nn = 5;
+    double                     budget = 20, mem_gb = 4;
     static const struct option longs[] = {
-        {"causal", no_argument, NULL, 0},         {"non-causal", no_argument, NULL, 0},
+        {"causal", no_argument, NULL, 0},          {"non-causal", no_argument, NULL, 0},
         {"attention", required_argument, NULL, 0}, {"pe", required_argument, NULL, 0},
         {"out", required_argument, NULL, 0},       {"n", required_argument, NULL, 0},
         {"heads", required_argument, NULL, 0},     {"d", required_argument, NULL, 0},
@@ -377,27 +395,48 @@ static int bench_kernels(int argc, char **argv)
         const char *a = o.name, *v = o.value;
         if (c == RL_OPT_ERROR) return RL_EXIT_USAGE;
         e = 0;
-        if (!strcmp(a, "--causal")) { causal_sel = 1; continue; }
-        if (!strcmp(a, "--non-causal")) { causal_sel = 0; continue; }
-        if (!strcmp(a, "--attention")) attn = v;
-        else if (!strcmp(a, "--pe")) pe = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--n")) { if ((nn = parse_n_list(v, ns, 32)) <= 0) return rl_usage_error("bench", "--n: bad list '%s'", v); }
-        else if (!strcmp(a, "--heads")) e = rl_parse_int("bench", a, v, 1, 1024, &H);
-        else if (!strcmp(a, "--d")) e = rl_parse_int("bench", a, v, 2, 4096, &d);
-        else if (!strcmp(a, "--dv")) e = rl_parse_int("bench", a, v, 1, 4096, &dv);
-        else if (!strcmp(a, "--reps")) e = rl_parse_int("bench", a, v, 1, 16, &reps);
-        else if (!strcmp(a, "--threads")) e = rl_parse_int("bench", a, v, 1, 1024, &threads);
-        else if (!strcmp(a, "--budget-s")) e = rl_parse_double("bench", a, v, &budget);
-        else if (!strcmp(a, "--mem-gb")) e = rl_parse_double("bench", a, v, &mem_gb);
+        if (!strcmp(a, "--causal")) {
+            causal_sel = 1;
+            continue;
+        }
+        if (!strcmp(a, "--non-causal")) {
+            causal_sel = 0;
+            continue;
+        }
+        if (!strcmp(a, "--attention"))
+            attn = v;
+        else if (!strcmp(a, "--pe"))
+            pe = v;
+        else if (!strcmp(a, "--out"))
+            out = v;
+        else if (!strcmp(a, "--n")) {
+            if ((nn = parse_n_list(v, ns, 32)) <= 0)
+                return rl_usage_error("bench", "--n: bad list '%s'", v);
+        } else if (!strcmp(a, "--heads"))
+            e = rl_parse_int("bench", a, v, 1, 1024, &H);
+        else if (!strcmp(a, "--d"))
+            e = rl_parse_int("bench", a, v, 2, 4096, &d);
+        else if (!strcmp(a, "--dv"))
+            e = rl_parse_int("bench", a, v, 1, 4096, &dv);
+        else if (!strcmp(a, "--reps"))
+            e = rl_parse_int("bench", a, v, 1, 16, &reps);
+        else if (!strcmp(a, "--threads"))
+            e = rl_parse_int("bench", a, v, 1, 1024, &threads);
+        else if (!strcmp(a, "--budget-s"))
+            e = rl_parse_double("bench", a, v, &budget);
+        else if (!strcmp(a, "--mem-gb"))
+            e = rl_parse_double("bench", a, v, &mem_gb);
         if (e) return RL_EXIT_USAGE;
     }
     if (optind < argc) return rl_usage_error("bench", "unexpected argument '%s'", argv[optind]);
-    if (!(budget > 0)) return rl_usage_error("bench", "--budget-s: expected a number > 0, got %g", budget);
-    if (!(mem_gb > 0)) return rl_usage_error("bench", "--mem-gb: expected a number > 0, got %g", mem_gb);
+    if (!(budget > 0))
+        return rl_usage_error("bench", "--budget-s: expected a number > 0, got %g", budget);
+    if (!(mem_gb > 0))
+        return rl_usage_error("bench", "--mem-gb: expected a number > 0, got %g", mem_gb);
     if (strcmp(attn, "all") && strcmp(attn, "softmax") && strcmp(attn, "linear"))
         return rl_usage_error("bench", "--attention: unknown value '%s'", attn);
-    if (strcmp(pe, "all") && strcmp(pe, "none") && strcmp(pe, "rope") && strcmp(pe, "t5") && strcmp(pe, "alibi"))
+    if (strcmp(pe, "all") && strcmp(pe, "none") && strcmp(pe, "rope") && strcmp(pe, "t5") &&
+        strcmp(pe, "alibi"))
         return rl_usage_error("bench", "--pe: unknown value '%s'", pe);
     rl_cli_threads("bench", threads);
     struct bench_cfg cfg[32];
@@ -405,7 +444,7 @@ static int bench_kernels(int argc, char **argv)
     for (int c = 0; c < nc; c++) /* a shape a kernel refuses (odd d with RoPE): before any timing */
         if (rl_attn_opts_check(&cfg[c].o, H, d, dv) != RL_OK)
             return rl_usage_error("bench", "%s: %s", cfg[c].label, rl_last_error());
-    FILE            *csv = NULL;
+    FILE *csv = NULL;
     if (out) {
         char p[4096];
         snprintf(p, sizeof p, "%s/bench_attn.csv", out);
@@ -413,7 +452,8 @@ static int bench_kernels(int argc, char **argv)
             fprintf(stderr, "ropelab bench: cannot write %s\n", p);
             return RL_EXIT_FAIL;
         }
-        fprintf(csv, "kernel,causal,H,N,d,dv,threads,ms_forward,gflops_forward,ms_fwd_bwd,gflops_fwd_bwd,peak_rss_mb\n");
+        fprintf(csv, "kernel,causal,H,N,d,dv,threads,ms_forward,gflops_forward,ms_fwd_bwd,gflops_"
+                     "fwd_bwd,peak_rss_mb\n");
     }
     printf("# ropelab bench: H=%d d=%d dv=%d threads=%d BLIS=%s; median of %d reps\n", H, d, dv,
            rl_threads_get(), rl_blis_arch(), reps);
@@ -431,8 +471,8 @@ static int bench_kernels(int argc, char **argv)
             double guess = last_n ? last_ms * pow((double)N / last_n, grow) * reps : 0;
             pts[i].ok    = 0;
             if (guess > budget * 1e3) {
-                printf("%-26s %-6s %6d   skipped: predicted %.0f s > --budget-s %.0f\n", cfg[c].label,
-                       cfg[c].o.causal ? "causal" : "full", N, guess / 1e3, budget);
+                printf("%-26s %-6s %6d   skipped: predicted %.0f s > --budget-s %.0f\n",
+                       cfg[c].label, cfg[c].o.causal ? "causal" : "full", N, guess / 1e3, budget);
                 continue;
             }
             if (predicted_bytes(&cfg[c].o, N, H, d, dv) > mem_gb * 1073741824.0) {

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../config/cfg.h"
+#include "../experiment/train.h"
 #include "../model/checkpoint.h"
 #include "../model/decode.h"
 #include "../model/sample.h"
@@ -18,14 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char usage[] =
-    "Usage: ropelab generate CHECKPOINT [--prompt TEXT | --prompt-file F] [--tokens K]\n"
+    "Usage: ropelab generate CHECKPOINT|RUN_DIR [--prompt TEXT | --prompt-file F] [--tokens K]\n"
     "                        [--temperature T] [--top-k K] [--seed S] [--mode recurrent|full]\n"
     "                        [--logits OUT.npy] [--threads N]\n"
     "\n"
     "Continue a prompt with a trained causal model: the model is rebuilt from the\n"
     "configuration stored in the checkpoint (checkpoints/step-<k>.safetensors of a run).\n"
+    "A run or point directory stands for its latest checkpoint (a sweep's run directory\n"
+    "for its point when it has one; else name the point, runs/NAME/pe=rope,...).\n"
     "charlm models read the prompt as bytes and print text (bytes that are not valid\n"
     "UTF-8, and control characters other than newline, tab and carriage return, are\n"
     "printed as \\xNN); the other language-model tasks (tokens, copy, ...) read and print\n"
@@ -59,6 +63,7 @@ static const char usage[] =
     "Exit status: 0 success, 1 runtime failure, 2 usage error.\n";
 
 struct gen_args {
+    char                ckpt_path[2300]; /* a directory's latest checkpoint */
     const char         *ckpt, *prompt, *prompt_file, *logits;
     int                 tokens, top_k, threads;
     double              temperature;
@@ -114,6 +119,12 @@ static int parse_one(struct gen_args *a, int opt, const char *v)
     return 1;
 }
 
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
     static const struct option opts[] = {{"prompt", required_argument, NULL, 'p'},
@@ -127,7 +138,8 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
                                          {"threads", required_argument, NULL, 'T'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    *a     = (struct gen_args){.tokens = 100, .temperature = 1.0, .seed = 1, .threads = 1};
+    memset(a, 0, sizeof *a);
+    a->tokens = 100, a->temperature = 1.0, a->seed = 1, a->threads = 1;
     opterr = 0, optind = 0; /* 0: glibc re-initialises (ropelab's argv[0] is "generate") */
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -142,6 +154,13 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
         return rl_usage_error("generate", "one checkpoint expected, got '%s' and '%s'",
                               argv[optind], argv[optind + 1]);
     a->ckpt = argv[optind];
+    if (is_dir(a->ckpt)) { /* a run or point directory: its latest checkpoint */
+        if (rl_train_dir_checkpoint(a->ckpt, a->ckpt_path, sizeof a->ckpt_path) != RL_OK) {
+            fprintf(stderr, "ropelab generate: %s\n", rl_last_error());
+            return RL_EXIT_FAIL;
+        }
+        a->ckpt = a->ckpt_path;
+    }
     if (a->prompt && a->prompt_file)
         return rl_usage_error("generate", "--prompt and --prompt-file exclude each other");
     if (!a->prompt && !a->prompt_file)

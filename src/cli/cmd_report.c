@@ -60,13 +60,13 @@ static int parse_bases(const char *s, double *b, int *n)
 
 static int rope_decay(int argc, char **argv)
 {
-    int         d = 128, max = 1024, nb = 1, rc;
-    double      bases[MAX_BASES] = {10000};
-    const char *out              = NULL, *v;
-    static const struct option longs[] = {
-        {"rope-decay", no_argument, NULL, 0},       {"dims", required_argument, NULL, 0},
-        {"base", required_argument, NULL, 0},       {"max-distance", required_argument, NULL, 0},
-        {"out", required_argument, NULL, 0},        {NULL, 0, NULL, 0}};
+    int                        d = 128, max = 1024, nb = 1, rc;
+    double                     bases[MAX_BASES] = {10000};
+    const char                *out              = NULL, *v;
+    static const struct option longs[]          = {
+                 {"rope-decay", no_argument, NULL, 0}, {"dims", required_argument, NULL, 0},
+                 {"base", required_argument, NULL, 0}, {"max-distance", required_argument, NULL, 0},
+                 {"out", required_argument, NULL, 0},  {NULL, 0, NULL, 0}};
     struct rl_opt opt = {0};
     for (int c; (c = rl_next_opt("report", &opt, argc, argv, ":", longs)) != -1;) {
         const char *o = opt.name;
@@ -100,8 +100,7 @@ int rl_cmd_report(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--rope-decay")) return rope_decay(argc, argv);
     }
-    static const struct option longs[] = {{"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     optind = 0, opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;)
         return rl_getopt_error("report", c, argv, optind);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "../config/cfg.h"
 #include "cli.h"
+#include "datadir.h"
 #include "interrupt.h"
 #include "opts.h"
 #include "../experiment/experiment.h"
@@ -25,16 +26,23 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
-    "[--resume]\n"
+    "Usage: ropelab run EXPERIMENT.ini|NAME [--out DIR] [--threads N] [--set "
+    "section.key=value]...\n"
+    "                   [--resume] [--stop-after N] [-q]\n"
+    "       ropelab run --list\n"
     "(every option with a value takes it as --opt VALUE or --opt=VALUE)\n"
     "\n"
     "Train and evaluate the models the experiment describes; the run lives in OUT/<name>/\n"
     "(name: [experiment] name, default the INI file's stem).  With a [sweep] section every\n"
     "point of the cross product is a sub-run OUT/<name>/<key=value,...>/ (config.ini,\n"
     "metrics.jsonl, checkpoints/, results.csv), and OUT/<name>/ gets the combined\n"
-    "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the accuracy\n"
-    "table is printed at the end.  Every point is checked before anything trains.\n"
+    "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the headline\n"
+    "table (accuracy, or perplexity for charlm and tokens) is printed at the end.  Every\n"
+    "point is checked before anything trains.  NAME without a '/' that is not a file names\n"
+    "a shipped experiment (ropelab run --list; e.g. ropelab run quickstart).\n"
+    "\n"
+    "Relative paths inside the file (data, init_from, out) are read against the file's\n"
+    "directory; those of --set and --out against the working directory.\n"
     "\n"
     "Options:\n"
     "  --out DIR              parent of the run directory (default: [experiment] out, 'runs')\n"
@@ -45,14 +53,20 @@ static const char usage[] =
     "  --set section.key=V    override one key of the file (repeatable), e.g.\n"
     "                         --set model.pe=alibi --set train.steps=200;\n"
     "                         --set sweep.model.pe=none,rope adds a swept key\n"
-    "  --resume               continue an interrupted run: finished sweep points (those with\n"
+    "  --resume               continue a stopped run: finished sweep points (those with\n"
     "                         results.csv) are skipped, an interrupted one continues from its\n"
-    "                         latest checkpoint (the configuration must match, except out\n"
-    "                         and threads)\n"
-    "  --stop-after N         stop after N updates in all, as if interrupted (for tests and\n"
-    "                         time-boxed runs; continue with --resume)\n"
-    "  -q, --quiet            no progress lines (the accuracy table is still printed)\n"
+    "                         latest checkpoint, bit for bit (the configuration must match,\n"
+    "                         except out, threads and checkpoint_minutes)\n"
+    "  --stop-after N         stop after N updates in all, as an interrupt does (for tests\n"
+    "                         and time-boxed runs)\n"
+    "  --list                 list the shipped experiments and where they are\n"
+    "  -q, --quiet            no progress lines (the headline table is still printed)\n"
     "  -h, --help             show this help\n"
+    "\n"
+    "Stopping: Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint\n"
+    "of it and prints where it is and the command that continues (exit 130 or 143); a\n"
+    "second signal stops at once.  A killed run (SIGKILL, a crash) loses at most\n"
+    "train.checkpoint_minutes of training (default 10).\n"
     "\n"
     "Under MPI (mpirun -np K ropelab run ..., when built with Open MPI) the sweep's points\n"
     "are shared out over the ranks, or with train.data_parallel = true every point is\n"
@@ -60,9 +74,12 @@ static const char usage[] =
     "cores (docs/scale-out.md).\n"
     "\n"
     "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+    "Exit status: 0 success (also after --stop-after), 1 runtime failure, 2 usage or\n"
+    "configuration error, 130 / 143 stopped by SIGINT / SIGTERM.\n";
 
 struct run_args {
+    char         ini_path[4096]; /* the experiment file found (a shipped one by its name) */
+    int          list;
     const char  *ini, *out;
     int          threads, resume, quiet, n_set;
     long long    stop_after;
@@ -73,12 +90,13 @@ struct run_args {
 
 static int parse_args(struct run_args *a, int argc, char **argv)
 {
-    enum { OPT_OUT = 256, OPT_THREADS, OPT_SET, OPT_STOP_AFTER, OPT_RESUME };
+    enum { OPT_OUT = 256, OPT_THREADS, OPT_SET, OPT_STOP_AFTER, OPT_RESUME, OPT_LIST };
     static const struct option longs[] = {{"out", required_argument, NULL, OPT_OUT},
                                           {"threads", required_argument, NULL, OPT_THREADS},
                                           {"set", required_argument, NULL, OPT_SET},
                                           {"stop-after", required_argument, NULL, OPT_STOP_AFTER},
                                           {"resume", no_argument, NULL, OPT_RESUME},
+                                          {"list", no_argument, NULL, OPT_LIST},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -103,6 +121,9 @@ static int parse_args(struct run_args *a, int argc, char **argv)
         case OPT_RESUME:
             a->resume = 1;
             break;
+        case OPT_LIST:
+            a->list = 1;
+            break;
         case 'q':
             a->quiet = 1;
             break;
@@ -118,7 +139,14 @@ static int parse_args(struct run_args *a, int argc, char **argv)
     if (optind < argc)
         return rl_usage_error("run", "one experiment file expected, got '%s' and '%s'", a->ini,
                               argv[optind]);
+    if (a->list) return rl_cli_list_experiments(stdout) == RL_EXIT_OK ? -1 : RL_EXIT_FAIL;
     if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
+    if (!rl_cli_find_experiment(a->ini, a->ini_path, sizeof a->ini_path) && !strchr(a->ini, '/'))
+        return rl_usage_error("run",
+                              "%s: no such file, nor a shipped experiment in %s/experiments "
+                              "(ropelab run --list shows them)",
+                              a->ini, rl_cli_datadir());
+    a->ini = a->ini_path;
     return RL_EXIT_OK;
 }
 

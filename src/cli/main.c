@@ -1,6 +1,7 @@
 /* main.c -- the ropelab program: subcommand dispatch. */
 #include "config.h"
 #include "cli.h"
+#include "datadir.h"
 #include "opts.h"
 #include "../core/gemm.h"
 #include "../core/threads.h"
@@ -20,7 +21,8 @@ static const char usage[] =
     "RoFormer eq. 19), with a small transformer trainer and experiment runner.\n"
     "\n"
     "Commands:\n"
-    "  run EXPERIMENT.ini   train and evaluate the experiment (sweeps, evaluation lengths)\n"
+    "  run EXPERIMENT.ini   train and evaluate the experiment (sweeps, evaluation lengths);\n"
+    "                       run NAME: a shipped one (run --list)\n"
     "  attn                 run one attention kernel on .npy arrays (forward, backward)\n"
     "  bench                kernel and training throughput benchmarks\n"
     "  report RUN_DIR       tables and plots from a finished run\n"
@@ -43,6 +45,7 @@ static int version(void)
     printf("BLIS paths: %s\n", rl_blis_sup_policy());
     printf("attention tile products: %s\n", rl_tile_kernel());
     printf("threads: %d\n", rl_threads_get());
+    printf("shipped experiments: %s/experiments (ropelab run --list)\n", rl_cli_datadir());
 #ifdef RL_GNUPLOT
     printf("gnuplot: %s\n", RL_GNUPLOT);
 #else
@@ -98,7 +101,8 @@ int main(int argc, char **argv)
     if (!strcmp(c, "eval")) return rl_cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "generate")) return rl_cmd_generate(argc - 1, argv + 1);
     if (c[0] == '-') return rl_usage_error(NULL, "unknown option '%s'", c);
-    static const char *const commands[] = {"run", "attn", "bench", "report", "eval", "generate", "help", NULL};
+    static const char *const commands[] = {"run",  "attn",     "bench", "report",
+                                           "eval", "generate", "help",  NULL};
     const char              *near       = rl_suggest(c, commands);
     if (near) return rl_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", c, near);
     return rl_usage_error(NULL, "unknown command '%s'", c);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "../core/util.h"
 
 static const char *const names_attention[] = {"softmax", "linear", NULL};
@@ -447,6 +448,73 @@ static int known_section(const char *s)
     return 0;
 }
 
+/* ---- paths ---- */
+
+/* Keys that name files: data and checkpoints read (resolved against the INI file's
+ * directory or, given on the command line, the working directory, and kept absolute so
+ * that every config.ini a run writes reads back from anywhere), and the output directory
+ * (resolved against the INI file's directory when the file gives it; as given otherwise,
+ * relative to the working directory). */
+static int is_input_path(size_t off)
+{
+    return off == OFF(task.path) || off == OFF(task.valid_path) || off == OFF(train.init_from);
+}
+
+/* Lexically normalised "base/rel" (rel when absolute): "." and "x/.." parts removed. */
+static int join_path(char *out, size_t len, const char *base, const char *rel)
+{
+    char   buf[2 * RL_CFG_PATH + 2], *part[512], *save = NULL;
+    int    n = 0;
+    size_t k = 0;
+    if ((size_t)snprintf(buf, sizeof buf, "%s/%s", rel[0] == '/' ? "" : base, rel) >= sizeof buf)
+        return 1;
+    for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(t, ".")) continue;
+        if (!strcmp(t, "..")) {
+            n -= n > 0;
+            continue;
+        }
+        if (n == 512) return 1;
+        part[n++] = t;
+    }
+    out[0] = 0;
+    for (int i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "/%s", part[i]);
+    if (!n && len > 1) snprintf(out, len, "/");
+    return k >= len;
+}
+
+/* The absolute directory that relative paths of `file` are read against ("" for the
+ * working directory's when file is NULL). */
+static int base_dir(char *out, size_t len, const char *file)
+{
+    char cwd[RL_CFG_PATH], dir[RL_CFG_PATH];
+    if (!getcwd(cwd, sizeof cwd)) return 1;
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash) return join_path(out, len, cwd, ".");
+    if ((size_t)(slash - file) >= sizeof dir) return 1;
+    memcpy(dir, file, (size_t)(slash - file));
+    dir[slash - file] = 0;
+    return join_path(out, len, cwd, slash == file ? "/" : dir);
+}
+
+/* A path key's value resolved (see is_input_path): into out, or value itself when it
+ * stays as given.  file: the INI file that gives it (NULL: the command line). */
+static const char *resolve(const struct rl_cfg_key *k, const char *value, const char *file,
+                           char *out, size_t len, char *why, size_t wlen)
+{
+    char base[RL_CFG_PATH];
+    int  input = is_input_path(k->off), output = k->off == OFF(experiment.out);
+    if (!(input || (output && file)) || !value[0] || value[0] == '/' ||
+        (k->off == OFF(train.init_from) && !strcmp(value, "none")))
+        return value;
+    if (base_dir(base, sizeof base, file) || join_path(out, len, base, value)) {
+        snprintf(why, wlen, "'%s' resolved is longer than %zu characters", value, len - 1);
+        return NULL;
+    }
+    return out;
+}
+
 static void sweep_remove(struct rl_cfg *c, int j)
 {
     memmove(&c->sweep.keys[j], &c->sweep.keys[j + 1],
@@ -456,8 +524,27 @@ static void sweep_remove(struct rl_cfg *c, int j)
 
 /* [sweep] model.pe = none, rope: the key must exist outside [experiment] and [sweep], and
  * every value must be valid for it (parsed into a scratch copy). */
-static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
-                           const char *where, int line)
+/* A swept path key's list with each value resolved (resolve); values unchanged for the
+ * other keys. */
+static rl_status sweep_paths(const struct rl_cfg_key *k, const char *values, const char *file,
+                             char *out, size_t len, const char *where, const char *name)
+{
+    char   buf[512], one[RL_CFG_PATH], why[256];
+    size_t n = 0;
+    snprintf(buf, sizeof buf, "%s", values);
+    out[0] = 0;
+    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+        const char *v = resolve(k, trim(t), file, one, sizeof one, why, sizeof why);
+        if (!v) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: %s", where, name, why);
+        n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0, "%s%s",
+                              n ? ", " : "", v);
+    }
+    if (n >= len) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: value list too long", where, name);
+    return RL_OK;
+}
+
+static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *raw, const char *where,
+                           int line, const char *file)
 {
     char        sec[64], why[512];
     const char *dot = strchr(name, '.');
@@ -468,6 +555,10 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     int i           = rl_cfg_find_key(sec, dot + 1);
     if (i < 0 || !strcmp(sec, "experiment"))
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: no such key to sweep", where, name);
+    char values[sizeof c->sweep.keys[0].values];
+    if (strlen(raw) >= sizeof values)
+        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: value list too long", where, name);
+    RL_TRY(sweep_paths(&rl_cfg_keys[i], raw, file, values, sizeof values, where, name));
     for (int j = 0; j < c->sweep.n_keys; j++)
         if (!strcmp(c->sweep.keys[j].key, name)) {
             if (line) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: swept twice", where, name);
@@ -498,21 +589,30 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     return RL_OK;
 }
 
-rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
-                         const char *where)
+/* rl_cfg_set_key for a value given by `file` (NULL: the command line), whose relative
+ * paths it resolves. */
+static rl_status set_key_in(struct rl_cfg *c, const char *section, const char *key,
+                            const char *value, const char *where, const char *file)
 {
-    char why[512];
-    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0);
+    char why[512], path[RL_CFG_PATH + 1];
+    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0, file);
     if (!known_section(section)) RL_FAIL(RL_EINVAL, "%s: unknown section [%s]", where, section);
     int i = rl_cfg_find_key(section, key);
     if (i < 0) {
         unknown_key_msg(why, sizeof why, section, key);
         RL_FAIL(RL_EINVAL, "%s: [%s] %s", where, section, why);
     }
-    if (parse_value(c, i, value, why, sizeof why))
+    const char *v = resolve(&rl_cfg_keys[i], value, file, path, sizeof path, why, sizeof why);
+    if (!v || parse_value(c, i, v, why, sizeof why))
         RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where, section, key, why);
     snprintf(c->where[i], sizeof c->where[i], "%s", where);
     return RL_OK;
+}
+
+rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
+                         const char *where)
+{
+    return set_key_in(c, section, key, value, where, NULL);
 }
 
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
@@ -545,16 +645,18 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
 struct parse_state {
     struct rl_cfg *c;
     const char    *name; /* file name for messages */
-    const char    *text; /* the remaining text (files are read whole: one reader for both) */
-    int            line; /* line the reader returned last */
-    int            continuation;
-    int            bad_section;  /* keys of an unknown section are not reported one by one */
-    int            sections;     /* known section headers seen */
-    int            need_section; /* a file: at least one section (else it is no INI file) */
-    int            seen[RL_CFG_MAX_KEYS];
-    int            n_err;
-    rl_status      st; /* first error */
-    char           msg[3000];
+    const char    *file; /* the file whose relative paths are read against its directory
+                            (NULL: a string, whose paths stay as they are) */
+    const char *text;    /* the remaining text (files are read whole: one reader for both) */
+    int         line;    /* line the reader returned last */
+    int         continuation;
+    int         bad_section;  /* keys of an unknown section are not reported one by one */
+    int         sections;     /* known section headers seen */
+    int         need_section; /* a file: at least one section (else it is no INI file) */
+    int         seen[RL_CFG_MAX_KEYS];
+    int         n_err;
+    rl_status   st; /* first error */
+    char        msg[3000];
 };
 
 /* Every error is recorded (a file reports all its mistakes at once), one line each. */
@@ -646,7 +748,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!strcmp(section, "sweep")) {
         if (ps->continuation)
             return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 1;
-        if (sweep_add(ps->c, name, val, where, ps->line) != RL_OK)
+        if (sweep_add(ps->c, name, val, where, ps->line, ps->file) != RL_OK)
             state_fail(ps, "%s", rl_last_error());
         return 1;
     }
@@ -658,7 +760,7 @@ static int handler(void *user, const char *section, const char *name, const char
                           ps->seen[i]),
                1;
     }
-    if (rl_cfg_set_key(ps->c, section, name, val, where) != RL_OK)
+    if (set_key_in(ps->c, section, name, val, where, ps->file) != RL_OK)
         state_fail(ps, "%s", rl_last_error());
     else
         ps->seen[i] = ps->line;
@@ -701,6 +803,7 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
     if (!strncmp(text, "\xEF\xBB\xBF", 3))
         text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
+    ps->file     = need_section ? name : NULL;
     rl_status st = parse(ps);
     free(ps);
     return st;

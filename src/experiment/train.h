@@ -144,6 +144,10 @@ rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, co
                                        const struct rl_eval_hooks *hooks, struct rl_train_result *r,
                                        int64_t *step);
 
+/* The checkpoint a directory stands for (ropelab generate): the latest of a point's
+ * directory, or of a run's without a sweep; a sweep's run directory stands for its point
+ * when it has one, else the error names its points.  An error when there is none. */
+rl_status rl_train_dir_checkpoint(const char *dir, char *path, size_t len);
 /* A run directory's latest checkpoints/step-<k>.safetensors with k < below into path;
  * *k = -1 when there is none (train_io.c). */
 rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k, char *path,

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../model/checkpoint.h"
+#include "../config/sweep.h"
 #include "../report/report_data.h"
 #include "../core/json.h"
 #include "../core/util.h"
@@ -50,6 +51,52 @@ rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k,
     }
     closedir(d);
     return *k >= 0 ? checkpoint_path(path, len, dir, *k) : RL_OK;
+}
+
+/* A sweep's run directory: its one point, or an error naming the points. */
+static rl_status sweep_point_dir(const char *dir, char *pdir, size_t len)
+{
+    char            cfg[2300], name[RL_SWEEP_NAME], list[4 * RL_SWEEP_NAME + 16] = "";
+    struct rl_cfg  *c = malloc(sizeof *c);
+    struct rl_sweep sw;
+    if (!c) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_status st = rl_train_path(cfg, sizeof cfg, dir, "config.ini");
+    if (st == RL_OK && !rl_path_exists(cfg))
+        st = rl_error_report(RL_EIO, __FILE__, __LINE__,
+                             "%s: no checkpoints/ and no config.ini: not a ropelab run or point "
+                             "directory",
+                             dir);
+    if (st == RL_OK) rl_cfg_defaults(c), st = rl_cfg_load(c, cfg);
+    if (st == RL_OK) st = rl_sweep_init(&sw, c);
+    free(c);
+    RL_TRY(st);
+    if (sw.n_points == 1 && sw.n_keys) {
+        rl_sweep_point_name(&sw, 0, name, sizeof name);
+        return rl_train_path(pdir, len, dir, name);
+    }
+    for (long p = 0; p < sw.n_points && p < 4; p++) {
+        rl_sweep_point_name(&sw, p, name, sizeof name);
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%s", p ? ", " : "", name);
+    }
+    RL_FAIL(RL_EINVAL, "%s: a sweep of %ld points: name one, %s/<point> (its points: %s%s)", dir,
+            sw.n_points, dir, list, sw.n_points > 4 ? ", ..." : "");
+}
+
+rl_status rl_train_dir_checkpoint(const char *dir, char *path, size_t len)
+{
+    char    sub[2300], pdir[2300];
+    int64_t k = -1;
+    RL_TRY(rl_train_path(sub, sizeof sub, dir, "checkpoints"));
+    if (rl_path_exists(sub))
+        snprintf(pdir, sizeof pdir, "%s", dir);
+    else
+        RL_TRY(sweep_point_dir(dir, pdir, sizeof pdir));
+    RL_TRY(rl_train_latest_checkpoint(pdir, INT64_MAX, &k, path, len));
+    if (k < 0)
+        RL_FAIL(RL_EIO, "%s/checkpoints: no checkpoint step-<k>.safetensors (not trained yet?)",
+                pdir);
+    return RL_OK;
 }
 
 rl_status rl_train_remove_stale(const char *dir, int *removed)
