@@ -3,15 +3,19 @@
  * extension methods or other shape-keeping settings (evaluate.h), without training. */
 #include "config.h"
 #include "cli.h"
+#include "interrupt.h"
 #include "opts.h"
 #include "../experiment/evaluate.h"
 #include "../core/gemm.h"
 #include "../core/status.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B] [--stride S]\n"
@@ -126,6 +130,58 @@ static int parse_args(struct eval_args *a, int argc, char **argv)
     return RL_EXIT_OK;
 }
 
+/* ---- the progress line of a long evaluation ---- */
+
+struct progress {
+    FILE  *f;
+    int    tty, shown;
+    char   point[256];
+    double t_point, t_length, last; /* ms: when the point and its length began, last line */
+    int    index;                   /* the (method, length) being evaluated */
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void fmt_secs(char *buf, size_t len, double s)
+{
+    if (!(s >= 0) || s > 1e7) s = 0;
+    if (s < 60)
+        snprintf(buf, len, "%.0fs", s);
+    else
+        snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+/* After every forward: nothing in the first 2 s of a point, then a line (redrawn in place on
+ * a terminal, every 10 s otherwise) with the length, its share done and the time left at
+ * the rate of its tokens so far, for it and for the point's whole evaluation. */
+static void on_progress(void *ctx, const char *point, const struct rl_eval_progress *p)
+{
+    struct progress *pr = ctx;
+    double           t  = now_ms();
+    if (!pr->t_point || strcmp(point, pr->point) || p->index < pr->index) {
+        snprintf(pr->point, sizeof pr->point, "%s", point);
+        pr->t_point = t - p->ms, pr->last = 0, pr->index = -1;
+    }
+    if (p->index != pr->index) pr->index = p->index, pr->t_length = t - p->ms;
+    if (t - pr->t_point < 2000 || t - pr->last < (pr->tty ? 250 : 10000)) return;
+    pr->last = t;
+    char   left[32], all[32];
+    double rate = p->tokens / (t - pr->t_length); /* tokens per ms at this length */
+    fmt_secs(left, sizeof left, (p->length_tokens - p->tokens) / rate / 1000);
+    /* the later lengths at this one's rate: an underestimate where they are longer */
+    fmt_secs(all, sizeof all, (p->total - p->done) / rate / 1000);
+    fprintf(pr->f, "%s%s%slength %d (%d of %d): %.0f %% of its tokens, eta %s (all %s)%s",
+            pr->tty ? "\r" : "", point, *point ? ": " : "", p->length, p->index + 1, p->count,
+            100 * p->tokens / p->length_tokens, left, all, pr->tty ? "\033[K" : "\n");
+    fflush(pr->f);
+    pr->shown = 1;
+}
+
 int rl_cmd_eval(int argc, char **argv)
 {
     struct eval_args a = {0};
@@ -135,10 +191,22 @@ int rl_cmd_eval(int argc, char **argv)
     int rc  = a.ov && a.where ? parse_args(&a, argc, argv) : RL_EXIT_FAIL;
     if (rc == RL_EXIT_OK) {
         rl_cli_threads("eval", 0);
-        struct rl_evaluate_opts o = {
-            .ov = a.ov, .n_ov = a.n, .out = a.out, .table = stdout, .log = a.quiet ? NULL : stdout};
-        rl_status st = rl_evaluate(a.path, &o, out, sizeof out);
-        if (st != RL_OK) {
+        struct progress         pr = {.f = stdout, .tty = isatty(STDOUT_FILENO), .index = -1};
+        struct rl_evaluate_opts o  = {.ov       = a.ov,
+                                      .n_ov     = a.n,
+                                      .out      = a.out,
+                                      .table    = stdout,
+                                      .log      = a.quiet ? NULL : stdout,
+                                      .progress = a.quiet ? NULL : on_progress,
+                                      .ctx      = &pr,
+                                      .stop     = rl_cli_interrupt_install("after this forward")};
+        rl_status               st = rl_evaluate(a.path, &o, out, sizeof out);
+        if (pr.shown && pr.tty) fputs("\r\033[K", stdout);
+        if (st == RL_EINTR) {
+            fprintf(stderr, "ropelab: evaluation interrupted: nothing written for the point it "
+                            "was evaluating\n");
+            rc = rl_cli_interrupt_status();
+        } else if (st != RL_OK) {
             fprintf(stderr, "ropelab: %s\n", rl_last_error());
             rc = st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
         }
