@@ -15,7 +15,7 @@ LDADD = $(TEST_LIBS)
 
 ## --- foundation tests ---
 check_PROGRAMS += tests/t_gemm tests/t_npy tests/t_rope
-check_PROGRAMS += tests/t_json
+check_PROGRAMS += tests/t_json tests/t_stats
 
 ## --- attention tests: softmax ---
 check_PROGRAMS += tests/t_attn_softmax

@@ -64,8 +64,9 @@ ok $? "summary.md: the exact-match table (per sequence) has every point"
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
-grep -q '^pe  *attention  *8  *16$' "$tmp/out" && grep -q '^rope  *linear  *[0-9.]*  *[0-9.]*$' "$tmp/out"
-ok $? "the accuracy table is printed"
+grep -q '^pe  *attention  *8  *16$' "$tmp/out" && grep -q '^rope  *linear  *[0-9.]* ± [0-9.]*  *[0-9.]* ± [0-9.]*$' "$tmp/out" &&
+    grep -q '^copy: accuracy by evaluation length (training length 8), ± half the 95 % interval$' "$tmp/out"
+ok $? "the accuracy table is printed, each cell with half its 95 % interval"
 grep -q '^\[1/4\] pe=learned,attention=softmax .*done' "$tmp/out"; ok $? "progress lines per point"
 if [ -n "$("$ROPELAB" --version | grep '^gnuplot: /')" ] && [ -z "${ROPELAB_GNUPLOT+x}" ]; then
     [ -s "$d/plots/copy-acc.svg" ] && [ -s "$d/plots/copy-loss.svg" ] && [ -s "$d/plots/throughput.svg" ]
@@ -82,7 +83,17 @@ ok $? "ropelab report exits 0"
 cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
 ok $? "report regenerates summary.md and results.csv byte for byte"
 # a run written before results.csv had den_le_eps, rope_extend, rope_factor and stride: the
-# report takes the denominator counts from eval.jsonl and reads the rest as none, 1, 0
+# report takes the denominator counts from eval.jsonl and reads the rest as none, 1, 0 (the
+# intervals, newer still, go first: the reference is the report without them)
+for f in "$d"/*/results.csv; do
+    cut -d, -f1-13 "$f" >"$f.old" && mv "$f.old" "$f"
+done
+ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >/dev/null 2>&1
+cut -d, -f1-13 "$tmp/results.run" >"$tmp/x"; cut -d, -f1-13 "$d/results.csv" >"$tmp/y"
+! grep -q ' ± ' "$d/summary.md" && cmp -s "$tmp/x" "$tmp/y" &&
+    [ "$(head -1 "$d/results.csv")" = "$(head -1 "$tmp/results.run")" ]
+ok $? "report of points without the interval columns: no intervals in summary.md, the other columns as they were"
+cp "$d/summary.md" "$tmp/summary.run"; cp "$d/results.csv" "$tmp/results.run"
 for f in "$d"/*/results.csv; do
     awk -F, -v OFS=, '{ print $1, $2, $3, $4, $5, $6, $7, $8, $10 }' "$f" >"$f.old"
     mv "$f.old" "$f"

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "report_data.h"
 #include "../core/json.h"
+#include "../core/stats.h"
 #include "../tasks/task.h"
 #include "../core/util.h"
 
@@ -550,6 +551,36 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
     return n;
 }
 
+/* The interval ends of field f in a row (NaN where it has none). */
+static void row_interval(const struct rl_rep_row *w, char f, double *lo, double *hi)
+{
+    *lo = f == 'a' ? w->acc_lo : f == 'e' ? w->exact_lo : f == 'l' ? w->loss_lo : w->ppl_lo;
+    *hi = f == 'a' ? w->acc_hi : f == 'e' ? w->exact_hi : f == 'l' ? w->loss_hi : w->ppl_hi;
+    if (!strchr("aelp", f)) *lo = *hi = NAN;
+}
+
+int rl_rep_interval(const struct rl_report *r, int g, const char *method, char f, int L, double *lo,
+                    double *hi)
+{
+    double mean, sd;
+    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd);
+    if (n <= 0) return 0;
+    if (n > 1) {
+        const double h = rl_mean_halfwidth(n, sd);
+        *lo = mean - h, *hi = mean + h;
+        return n;
+    }
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++) {
+            const struct rl_rep_row *w = &r->pt[i].rows[j];
+            if (w->length != L || (method && strcmp(w->method, method)) || isnan(row_value(w, f)))
+                continue;
+            row_interval(w, f, lo, hi);
+            return isnan(*lo) || isnan(*hi) ? 0 : 1;
+        }
+    return 0;
+}
+
 int rl_rep_seeds(const struct rl_report *r)
 {
     return (r->seed_key >= 0 ? r->sw.n_values[r->seed_key] : 1) *
@@ -565,20 +596,24 @@ void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f
 {
     double mean = 0, sd = 0, bm = 0, bsd = 0;
     int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
-    c->mark = RL_REP_NONE, c->best = -1, c->diff = c->spread = NAN;
+    const int nm = method ? r->n_methods : 1;
+    c->mark = RL_REP_NONE, c->best = -1, c->best_method = NULL, c->diff = c->spread = NAN;
     if (n <= 0) return;
-    for (int k = 0; k < r->n_groups; k++) {
-        double m = 0, s = 0;
-        int    nk;
-        if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
-            continue;
-        if ((nk = rl_rep_stat(r, k, method, f, L, &m, &s)) <= 0) continue;
-        if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
-            c->best = k, bm = m, bsd = s, bn = nk;
-    }
+    for (int k = 0; k < r->n_groups; k++)
+        for (int q = 0; q < nm; q++) {
+            const char *mq = method ? r->method[q] : NULL;
+            double      m = 0, s = 0;
+            int         nk;
+            if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
+                continue;
+            if ((nk = rl_rep_stat(r, k, mq, f, L, &m, &s)) <= 0) continue;
+            if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
+                c->best = k, c->best_method = mq, bm = m, bsd = s, bn = nk;
+        }
     c->diff   = mean - bm;
     c->spread = sd + bsd;
-    c->mark   = c->best == g                 ? RL_REP_BEST
+    const int same = c->best == g && (!method || !strcmp(c->best_method, method));
+    c->mark        = same                        ? RL_REP_BEST
                 : n < 2 || bn < 2            ? RL_REP_FEW
                 : fabs(c->diff) <= c->spread ? RL_REP_NS
                                              : RL_REP_SIG;

@@ -108,12 +108,20 @@ int rl_rep_seeds(const struct rl_report *r);
  * headline tables are marked and the plots have error bars. */
 int rl_rep_seeded(const struct rl_report *r);
 
+/* The 95 % interval of field f ('a', 'e', 'l', 'p') of group g at length L under method m:
+ * one point, the interval of its results.csv row (over its tokens or sequences); several
+ * (seeds), the t interval of their mean, mean +- t(0.975, n-1) std / sqrt(n).  Returns the
+ * number of values (0: none, or no interval there: an older run, a single sequence). */
+int rl_rep_interval(const struct rl_report *r, int g, const char *method, char f, int L, double *lo,
+                    double *hi);
+
 /* Is a higher value of field f better (accuracy, exact match)?  Else lower is (loss,
  * perplexity, time, denominators). */
 int rl_rep_higher_better(char f);
 
-/* How a row compares at one length with the best row of its attention kind (the groups
- * of the same task and attention whose field f has a mean there under method m):
+/* How a row (group g under method m) compares at one length with the best row of its
+ * attention kind (the groups of the same task and attention, under every method, whose
+ * field f has a mean there):
  * RL_REP_BEST it is that row (the first of equal means); RL_REP_NS the difference of the
  * means is not larger than the seeds' spread, |mean - best mean| <= std + best std (not
  * significant); RL_REP_SIG it is larger; RL_REP_FEW one of the two has fewer than 2
@@ -121,7 +129,8 @@ int rl_rep_higher_better(char f);
 enum { RL_REP_NONE, RL_REP_BEST, RL_REP_NS, RL_REP_SIG, RL_REP_FEW };
 struct rl_rep_cmp {
     int    mark;
-    int    best;         /* the best group, -1 for RL_REP_NONE */
+    int         best;        /* the best group, -1 for RL_REP_NONE */
+    const char *best_method; /* and its method (NULL: the rows have none) */
     double diff, spread; /* mean - best mean; std + best std */
 };
 void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
