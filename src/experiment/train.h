@@ -86,8 +86,8 @@ struct rl_train_opts {
 /* Rows of one evaluation: lengths x rope_extend methods. */
 #define RL_EVAL_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
 
-/* Bins of the per-position loss curve of an evaluation length (LM tasks). */
-#define RL_EVAL_POS_BINS 64
+/* Bins of the per-position loss curve of an evaluation length (LM tasks), at most. */
+#define RL_EVAL_POS_BINS 160
 
 struct rl_eval_row {
     int                length;
@@ -102,16 +102,28 @@ struct rl_eval_row {
      * scored tokens with a sequence's tokens as one cluster (core/stats.h), ppl the
      * exponentials of the loss's ends, exact the Wilson interval over the sequences */
     double loss_lo, loss_hi, acc_lo, acc_hi, ppl_lo, ppl_hi, exact_lo, exact_hi;
-    /* LM tasks (charlm, tokens): mean loss of positions [b w, (b+1) w), b < pos_bins */
-    int    pos_width, pos_bins;
-    double pos_loss[RL_EVAL_POS_BINS];
+    /* LM tasks (charlm, tokens): the loss by position in pos_bins bins, bin b holding the
+     * positions [pos_edge[b], pos_edge[b+1]) (rl_eval_pos_edges): their targets, mean loss
+     * and its 95 % interval over the sequences (a sequence's targets one cluster) */
+    int    pos_bins;
+    int    pos_edge[RL_EVAL_POS_BINS + 1];
+    double pos_loss[RL_EVAL_POS_BINS], pos_lo[RL_EVAL_POS_BINS], pos_hi[RL_EVAL_POS_BINS];
     long   pos_targets[RL_EVAL_POS_BINS];
+    /* the best guess without context (tasks/task.h: rl_task_reference) */
+    double ref_loss, ref_acc;
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
     long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */
     long   den_rows; /* the rows counted: eval rows x N x layers x heads */
     char   note[64];
 };
+
+/* The bin edges of the loss by position at length M trained at length N into edge (room
+ * for RL_EVAL_POS_BINS + 1): positions 0 .. 15 one by one, then four bins an octave (edges
+ * round(16 2^(k/4))), with an edge at every N 2^j below M, and M last -- bins as fine on a
+ * log scale as where context is short, and the ranges [0, N), [N, 2N), ... exact unions of
+ * them.  Returns the number of bins. */
+int rl_eval_pos_edges(int M, int N, int *edge);
 
 struct rl_train_result {
     int64_t            steps_done;

@@ -17,8 +17,34 @@ struct eval_acc {
     double                  loss, ms;
     long                    correct, fwd_rows;
     struct rl_cluster_sums  cl_loss, cl_hit; /* per sequence: targets, loss sum, hits */
-    struct rl_eval_progress pr;              /* for the caller's progress line */
+    struct rl_cluster_sums  cl_pos[RL_EVAL_POS_BINS]; /* per sequence and position bin */
+    struct rl_eval_progress pr;                        /* for the caller's progress line */
 };
+
+static int cmp_int(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+int rl_eval_pos_edges(int M, int N, int *edge)
+{
+    int n = 0;
+    for (int p = 0; p < 16 && p < M; p++)
+        edge[n++] = p;
+    for (int k = 1; n < RL_EVAL_POS_BINS / 2 + 16; k++) { /* 4 an octave: 19, 23, 27, 32, ... */
+        double v = 16 * pow(2, k / 4.0);
+        if (v >= M) break;
+        edge[n++] = (int)lround(v);
+    }
+    for (double v = N; N > 0 && v < M && n < RL_EVAL_POS_BINS; v *= 2)
+        edge[n++] = (int)v;
+    qsort(edge, (size_t)n, sizeof *edge, cmp_int);
+    int u = 0;
+    for (int i = 0; i < n; i++) /* sorted and unique */
+        if (!u || edge[i] != edge[u - 1]) edge[u++] = edge[i];
+    edge[u] = M;
+    return u;
+}
 
 /* One scored sequence (or window) of n targets with loss sum y and h right: a cluster of
  * the intervals. */
@@ -26,6 +52,25 @@ static void add_sequence(struct eval_acc *a, double n, double y, double h)
 {
     rl_cluster_add(&a->cl_loss, n, y);
     rl_cluster_add(&a->cl_hit, n, h);
+}
+
+/* LM tasks: the loss by position of one row (its scored positions), bin by bin, each bin's
+ * part of the row one cluster of that bin's interval. */
+static void score_positions(const double *loss, const uint8_t *mask, int N, struct rl_eval_row *r,
+                            struct eval_acc *a)
+{
+    double n = 0, y = 0;
+    for (int p = 0, k = 0; p <= N; p++) {
+        if (p == N || p >= r->pos_edge[k + 1]) { /* bin k ends */
+            rl_cluster_add(&a->cl_pos[k], n, y);
+            r->pos_loss[k] += y, r->pos_targets[k] += (long)n;
+            n = y = 0;
+            if (p == N) break;
+            while (p >= r->pos_edge[k + 1])
+                k++;
+        }
+        if (!mask || mask[p]) n += 1, y += loss[p];
+    }
 }
 
 /* Per-sequence exact match, the intervals' clusters and, for LM tasks, the loss by
@@ -36,17 +81,16 @@ static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, stru
     const double  *loss = rl_model_row_loss(m);
     const uint8_t *ok   = rl_model_row_correct(m);
     for (int row = 0; row < b->B; row++) {
-        int    all = 1, any = 0;
-        double n = 0, y = 0, h = 0;
+        int          all = 1, any = 0;
+        double       n = 0, y = 0, h = 0;
+        const size_t t0 = (size_t)row * b->N;
         for (int p = 0; p < b->N; p++) {
-            const size_t t = (size_t)row * b->N + p;
+            const size_t t = t0 + p;
             if (b->mask && !b->mask[t]) continue;
             all &= ok[t], any = 1;
             n += 1, y += loss[t], h += ok[t];
-            if (!lm) continue;
-            r->pos_loss[p / r->pos_width] += loss[t];
-            r->pos_targets[p / r->pos_width]++;
         }
+        if (lm) score_positions(loss + t0, b->mask ? b->mask + t0 : NULL, b->N, r, a);
         r->exact += any && all, r->sequences += any;
         add_sequence(a, n, y, h);
     }
@@ -233,16 +277,19 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r,
         snprintf(r->note, sizeof r->note, "learned PE has max_len rows");
         return RL_OK;
     }
-    r->pos_width = (n + RL_EVAL_POS_BINS - 1) / RL_EVAL_POS_BINS;
-    r->pos_bins  = rl_task_kind_lm(c->task.name) ? (n + r->pos_width - 1) / r->pos_width : 0;
+    r->pos_bins = rl_task_kind_lm(c->task.name) ? rl_eval_pos_edges(n, c->task.length, r->pos_edge)
+                                                 : 0;
     RL_TRY(c->eval.stride ? eval_sliding(t, n, c->eval.stride, r, a) : eval_windows(t, n, r, a));
     r->loss  = r->targets ? a->loss / (double)r->targets : NAN;
     r->acc   = r->targets ? (double)a->correct / (double)r->targets : NAN;
     r->ppl   = rl_task_causal(t->task) ? exp(r->loss) : NAN;
     r->exact = r->sequences ? r->exact / (double)r->sequences : NAN;
     intervals(r, a, rl_task_causal(t->task));
-    for (int i = 0; i < r->pos_bins; i++)
+    for (int i = 0; i < r->pos_bins; i++) {
+        const double h = rl_cluster_halfwidth(&a->cl_pos[i]);
         r->pos_loss[i] = r->pos_targets[i] ? r->pos_loss[i] / (double)r->pos_targets[i] : NAN;
+        r->pos_lo[i] = r->pos_loss[i] - h, r->pos_hi[i] = r->pos_loss[i] + h;
+    }
     r->ms_per_1k_tokens = a->ms * 1000.0 / ((double)a->fwd_rows * n);
     /* the denominator diagnostic exists for linear attention only */
     r->den_rows = c->model.attention == RL_ATTN_LINEAR
@@ -267,9 +314,10 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, in
     const int                 nm      = c->model.pe == RL_CFG_PE_ROPE ? c->eval.n_extend : 1;
     rl_status                 st      = RL_OK;
     int                       n       = 0;
-    double                    total = 0, done = 0;
+    double                    total = 0, done = 0, ref_loss, ref_acc;
     for (int i = 0; i < c->eval.n_lengths; i++)
         total += nm * eval_tokens(t, c->eval.lengths[i]);
+    RL_TRY(rl_task_reference(t->task, &ref_loss, &ref_acc));
     /* method-major: the plans of a (method, length) are built once, by its first forward */
     for (int k = 0; st == RL_OK && k < nm; k++) {
         const enum rl_cfg_extend e =
@@ -286,6 +334,7 @@ rl_status rl_trainer_evaluate(struct rl_trainer *t, struct rl_eval_row *rows, in
             if (st == RL_OK) st = eval_length(t, M, &rows[n], &a);
             done += a.pr.length_tokens;
             rows[n].method = e, rows[n].factor = s;
+            rows[n].ref_loss = ref_loss, rows[n].ref_acc = ref_acc;
             n += st == RL_OK;
         }
     }

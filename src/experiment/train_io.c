@@ -252,7 +252,7 @@ static rl_status commit_tmp(FILE *f, const char *path, const char *tmp)
 }
 
 /* LM tasks: positions.csv, the per-position loss curve of every evaluation length (one
- * line per bin of pos_width positions).  Other tasks write none. */
+ * line per bin, with its 95 % interval).  Other tasks write none. */
 static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
                                      const struct rl_eval_row *rows, int n)
 {
@@ -263,15 +263,18 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
     char  path[2300], tmp[2400];
     FILE *f;
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "positions.csv"));
-    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets,rope_extend\n");
+    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets,rope_extend,"
+               "loss_lo,loss_hi\n");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < rows[i].pos_bins; k++) {
-            int p0 = k * rows[i].pos_width, p1 = p0 + rows[i].pos_width;
             fprintf(f, "%s,%s,%d,%d,%d", rl_cfg_pe_name(c->model.pe),
-                    rl_cfg_attention_name(c->model.attention), rows[i].length, p0,
-                    p1 < rows[i].length ? p1 : rows[i].length);
+                    rl_cfg_attention_name(c->model.attention), rows[i].length,
+                    rows[i].pos_edge[k], rows[i].pos_edge[k + 1]);
             csv_num(f, rows[i].pos_loss[k], 0);
-            fprintf(f, ",%ld,%s\n", rows[i].pos_targets[k], rl_cfg_extend_name(rows[i].method));
+            fprintf(f, ",%ld,%s", rows[i].pos_targets[k], rl_cfg_extend_name(rows[i].method));
+            csv_num(f, rows[i].pos_lo[k], 0);
+            csv_num(f, rows[i].pos_hi[k], 0);
+            fputc('\n', f);
         }
     return commit_tmp(f, path, tmp);
 }
@@ -301,9 +304,12 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         for (int k = 0; k < 8; k++)
             csv_num(f, ci[k], r->na);
         if (r->na)
-            fputs(",n/a,n/a\n", f);
+            fputs(",n/a,n/a", f);
         else
-            fprintf(f, ",%ld,%ld\n", r->targets, r->sequences);
+            fprintf(f, ",%ld,%ld", r->targets, r->sequences);
+        csv_num(f, r->ref_loss, 0); /* the baseline is the task's: n/a rows have it too */
+        csv_num(f, r->ref_acc, 0);
+        fputc('\n', f);
     }
     return commit_tmp(f, path, tmp);
 }

@@ -99,9 +99,11 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
                            rows[i].factor, rows[i].stride, rows[i].loss, rows[i].acc, rows[i].exact,
                            rows[i].sequences, rows[i].ms_per_1k_tokens, rows[i].bad_den,
                            rows[i].den_rows);
-        if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
-            rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
-                               rows[i].pos_width);
+        if (rows[i].pos_bins) { /* LM: the loss curve over positions, bins between edges */
+            rl_json_buf_puts(&b, ", \"position_edges\": [");
+            for (int k = 0; k <= rows[i].pos_bins; k++)
+                rl_json_buf_printf(&b, "%s%d", k ? ", " : "", rows[i].pos_edge[k]);
+            rl_json_buf_puts(&b, "], \"position_loss\": [");
             for (int k = 0; k < rows[i].pos_bins; k++) {
                 if (k) rl_json_buf_puts(&b, ", ");
                 if (isnan(rows[i].pos_loss[k]))

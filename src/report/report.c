@@ -61,7 +61,8 @@ static rl_status write_positions(const struct rl_report *r)
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend\n");
+    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend,loss_lo,"
+                         "loss_hi\n");
     for (long i = 0; i < r->n_points; i++)
         for (const char *l = r->pt[i].pos_text; l && *l;) {
             const char *e = strchr(l, '\n'), *t = strchr(l, ',');
@@ -69,8 +70,9 @@ static rl_status write_positions(const struct rl_report *r)
             size_t n = e ? (size_t)(e - l) : strlen(l);
             if (t && t < l + n) {
                 combined_prefix(&b, r, i);
-                rl_json_buf_printf(&b, "%.*s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
-                                   r->pt[i].pos_method ? "" : ",none"); /* older runs */
+                rl_json_buf_printf(&b, "%.*s%s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
+                                   r->pt[i].pos_method ? "" : ",none", /* older runs */
+                                   r->pt[i].pos_ci ? "" : ",,");
             }
             l += n + (e != NULL);
         }

@@ -83,6 +83,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
     int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0, bad = 0;
+    int clo = hdr ? csv_col(hdr, "loss_lo") : -1, chi = hdr ? csv_col(hdr, "loss_hi") : -1;
     int cm         = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
     const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
@@ -91,13 +92,17 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
                                           "position_end, loss, targets",
                                           path);
     p->pos_method  = cm >= 0;
+    p->pos_ci      = clo >= 0 && chi >= 0;
+    p->pos_lo      = malloc(lines * sizeof *p->pos_lo);
+    p->pos_hi      = malloc(lines * sizeof *p->pos_hi);
     p->pos_text    = strdup(data < text + len ? data : "");
     char **line    = malloc(lines * sizeof *line);
     p->pos0        = malloc(lines * sizeof *p->pos0);
     p->pos1        = malloc(lines * sizeof *p->pos1);
     p->pos_loss    = malloc(lines * sizeof *p->pos_loss);
     p->pos_targets = malloc(lines * sizeof *p->pos_targets);
-    if (!p->pos_text || !line || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets)
+    if (!p->pos_text || !line || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets ||
+        !p->pos_lo || !p->pos_hi)
         return free(buf), free(line),
                rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -111,6 +116,8 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
         p->pos1[p->n_pos]        = atoi(csv_field(line[i], c1, f, sizeof f));
         p->pos_loss[p->n_pos]    = csv_num(line[i], cs, &na, &bad);
         p->pos_targets[p->n_pos] = csv_num(line[i], ct, &na, &bad);
+        p->pos_lo[p->n_pos]      = csv_num(line[i], clo, &na, &bad);
+        p->pos_hi[p->n_pos]      = csv_num(line[i], chi, &na, &bad);
         p->n_pos++;
     }
     free(line);
@@ -138,7 +145,7 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
  * keep the text they were written with. */
 static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line, const char *path)
 {
-    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64], iv[256];
+    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64], iv[400];
     if (w->na)
         snprintf(d, sizeof d, "n/a");
     else if (isnan(w->den))
@@ -149,10 +156,11 @@ static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *lin
     if (!*raw_field(hdr, line, "rope_factor", f, sizeof f)) snprintf(f, sizeof f, "1");
     if (!*raw_field(hdr, line, "stride", st, sizeof st)) snprintf(st, sizeof st, "0");
     /* the intervals and their sizes as written (empty in runs written before them) */
-    static const char *const ci[] = {"acc_lo",  "acc_hi", "exact_lo", "exact_hi", "loss_lo",
-                                     "loss_hi", "ppl_lo", "ppl_hi",   "targets",  "sequences"};
+    static const char *const ci[] = {"acc_lo",  "acc_hi",    "exact_lo", "exact_hi",
+                                     "loss_lo", "loss_hi",   "ppl_lo",   "ppl_hi",
+                                     "targets", "sequences", "ref_loss", "ref_acc"};
     size_t                   k    = 0;
-    for (int i = 0; i < 10 && k < sizeof iv; i++) {
+    for (int i = 0; i < 12 && k < sizeof iv; i++) {
         char v[64];
         k += (size_t)snprintf(iv + k, sizeof iv - k, ",%s",
                               raw_field(hdr, line, ci[i], v, sizeof v));
@@ -188,6 +196,8 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
                                         "loss_lo", "loss_hi", "ppl_lo",   "ppl_hi"};
     for (int i = 0; i < 8; i++)
         *ci[i] = csv_num(line, csv_col(hdr, name[i]), &na, &bad);
+    w->ref_loss = csv_num(line, csv_col(hdr, "ref_loss"), &na, &bad);
+    w->ref_acc  = csv_num(line, csv_col(hdr, "ref_acc"), &na, &bad);
     if (bad)
         RL_FAIL(RL_EFORMAT, "%s: a line with a field that is not a number: '%.60s'", path, line);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
@@ -428,7 +438,8 @@ void rl_rep_free(struct rl_report *r)
     if (!r) return;
     for (long i = 0; r->pt && i < r->n_points; i++)
         free(r->pt[i].step), free(r->pt[i].loss), free(r->pt[i].pos_text), free(r->pt[i].pos0),
-            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets);
+            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets),
+            free(r->pt[i].pos_lo), free(r->pt[i].pos_hi);
     free(r->pt);
     free(r->grp);
     free(r);

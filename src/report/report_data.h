@@ -14,10 +14,12 @@
 
 /* The columns of results.csv from `length` on (a point's file has pe and attention before
  * them, a sweep's combined file the swept keys): the numbers, then how the row was
- * evaluated, then the 95 % intervals and their sample sizes (train.h's rl_eval_row). */
+ * evaluated, then the 95 % intervals and their sample sizes, then the task's baseline (the
+ * loss and accuracy of the best guess without context; train.h's rl_eval_row). */
 #define RL_REP_RESULT_COLUMNS                                                                      \
     "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,"   \
-    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences"
+    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,"   \
+    "ref_acc"
 
 /* Lines of a point's results.csv: lengths x rope_extend methods. */
 #define RL_REP_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
@@ -29,6 +31,7 @@ struct rl_rep_row {
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
     /* 95 % intervals (NaN where empty: one sequence, n/a, or a run written before them) */
     double acc_lo, acc_hi, exact_lo, exact_hi, loss_lo, loss_hi, ppl_lo, ppl_hi;
+    double ref_loss, ref_acc; /* the task's baseline (NaN in runs written before it) */
     double den;       /* linear attention: fraction of denominators <= eps, else NaN */
     char   tail[512]; /* the line from its length field on, as the combined file has it */
     char   note[96];
@@ -51,9 +54,10 @@ struct rl_rep_point {
     char             *pos_text;     /* positions.csv's data lines (LM tasks), NULL if none */
     int               pos_len;      /* the longest length in them */
     int               pos_method;   /* they have the rope_extend column */
-    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets */
-    int              *pos0, *pos1;
-    double           *pos_loss, *pos_targets;
+    int               pos_ci;       /* they have loss_lo and loss_hi */
+    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets, and */
+    int              *pos0, *pos1;  /* the 95 % interval (NaN in runs written before it) */
+    double           *pos_loss, *pos_targets, *pos_lo, *pos_hi;
 };
 
 #define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)

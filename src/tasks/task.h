@@ -35,6 +35,13 @@ int rl_task_max_length(const rl_task *t);
  * 2k + 2); 1 for the others. */
 int rl_task_min_length(const rl_task *t);
 
+/* The baseline a model has to beat, the best guess without context: the mean
+ * cross-entropy and the accuracy, on the validation targets, of the training data's
+ * unigram (charlm, tokens: add-one smoothed, its most frequent token as the guess), or of
+ * a uniform guess over the answers of a generator (copy, reverse, sort: the symbols; mqar:
+ * the values; passkey: the 10 digits; listops: the 10 classes). */
+rl_status rl_task_reference(const rl_task *t, double *loss, double *acc);
+
 /* The distinct rows of the validation split at length N, when it is finite (charlm: the
  * non-overlapping windows of the validation text; tokens: the validation array's rows);
  * 0 for the generators, whose validation stream has no end.  Validation batch i of B rows
