@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B] [--stride S]\n"
+    "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B|all] [--stride S]\n"
     "                    [--rope-extend none|pi|ntk|yarn[,...]] [--rope-factor auto|F]\n"
     "                    [--set section.key=value]... [--out DIR]\n"
     "\n"
@@ -31,7 +31,8 @@ static const char usage[] =
     "\n"
     "Options (each sets an [eval] key; docs/config.md, docs/evaluation.md):\n"
     "  --lengths M,...        evaluation lengths (eval.lengths)\n"
-    "  --batches B            batches per length (eval.batches)\n"
+    "  --batches B|all        batches per length, or all: the whole validation split of\n"
+    "                         charlm and tokens (eval.batches)\n"
     "  --stride S             LM tasks: sliding windows advanced by S < M tokens, each\n"
     "                         scoring its last S (eval.stride; 0 = non-overlapping)\n"
     "  --rope-extend LIST     RoPE points: evaluate under each of none, pi, ntk, yarn\n"
@@ -46,10 +47,14 @@ static const char usage[] =
     "                         cores; results do not depend on it)\n"
     "  --out DIR              output directory (default: RUN_DIR/eval, or ./eval-<name> for\n"
     "                         a checkpoint; -2, -3, ... appended when it exists)\n"
-    "  -q, --quiet            no progress lines (the table is still printed)\n"
+    "  -q, --quiet            no progress lines (the table is still printed); without it a\n"
+    "                         long evaluation shows its progress and the time left\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+    "Every loss, accuracy and perplexity comes with its 95 % interval (results.csv; the\n"
+    "tables show ± half of it).  Ctrl-C stops after the current forward.\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error, 130 / 143\n"
+    "stopped by SIGINT / SIGTERM.\n";
 
 /* "section.key=value" of --set into an override. */
 static int split_set(char *s, struct rl_eval_override *v)
