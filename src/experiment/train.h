@@ -87,7 +87,7 @@ struct rl_train_opts {
 #define RL_EVAL_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
 
 /* Bins of the per-position loss curve of an evaluation length (LM tasks), at most. */
-#define RL_EVAL_POS_BINS 160
+#define RL_EVAL_POS_BINS 96
 
 struct rl_eval_row {
     int                length;
@@ -119,9 +119,9 @@ struct rl_eval_row {
 };
 
 /* The bin edges of the loss by position at length M trained at length N into edge (room
- * for RL_EVAL_POS_BINS + 1): positions 0 .. 15 one by one, then four bins an octave (edges
- * round(16 2^(k/4))), with an edge at every N 2^j below M, and M last -- bins as fine on a
- * log scale as where context is short, and the ranges [0, N), [N, 2N), ... exact unions of
+ * for RL_EVAL_POS_BINS + 1): 0, then two an octave (round(2^(k/2)): 1, 2, 3, 4, 6, 8, 11,
+ * 16, 23, ...), with an edge at every N 2^j below M, and M last -- bins of one width on a
+ * log scale of the 1-based position, and the ranges [0, N), [N, 2N), ... exact unions of
  * them.  Returns the number of bins. */
 int rl_eval_pos_edges(int M, int N, int *edge);
 

@@ -16,9 +16,9 @@
 struct eval_acc {
     double                  loss, ms;
     long                    correct, fwd_rows;
-    struct rl_cluster_sums  cl_loss, cl_hit; /* per sequence: targets, loss sum, hits */
+    struct rl_cluster_sums  cl_loss, cl_hit;          /* per sequence: targets, loss sum, hits */
     struct rl_cluster_sums  cl_pos[RL_EVAL_POS_BINS]; /* per sequence and position bin */
-    struct rl_eval_progress pr;                        /* for the caller's progress line */
+    struct rl_eval_progress pr;                       /* for the caller's progress line */
 };
 
 static int cmp_int(const void *a, const void *b)
@@ -28,11 +28,10 @@ static int cmp_int(const void *a, const void *b)
 
 int rl_eval_pos_edges(int M, int N, int *edge)
 {
-    int n = 0;
-    for (int p = 0; p < 16 && p < M; p++)
-        edge[n++] = p;
-    for (int k = 1; n < RL_EVAL_POS_BINS / 2 + 16; k++) { /* 4 an octave: 19, 23, 27, 32, ... */
-        double v = 16 * pow(2, k / 4.0);
+    int n     = 0;
+    edge[n++] = 0;
+    for (int k = 0; n < RL_EVAL_POS_BINS / 2; k++) { /* 2 an octave: 1, 2, 3, 4, 6, 8, 11, ... */
+        double v = pow(2, k / 2.0);
         if (v >= M) break;
         edge[n++] = (int)lround(v);
     }
@@ -277,8 +276,8 @@ static rl_status eval_length(struct rl_trainer *t, int n, struct rl_eval_row *r,
         snprintf(r->note, sizeof r->note, "learned PE has max_len rows");
         return RL_OK;
     }
-    r->pos_bins = rl_task_kind_lm(c->task.name) ? rl_eval_pos_edges(n, c->task.length, r->pos_edge)
-                                                 : 0;
+    r->pos_bins =
+        rl_task_kind_lm(c->task.name) ? rl_eval_pos_edges(n, c->task.length, r->pos_edge) : 0;
     RL_TRY(c->eval.stride ? eval_sliding(t, n, c->eval.stride, r, a) : eval_windows(t, n, r, a));
     r->loss  = r->targets ? a->loss / (double)r->targets : NAN;
     r->acc   = r->targets ? (double)a->correct / (double)r->targets : NAN;

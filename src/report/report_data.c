@@ -605,8 +605,8 @@ int rl_rep_higher_better(char f) { return f == 'a' || f == 'e'; }
 void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
                     struct rl_rep_cmp *c)
 {
-    double mean = 0, sd = 0, bm = 0, bsd = 0;
-    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
+    double    mean = 0, sd = 0, bm = 0, bsd = 0;
+    int       n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
     const int nm = method ? r->n_methods : 1;
     c->mark = RL_REP_NONE, c->best = -1, c->best_method = NULL, c->diff = c->spread = NAN;
     if (n <= 0) return;
@@ -621,11 +621,11 @@ void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f
             if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
                 c->best = k, c->best_method = mq, bm = m, bsd = s, bn = nk;
         }
-    c->diff   = mean - bm;
-    c->spread = sd + bsd;
+    c->diff        = mean - bm;
+    c->spread      = sd + bsd;
     const int same = c->best == g && (!method || !strcmp(c->best_method, method));
-    c->mark        = same                        ? RL_REP_BEST
-                : n < 2 || bn < 2            ? RL_REP_FEW
-                : fabs(c->diff) <= c->spread ? RL_REP_NS
-                                             : RL_REP_SIG;
+    c->mark        = same                         ? RL_REP_BEST
+                     : n < 2 || bn < 2            ? RL_REP_FEW
+                     : fabs(c->diff) <= c->spread ? RL_REP_NS
+                                                  : RL_REP_SIG;
 }

@@ -97,6 +97,7 @@ void rl_gp_header(FILE *gp, const char *svg, int w, int h)
  * and the reference line, and the x range over the data. */
 struct extent {
     double ylo, yhi, xlo, xhi;
+    int    ref_off; /* the reference line lies too far from the data to be drawn */
 };
 
 static void widen(double *lo, double *hi, double v, int log)
@@ -117,6 +118,7 @@ static int write_data(const char *dir, const char *dat, const struct rl_gp_figur
     for (int i = 0; i < f->ns; i++) {
         const struct rl_gp_series *s = &f->s[i];
         fprintf(d, "# %s\n", s->title[0] ? s->title : "(no title)");
+        if (s->n == 0) fputs("NaN NaN NaN NaN\n", d); /* an empty block would shift the next */
         for (int k = 0; k < s->n; k++) {
             double lo = s->lo ? s->lo[k] : NAN, hi = s->hi ? s->hi[k] : NAN;
             fprintf(d, "%.9g %.9g %.9g %.9g\n", s->x[k], s->y[k], lo, hi);
@@ -129,7 +131,14 @@ static int write_data(const char *dir, const char *dat, const struct rl_gp_figur
         }
         fputs("\n\n", d);
     }
-    widen(&e->ylo, &e->yhi, f->ref, f->logy);
+    /* the reference line joins the range unless that would squeeze the data into less
+     * than 40 % of the height: then the legend gives its value instead */
+    double lo = e->ylo, hi = e->yhi;
+    widen(&lo, &hi, f->ref, f->logy);
+    double span = f->logy ? log(e->yhi / e->ylo) : e->yhi - e->ylo;
+    double with = f->logy ? log(hi / lo) : hi - lo;
+    e->ref_off  = isfinite(f->ref) && span > 0 && with > 2.5 * span;
+    if (!e->ref_off) e->ylo = lo, e->yhi = hi;
     if (isfinite(f->xmin)) e->xlo = f->xmin;
     if (isfinite(f->xmax)) e->xhi = f->xmax;
     return fclose(d) != 0;
@@ -151,6 +160,16 @@ static void log_tics(FILE *gp, double lo, double hi)
                 double x = ladder[l][k] * pow(10, p);
                 if (x >= lo && x <= hi) v[n++] = x;
             }
+    }
+    if (n < 3) { /* a narrow range: evenly spaced tics, as on a linear axis */
+        double raw = (hi - lo) / 5, mag = pow(10, floor(log10(raw)));
+        double d = raw <= 1.5 * mag   ? mag /* the 1-2-5 step nearest a fifth of the range */
+                   : raw <= 3.5 * mag ? 2 * mag
+                   : raw <= 7.5 * mag ? 5 * mag
+                                      : 10 * mag;
+        n        = 0;
+        for (double x = ceil(lo / d) * d; x <= hi && n < 64; x += d)
+            v[n++] = x;
     }
     int step = n > 10 ? (n + 9) / 10 : 1;
     fputs("set ytics (", gp);
@@ -175,8 +194,8 @@ static void axes(FILE *gp, const struct rl_gp_figure *f, const struct extent *e)
     if (f->logx) fprintf(gp, "set logscale x %d\n", f->logx);
     if (isfinite(e->xlo) && e->xlo < e->xhi) {
         double a = e->xlo, b = e->xhi;
-        if (!isfinite(f->xmin)) a = f->logx ? a / 1.12 : a - 0.02 * (b - a);
-        if (!isfinite(f->xmax)) b = f->logx ? b * 1.12 : b + 0.02 * (b - e->xlo);
+        if (!isfinite(f->xmin)) a = f->logx ? a / 1.2 : a - 0.02 * (b - a);
+        if (!isfinite(f->xmax)) b = f->logx ? b * 1.2 : b + 0.02 * (b - e->xlo);
         fprintf(gp, "set xrange [%.9g:%.9g]\n", a, b);
     }
     if (f->nxtics) {
@@ -187,33 +206,19 @@ static void axes(FILE *gp, const struct rl_gp_figure *f, const struct extent *e)
     }
 }
 
-/* The training length and the reference line, each with its label. */
-static void marks(FILE *gp, const struct rl_gp_figure *f)
+/* The training length and the reference line (the legend names them). */
+static void marks(FILE *gp, const struct rl_gp_figure *f, const struct extent *e)
 {
-    if (isfinite(f->vline)) {
+    if (isfinite(f->vline))
         fprintf(gp,
                 "set arrow from %.9g, graph 0 to %.9g, graph 1 nohead dt 2 lw 1.2 "
                 "lc rgb '#444444' back\n",
                 f->vline, f->vline);
-        fprintf(gp, "set label ");
-        rl_gp_string(gp, f->vline_label);
-        fprintf(gp,
-                " at %.9g, graph 0.97 right rotate by 90 offset -0.7,0 tc rgb '#444444' "
-                "font ',10' front\n",
-                f->vline);
-    }
-    if (isfinite(f->ref)) {
+    if (isfinite(f->ref) && !e->ref_off)
         fprintf(gp,
                 "set arrow from graph 0, first %.9g to graph 1, first %.9g nohead dt 3 "
                 "lw 1.5 lc rgb '#222222' back\n",
                 f->ref, f->ref);
-        fprintf(gp, "set label ");
-        rl_gp_string(gp, f->ref_label);
-        fprintf(gp,
-                " at graph 0.98, first %.9g right offset 0,0.7 tc rgb '#222222' "
-                "font ',10'\n",
-                f->ref);
-    }
 }
 
 static void style(FILE *gp, const struct rl_gp_series *s, int points)
@@ -231,24 +236,25 @@ static void panel_plot(FILE *gp, const char *dat, const struct rl_gp_figure *f, 
         for (int i = 0; i < f->ns; i++) {
             const struct rl_gp_series *s = &f->s[i];
             if (s->panel != p || s->n == 0) continue;
-            if (pass == 0 && (f->band != RL_GP_BAND || !s->lo || s->faint)) continue;
+            if (pass == 0 && (f->band == RL_GP_NONE || !s->lo || s->faint)) continue;
             if (pass == 1 && !s->faint) continue;
             if (pass == 2 && s->faint) continue;
             fprintf(gp, "%s '%s' index %d", first ? "" : ",", dat, i);
             first = 0;
-            if (pass == 0) {
+            if (pass == 0 && f->band == RL_GP_BAND) {
                 fprintf(gp,
-                        " using 1:3:4 with filledcurves fs transparent solid 0.18 noborder "
+                        " using 1:3:4 with filledcurves fs transparent solid 0.13 noborder "
                         "lc rgb '%s' notitle",
                         s->rgb);
                 continue;
             }
-            int bars = f->band == RL_GP_BARS && s->lo;
-            fprintf(gp, " using %s with %s", bars ? "1:2:3:4" : "1:2",
-                    bars                     ? "yerrorlines"
-                    : f->points && !s->faint ? "linespoints"
-                                             : "lines");
-            style(gp, s, f->points || bars);
+            if (pass == 0) { /* error bars drawn solid, whatever the curve's dashes */
+                fprintf(gp, " using 1:2:3:4 with yerrorbars lc rgb '%s' dt 1 lw 1.2 pt 0 notitle",
+                        s->rgb);
+                continue;
+            }
+            fprintf(gp, " using 1:2 with %s", f->points && !s->faint ? "linespoints" : "lines");
+            style(gp, s, f->points);
             fputs(" notitle", gp);
         }
     fputs(first ? " [0:1][0:1] NaN notitle\n" : "\n", gp); /* an empty panel */
@@ -267,8 +273,8 @@ static int legend_entries(const struct rl_gp_figure *f, int *idx)
     return n;
 }
 
-static void legend(FILE *gp, const struct rl_gp_figure *f, const int *idx, int n, int cols,
-                   double top)
+static void legend(FILE *gp, const struct rl_gp_figure *f, const struct extent *e, const int *idx,
+                   int n, int rows, double top)
 {
     fprintf(gp,
             "set lmargin at screen 0.02\nset rmargin at screen 0.98\n"
@@ -277,15 +283,28 @@ static void legend(FILE *gp, const struct rl_gp_figure *f, const int *idx, int n
     fputs("unset title\nunset xlabel\nunset ylabel\nunset arrow\nunset label\nunset tics\n"
           "unset border\nunset grid\nunset logscale\nset xrange [0:1]\nset yrange [0:1]\n",
           gp);
-    fprintf(gp, "set key center center horizontal maxcols %d samplen 3.5 width 2 spacing 1.1\n",
-            cols);
+    fprintf(gp, "set key center center horizontal maxrows %d samplen 3.5 width 2 spacing 1.1\n",
+            rows);
     fputs("plot", gp);
     for (int k = 0; k < n; k++) {
         const struct rl_gp_series *s = &f->s[idx[k]];
         fprintf(gp, "%s NaN with %s", k ? "," : "", f->points ? "linespoints" : "lines");
-        style(gp, s, f->points || f->band == RL_GP_BARS);
+        style(gp, s, f->points);
         fputs(" title ", gp);
         rl_gp_string(gp, s->title);
+    }
+    if (isfinite(f->vline)) {
+        fprintf(gp, "%s NaN with lines dt 2 lw 1.2 lc rgb '#444444' title ", n++ ? "," : "");
+        rl_gp_string(gp, f->vline_label);
+    }
+    if (isfinite(f->ref)) {
+        char t[160];
+        snprintf(t, sizeof t, "%s%s", f->ref_label,
+                 !e->ref_off       ? ""
+                 : f->ref > e->yhi ? " (above)"
+                                   : " (below)");
+        fprintf(gp, "%s NaN with lines dt 3 lw 1.5 lc rgb '#222222' title ", n++ ? "," : "");
+        rl_gp_string(gp, t);
     }
     fputs(n ? "\n" : " NaN notitle\n", gp);
 }
@@ -295,7 +314,7 @@ int rl_gp_figure_write(FILE *gp, const char *dir, const char *dat, const struct 
     struct extent e;
     int          *idx = malloc(((size_t)f->ns + 1) * sizeof *idx);
     if (!idx || write_data(dir, dat, f, &e)) return free(idx), 1;
-    const int n = legend_entries(f, idx), pw = 440;
+    const int n = legend_entries(f, idx) + isfinite(f->vline) + isfinite(f->ref), pw = 440;
     const int W    = 80 + pw * f->np < 660 ? 660 : 80 + pw * f->np;
     const int cols = (W - 40) / 200 > 0 ? (W - 40) / 200 : 1, rows = (n + cols - 1) / cols;
     const int top = 86, ph = 340, below = 58, lh = 16 + 21 * rows, H = top + ph + below + lh;
@@ -313,7 +332,7 @@ int rl_gp_figure_write(FILE *gp, const char *dir, const char *dat, const struct 
         fputs("set xlabel ", gp), rl_gp_string(gp, f->xlabel), fputc('\n', gp);
         fputs("set ylabel ", gp), rl_gp_string(gp, p == 0 ? f->ylabel : ""), fputc('\n', gp);
         axes(gp, f, &e);
-        marks(gp, f);
+        marks(gp, f, &e);
         if (p == 0 && f->note[0]) { /* under the title, smaller, drawn with the first panel */
             fputs("set label ", gp), rl_gp_string(gp, f->note);
             fprintf(gp, " at screen 0.5, screen %.6f center font ',10' tc rgb '#333333'\n",
@@ -321,7 +340,7 @@ int rl_gp_figure_write(FILE *gp, const char *dir, const char *dat, const struct 
         }
         panel_plot(gp, dat, f, p);
     }
-    legend(gp, f, idx, n, cols, (double)lh / H);
+    legend(gp, f, &e, idx, n - isfinite(f->vline) - isfinite(f->ref), rows, (double)lh / H);
     fputs("unset multiplot\n", gp);
     free(idx);
     return 0;

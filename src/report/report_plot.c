@@ -147,7 +147,7 @@ static void baseline_line(const struct rl_report *r, int t, char f, struct rl_gp
 static void training_line(const struct rl_report *r, int t, struct rl_gp_figure *f)
 {
     f->vline = r->task_length[t] > 0 ? r->task_length[t] : NAN;
-    snprintf(f->vline_label, sizeof f->vline_label, "trained at %d", r->task_length[t]);
+    snprintf(f->vline_label, sizeof f->vline_label, "training length %d", r->task_length[t]);
 }
 
 static void figure_init(struct rl_gp_figure *f, const struct rl_report *r, int t, const char *name)
@@ -209,7 +209,7 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
     for (int j = 0; j < nl && j < RL_GP_MAX_TICS; j++)
         f.xtics[f.nxtics++] = L[j];
     training_line(r, t, &f);
-    if (nl && isfinite(f.vline) && f.vline < L[0]) f.xmin = f.vline / 1.12;
+    if (nl && isfinite(f.vline) && f.vline < L[0]) f.xmin = f.vline / 1.2;
     baseline_line(r, t, fm, &f);
     f.s = calloc((size_t)nc + 1, sizeof *f.s);
     for (int i = 0; f.s && i < nc; i++) {
@@ -230,16 +230,15 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
 
 /* ---- training loss ---- */
 
-/* A centred moving average of y[0 .. n) over w (odd) records, narrower at the ends. */
+/* A centred moving average of y[0 .. n) over w (odd) records, cut at the ends. */
 static void smooth(const double *y, int n, int w, double *out)
 {
     for (int i = 0; i < n; i++) {
         int    h = w / 2, a = i - h < 0 ? 0 : i - h, b = i + h >= n ? n - 1 : i + h;
-        int    k = i - a < b - i ? i - a : b - i; /* symmetric: no lag at the ends */
         double s = 0;
-        for (int j = i - k; j <= i + k; j++)
+        for (int j = a; j <= b; j++)
             s += y[j];
-        out[i] = s / (2 * k + 1);
+        out[i] = s / (b - a + 1);
     }
 }
 
@@ -264,7 +263,7 @@ static void loss_curve(const struct rl_report *r, int g, struct rl_gp_series *s,
     int   nrec, np = pts ? group_records(r, g, pts, &nrec) : 0;
     if (!np || !series_alloc(s, nrec)) return free(pts);
     double *sm = malloc((size_t)nrec * sizeof *sm);
-    int     w  = 2 * (nrec / 40) + 1;
+    int     w  = 2 * (nrec / 20) + 1; /* about a tenth of the run */
     for (int k = 0; sm && k < nrec; k++)
         s->x[k] = (double)r->pt[pts[0]].step[k], s->lo[k] = INFINITY, s->hi[k] = -INFINITY;
     for (int q = 0; sm && q < np; q++) {
@@ -357,9 +356,7 @@ static void plot_positions(const struct rl_report *r, int t, struct plot_files *
     figure_init(&f, r, t, "position");
     snprintf(f.title, sizeof f.title, "%s: loss by position at evaluation length %d", r->task[t],
              M);
-    snprintf(f.note, sizeof f.note,
-             "band: 95 %% interval %s; bins: positions 1-16 one by one, "
-             "then four an octave",
+    snprintf(f.note, sizeof f.note, "band: 95 %% interval %s; two bins an octave",
              rl_rep_seeded(r) ? "of the mean over the seeds" : "over the evaluated sequences");
     f.xlabel = "position in the sequence (log scale)", f.ylabel = "loss (nats)";
     f.logx = 2, f.band = RL_GP_BAND, f.xmin = 1, f.xmax = M;
@@ -418,8 +415,8 @@ static void plot_throughput(const struct rl_report *r, struct plot_files *pf)
     if (!f) return; /* an evaluation directory, or no file */
     fclose(f);
     rl_gp_header(pf->gp, "throughput.svg", nb * 46 + 200 < 480 ? 480 : nb * 46 + 200,
-                 400 + 6 * maxlen);
-    fprintf(pf->gp, "set bmargin %d\n", maxlen * 2 / 3 + 2);
+                 330 + 5 * maxlen);
+    fprintf(pf->gp, "set bmargin %d\n", maxlen / 2 + 3);
     fputs("set title \"training throughput\\n(solid: softmax attention, hatched: linear)\"\n"
           "set ylabel 'tokens / s'\nset yrange [0:*]\nset grid ytics lc rgb '#dddddd'\n"
           "set xtics rotate by 40 right scale 0 noenhanced\nunset key\n"

@@ -67,7 +67,11 @@ static void fmt_value(char *buf, size_t len, char f, double x)
         snprintf(buf, len, "%.3f", x);
     else if (f == 'l')
         snprintf(buf, len, "%.4f", x);
-    else if (f == 'p' || f == 'd')
+    else if (f == 'p') { /* 4 digits, trailing zeros kept (10.00, not 10) */
+        snprintf(buf, len, "%#.4g", x);
+        size_t n = strlen(buf);
+        if (n && buf[n - 1] == '.') buf[n - 1] = 0;
+    } else if (f == 'd')
         snprintf(buf, len, "%.4g", x);
     else
         snprintf(buf, len, "%.2f", x);
