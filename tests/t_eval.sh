@@ -40,8 +40,16 @@ grep -A10 '^## charlm: perplexity by evaluation length$' $d/summary.md >tbl &&
     ! grep -q 'rope_extend = ' $d/summary.md &&
     grep -q '^Best per length (the lowest perplexity): softmax — 16: [a-z]*/[a-z]* [0-9.]*, 64: [a-z]*/[a-z]* [0-9.]*\.$' $d/summary.md
 ok $? "summary.md: one table, a row per RoPE method and ALiBi's once (none); the best per length"
-grep -q "'charlm-ppl.dat' index 1 using 1:2 with linespoints title 'rope pi', .* title 'alibi none'$" $d/plots/plots.gp
-ok $? "the ppl-vs-length plot has one line per method"
+# the ppl figure's legend: the encodings in order (alibi before rope), RoPE's methods in
+# theirs, then the training length and the baseline; each method dashed its own way
+awk "/set output 'charlm-ppl.svg'/ { on = 1; next } /set output/ { on = 0 } on" $d/plots/plots.gp | grep '^plot NaN with' >fig
+[ "$(grep -o 'title "[^"]*"' fig | sed -n 1,6p | tr '\n' '|')" = 'title "alibi none"|title "rope none"|title "rope pi"|title "rope ntk"|title "rope yarn"|title "training length 16"|' ] &&
+    grep -q 'title "unigram model [0-9.]*' fig
+r1=$?
+grep -q 'NaN with linespoints lc rgb .#1f77b4. dt 2 .* title "rope pi"' fig &&
+    grep -q 'NaN with linespoints lc rgb .#1f77b4. dt 4 .* title "rope yarn"' fig &&
+    grep -q 'NaN with linespoints lc rgb .#ff7f0e. dt 1 .* title "alibi none"' fig
+ok $(( r1 + $? )) "the ppl-vs-length plot: one line per point and method in the legend's order, rope blue, alibi orange, a dash per method"
 
 # --- eval of the run repeats its numbers (all but the timing column) ---
 "$ROPELAB" eval $d >out 2>err; ok $? "ropelab eval RUN_DIR exits 0"

@@ -255,8 +255,13 @@ static void test_summary(void)
     char *gp;
     snprintf(path, sizeof path, "%s/plots/plots.gp", dir);
     gp = slurp(path);
-    tap_ok(!strncmp(s, "8 0.5 0.02\n", 11) && strstr(gp, "using 1:2:3 with yerrorlines"),
-           "the accuracy plot: the mean with error bars of one std (data and script)");
+    /* the first curve is none, softmax (the encodings' order): 0.50, 0.52, 0.48 at 8 */
+    double x = 0, y = 0, lo = 0, hi = 0, h = 4.3027 * 0.02 / sqrt(3);
+    tap_ok(sscanf(strchr(s, '\n') + 1, "%lf %lf %lf %lf", &x, &y, &lo, &hi) == 4 && x == 8 &&
+               fabs(y - 0.5) < 1e-9 && fabs(lo - (0.5 - h)) < 1e-5 && fabs(hi - (0.5 + h)) < 1e-5 &&
+               !strncmp(s, "# none\n", 7) && strstr(gp, "using 1:2:3:4 with yerrorbars"),
+           "the accuracy plot: the mean with error bars of its 95 %% interval over the seeds "
+           "(data and script)");
     free(s), free(gp);
 }
 
@@ -293,7 +298,7 @@ static void test_single_seed(void)
     snprintf(path, sizeof path, "%s/plots/plots.gp", dir);
     s = slurp(path);
     tap_ok(strstr(s, "using 1:2 with linespoints") && !strstr(s, "yerror"),
-           "one seed: the accuracy plot has lines and points, no error bars");
+           "one seed without intervals in its results: lines and points, no error bars");
     free(s);
 }
 
@@ -375,8 +380,8 @@ static void test_lm(void)
     free(sw);
     char *s = report_summary(dir, NULL);
     /* none 9.9 +- 0.1, rope 7.3 +- 0.1 at 8; none 10.6 +- 0.1, rope 10.733 +- 0.289 at 16 */
-    tap_ok(strstr(s, "\n| none | softmax | 9.9 ± 0.1 (3) | 10.6 ± 0.1 (3) * |\n") &&
-               strstr(s, "\n| rope | softmax | 7.3 ± 0.1 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
+    tap_ok(strstr(s, "\n| none | softmax | 9.900 ± 0.100 (3) | 10.60 ± 0.10 (3) * |\n") &&
+               strstr(s, "\n| rope | softmax | 7.300 ± 0.100 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
                strstr(s, "the lowest perplexity"),
            "perplexity: the lowest marked best, a difference within the spread marked ≈");
     /* position ranges 0-8 (bins 0, 1) and 8-16 (bin 2), target-weighted per point */

@@ -227,6 +227,14 @@ static void style(FILE *gp, const struct rl_gp_series *s, int points)
     if (points && !s->faint) fprintf(gp, " pt %d ps 0.7", s->pt);
 }
 
+/* Does series s have a band or error bar anywhere? */
+static int has_band(const struct rl_gp_series *s)
+{
+    for (int k = 0; s->lo && s->hi && k < s->n; k++)
+        if (isfinite(s->lo[k]) && isfinite(s->hi[k])) return 1;
+    return 0;
+}
+
 /* One panel: bands first (under every line), then faint lines, then the curves. */
 static void panel_plot(FILE *gp, const char *dat, const struct rl_gp_figure *f, int p)
 {
@@ -236,7 +244,7 @@ static void panel_plot(FILE *gp, const char *dat, const struct rl_gp_figure *f, 
         for (int i = 0; i < f->ns; i++) {
             const struct rl_gp_series *s = &f->s[i];
             if (s->panel != p || s->n == 0) continue;
-            if (pass == 0 && (f->band == RL_GP_NONE || !s->lo || s->faint)) continue;
+            if (pass == 0 && (f->band == RL_GP_NONE || !has_band(s) || s->faint)) continue;
             if (pass == 1 && !s->faint) continue;
             if (pass == 2 && s->faint) continue;
             fprintf(gp, "%s '%s' index %d", first ? "" : ",", dat, i);
