@@ -170,7 +170,7 @@ static void test_stride(void)
 /* The intervals of one length recomputed here from the per-row losses of the validation
  * batches, forward by forward: the mean over tokens and its clustered 95 % half-width
  * (two passes in float64, one cluster per row), and the Wilson interval of exact match. */
-static void independent_interval(struct rl_trainer *t, int M, double *loss_h, double *acc_h,
+static void independent_interval(struct rl_trainer *t, int M, double *loss_h, double acc_h[2],
                                  double *ex_lo, double *ex_hi)
 {
     const struct rl_cfg *c    = t->c;
@@ -202,7 +202,11 @@ static void independent_interval(struct rl_trainer *t, int M, double *loss_h, do
         ssy += (y[r] - Y / N * M) * (y[r] - Y / N * M),
             ssh += (h[r] - H / N * M) * (h[r] - H / N * M);
     *loss_h = rl_t975(R - 1) * sqrt((double)R / (R - 1) * ssy) / N;
-    *acc_h  = rl_t975(R - 1) * sqrt((double)R / (R - 1) * ssh) / N;
+    /* accuracy: Wilson at the effective size p (1 - p) / clustered variance */
+    double p = H / N, v = (double)R / (R - 1) * ssh / (N * N), lo, hi;
+    double neff = p > 0 && p < 1 && v > 0 ? fmin(N, fmax(1, p * (1 - p) / v)) : R;
+    rl_wilson95(p * neff, neff, &lo, &hi);
+    acc_h[0] = lo, acc_h[1] = hi;
     rl_wilson95(exact, R, ex_lo, ex_hi);
     rl_batch_free(&b);
     free(y), free(h);
@@ -218,20 +222,22 @@ static void test_intervals(void)
     trainer(&t, c, &task, NULL);
     if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
     for (int i = 0; i < na; i++) {
-        double lh, ah, el, eh;
-        independent_interval(&t, a[i].length, &lh, &ah, &el, &eh);
+        double lh, ah[2], el, eh;
+        independent_interval(&t, a[i].length, &lh, ah, &el, &eh);
         int good = fabs(a[i].loss_hi - a[i].loss - lh) <= 1e-9 * lh &&
                    fabs(a[i].loss - a[i].loss_lo - lh) <= 1e-9 * lh &&
                    fabs(a[i].ppl_hi - exp(a[i].loss_hi)) <= 1e-12 * a[i].ppl_hi &&
-                   fabs(a[i].acc_hi - fmin(1, a[i].acc + ah)) <= 1e-9 &&
+                   fabs(a[i].acc_lo - ah[0]) <= 1e-9 && fabs(a[i].acc_hi - ah[1]) <= 1e-9 &&
                    fabs(a[i].exact_lo - el) <= 1e-12 && fabs(a[i].exact_hi - eh) <= 1e-12;
         if (!good)
-            tap_diag("length %d: loss +- %.9g vs %.9g, acc +- %.9g vs %.9g", a[i].length,
-                     a[i].loss_hi - a[i].loss, lh, a[i].acc_hi - a[i].acc, ah);
+            tap_diag("length %d: loss +- %.9g vs %.9g, acc [%.9g, %.9g] vs [%.9g, %.9g]",
+                     a[i].length, a[i].loss_hi - a[i].loss, lh, a[i].acc_lo, a[i].acc_hi, ah[0],
+                     ah[1]);
         ok &= good;
     }
-    tap_ok(ok && na == 3, "95 %% intervals of loss, ppl, acc (rows as clusters) and exact match "
-                          "(Wilson) equal their formulas on the per-row losses, at 16, 32, 64");
+    tap_ok(ok && na == 3, "95 %% intervals of loss, ppl, acc (rows as clusters; acc Wilson at the "
+                          "effective size) and exact match (Wilson) equal their formulas on the "
+                          "per-row losses, at 16, 32, 64");
     /* batches = all: each validation row once, the last batch cut to what is left */
     const double w64 = a[2].loss_hi - a[2].loss_lo;
     c->eval.batches  = 0;

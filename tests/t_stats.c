@@ -3,7 +3,8 @@
  * clustered interval of a mean over tokens against a direct two-pass float64 evaluation
  * of its formula on random clusters, the textbook t interval it must equal when every
  * cluster is one token, and that clustering widens the interval of correlated tokens;
- * the Wilson interval against published values, and the t interval of a mean over seeds. */
+ * the Wilson interval against published values and at a clustered sample's effective
+ * size, and the t interval of a mean over seeds. */
 #include "config.h"
 #include "core/rng.h"
 #include "core/stats.h"
@@ -89,6 +90,32 @@ static void test_clusters(void)
            "one cluster (an empty one is not counted): no interval");
 }
 
+static void test_cluster_wilson(void)
+{
+    struct rl_cluster_sums all = {0}, one = {0}, half = {0};
+    double                 lo, hi, wl, wh;
+    for (int c = 0; c < 128; c++) {
+        rl_cluster_add(&all, 16, 16);              /* every token of 128 sequences right */
+        rl_cluster_add(&one, 1, c % 4 == 0);       /* one token each: 32 of 128 */
+        rl_cluster_add(&half, 16, c % 2 ? 16 : 0); /* whole sequences right or wrong */
+    }
+    rl_cluster_wilson(&all, &lo, &hi);
+    rl_wilson95(128, 128, &wl, &wh);
+    tap_ok(fabs(lo - wl) < 1e-12 && hi == 1 && lo < 0.98,
+           "no miss in 128 sequences: [%.4f, 1], the Wilson interval of 128 of 128, not [1, 1]",
+           lo);
+    rl_cluster_wilson(&one, &lo, &hi);
+    rl_wilson95(32 * 127.0 / 128, 127, &wl, &wh); /* the sample variance's n - 1 */
+    tap_ok(fabs(lo - wl) < 1e-9 && fabs(hi - wh) < 1e-9,
+           "one token per sequence: the Wilson interval of 32 of 128 at n - 1 = 127");
+    rl_cluster_wilson(&half, &lo, &hi);
+    rl_wilson95(64, 128, &wl, &wh);
+    tap_ok(fabs(lo - wl) < 1e-3 && fabs(hi - wh) < 1e-3,
+           "sequences wholly right or wrong: as many trials as sequences ([%.4f, %.4f] vs "
+           "[%.4f, %.4f])",
+           lo, hi, wl, wh);
+}
+
 static void test_wilson(void)
 {
     double lo, hi, lo5, hi5, lo9, hi9;
@@ -112,5 +139,6 @@ int main(void)
     test_t975();
     test_clusters();
     test_wilson();
+    test_cluster_wilson();
     return tap_done();
 }

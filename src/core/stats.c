@@ -35,6 +35,20 @@ double rl_cluster_halfwidth(const struct rl_cluster_sums *s)
     return rl_t975(C - 1) * sqrt(C / (C - 1) * ss) / s->n;
 }
 
+void rl_cluster_wilson(const struct rl_cluster_sums *s, double *lo, double *hi)
+{
+    const double C = s->clusters;
+    if (C < 2 || s->n <= 0) {
+        *lo = *hi = NAN;
+        return;
+    }
+    const double p  = s->y / s->n;
+    double       ss = s->y2 - 2 * p * s->ny + p * p * s->n2;
+    double       v = (ss > 0 ? ss : 0) * C / (C - 1) / (s->n * s->n), neff = C;
+    if (p > 0 && p < 1 && v > 0) neff = fmin(s->n, fmax(1, p * (1 - p) / v));
+    rl_wilson95(p * neff, neff, lo, hi);
+}
+
 void rl_wilson95(double k, double n, double *lo, double *hi)
 {
     if (!(n > 0)) {

@@ -26,6 +26,14 @@ void rl_cluster_add(struct rl_cluster_sums *s, double n_c, double y_c);
 /* The half-width of the 95 % interval of the mean y / n; NAN with fewer than 2 clusters. */
 double rl_cluster_halfwidth(const struct rl_cluster_sums *s);
 
+/* The 95 % interval of a proportion over tokens in clusters (y_c: the cluster's hits):
+ * the Wilson score interval at the effective sample size n_eff = p (1 - p) / Var(p), Var
+ * the clustered variance above (at most the number of tokens; the number of clusters when
+ * p is 0 or 1, where that variance is 0) -- inside [0, 1] and never of zero width, where
+ * mean +- t SE would claim [1, 1] for a sample without a miss.  NAN ends with fewer than 2
+ * clusters. */
+void rl_cluster_wilson(const struct rl_cluster_sums *s, double *lo, double *hi);
+
 /* The Wilson score interval (95 %) of k successes in n trials; NAN ends for n = 0. */
 void rl_wilson95(double k, double n, double *lo, double *hi);
 

@@ -98,9 +98,10 @@ struct rl_eval_row {
     double             loss, acc, ppl; /* ppl = exp(loss) for LM tasks, NaN for classifiers */
     double             exact;          /* sequences whose every scored target is right (fraction) */
     long               sequences;      /* the sequences counted (those with a scored target) */
-    /* 95 % intervals (NaN with fewer than 2 sequences): loss and acc are means over the
-     * scored tokens with a sequence's tokens as one cluster (core/stats.h), ppl the
-     * exponentials of the loss's ends, exact the Wilson interval over the sequences */
+    /* 95 % intervals (NaN with fewer than 2 sequences), with a sequence's tokens as one
+     * cluster (core/stats.h): loss, the t interval of its mean over the scored tokens; acc,
+     * the Wilson interval at their effective sample size; ppl, the exponentials of the
+     * loss's ends; exact, the Wilson interval over the sequences */
     double loss_lo, loss_hi, acc_lo, acc_hi, ppl_lo, ppl_hi, exact_lo, exact_hi;
     /* LM tasks (charlm, tokens): the loss by position in pos_bins bins, bin b holding the
      * positions [pos_edge[b], pos_edge[b+1]) (rl_eval_pos_edges): their targets, mean loss

@@ -251,10 +251,9 @@ static double eval_tokens(const struct rl_trainer *t, int M)
 /* The 95 % intervals of the row's means (core/stats.h). */
 static void intervals(struct rl_eval_row *r, const struct eval_acc *a, int causal)
 {
-    const double hl = rl_cluster_halfwidth(&a->cl_loss), ha = rl_cluster_halfwidth(&a->cl_hit);
+    const double hl = rl_cluster_halfwidth(&a->cl_loss);
     r->loss_lo = r->loss - hl, r->loss_hi = r->loss + hl;
-    r->acc_lo = fmax(0, r->acc - ha), r->acc_hi = fmin(1, r->acc + ha);
-    if (isnan(ha)) r->acc_lo = r->acc_hi = NAN;
+    rl_cluster_wilson(&a->cl_hit, &r->acc_lo, &r->acc_hi);
     r->ppl_lo = causal ? exp(r->loss_lo) : NAN, r->ppl_hi = causal ? exp(r->loss_hi) : NAN;
     if (r->sequences >= 2)
         rl_wilson95(r->exact * (double)r->sequences, (double)r->sequences, &r->exact_lo,

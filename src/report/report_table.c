@@ -90,6 +90,20 @@ static void fmt_pm(char *buf, size_t len, char f, double m, double h)
     snprintf(buf, len, "%s ± %s", a, b);
 }
 
+/* A value and its interval: "v ± h" (h half its width), or "v [lo, hi]" when the interval
+ * is far from symmetric about v (an accuracy near 0 or 1). */
+static void fmt_interval(char *buf, char f, double v, double lo, double hi)
+{
+    const double h = (hi - lo) / 2;
+    if (fabs((lo + hi) / 2 - v) <= 0.25 * h) {
+        fmt_pm(buf, CELL, f, v, h);
+        return;
+    }
+    char a[20], l[20], u[20];
+    fmt_value(a, sizeof a, f, v), fmt_value(l, sizeof l, f, lo), fmt_value(u, sizeof u, f, hi);
+    snprintf(buf, CELL, "%.19s [%.19s, %.19s]", a, l, u);
+}
+
 /* A cell: "-" (no value), "n/a", the value, or with seeds "mean ± std (n)". */
 static void fmt_cell(char *buf, int n, char f, double mean, double sd, int seeds)
 {
@@ -212,7 +226,7 @@ static void fill_cell(const struct rl_report *r, const struct trow *w, char f, i
         return;
     }
     if (!rl_rep_seeded(r) && n == 1 && rl_rep_interval(r, w->g, w->m, f, L, &lo, &hi) == 1)
-        fmt_pm(c, CELL, f, mean, (hi - lo) / 2);
+        fmt_interval(c, f, mean, lo, hi);
     if (what == CELLS_MARKED && rl_rep_seeded(r)) {
         struct rl_rep_cmp cmp;
         rl_rep_compare(r, w->g, w->m, f, L, &cmp);
@@ -454,8 +468,9 @@ static void cells_text(const struct rl_report *r, int t, char f, struct rl_json_
         if (!has_intervals(r, t, f)) return;
         rl_json_buf_puts(b, " Cells: the value ± half its 95 % interval over the evaluated "
                             "tokens, a sequence's tokens counted as one cluster (perplexity: "
-                            "exp of the loss's interval, slightly asymmetric; the exact ends "
-                            "are in results.csv).");
+                            "exp of the loss's interval, slightly asymmetric; accuracy: a "
+                            "Wilson interval, given as [low, high] where it is far from "
+                            "symmetric, as near 0 or 1; the exact ends are in results.csv).");
         return;
     }
     rl_json_buf_puts(b, " Cells: mean ± sample standard deviation (n − 1) over ");
