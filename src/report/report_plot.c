@@ -230,15 +230,17 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
 
 /* ---- training loss ---- */
 
-/* A centred moving average of y[0 .. n) over w (odd) records, cut at the ends. */
+/* A centred moving average of y[0 .. n) over w (odd) records; near the ends the window
+ * narrows symmetrically (a one-sided window would bend the steep start of training). */
 static void smooth(const double *y, int n, int w, double *out)
 {
     for (int i = 0; i < n; i++) {
-        int    h = w / 2, a = i - h < 0 ? 0 : i - h, b = i + h >= n ? n - 1 : i + h;
+        int    h = w / 2, k = i < h ? i : h;
         double s = 0;
-        for (int j = a; j <= b; j++)
+        if (n - 1 - i < k) k = n - 1 - i;
+        for (int j = i - k; j <= i + k; j++)
             s += y[j];
-        out[i] = s / (b - a + 1);
+        out[i] = s / (2 * k + 1);
     }
 }
 
