@@ -23,6 +23,8 @@ check_PROGRAMS += tests/t_attn_softmax
 check_PROGRAMS += tests/t_attn_linear
 ## --- attention tests: YaRN and xPos ---
 check_PROGRAMS += tests/t_attn_xpos
+## --- attention tests: the forget gate through the entry points ---
+check_PROGRAMS += tests/t_attn_forget
 ## --- attention tests: toeplitz ---
 check_PROGRAMS += tests/t_attn_toeplitz
 

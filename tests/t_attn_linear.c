@@ -10,7 +10,9 @@
  * where the scan's state rows span two 32-lane tiles); (3) invariants: a causal row equals
  * the non-causal kernel on its prefix, the rotated-denominator instability is counted row
  * by row, N = 1, dv != d, |q|, |k| up to 30 (also keys rising along the sequence, so that
- * the Shen column max grows from block to block). */
+ * the Shen column max grows from block to block).  The forget gate: every pair's weight
+ * times exp(c_m - c_n) in the reference, dlogf by central differences too, for every map
+ * and RoPE placement, weak and strong gates, across the 256-row blocks. */
 #include "config.h"
 #include "kernels/attn_linear.h"
 #include "core/threads.h"
@@ -31,16 +33,20 @@ struct cfg {
     int          causal;
     enum pe_kind pe;
     int          halves, dims; /* dims: rotated features R (0 = d) */
+    double       gate;         /* 0: none; else log gates uniform in [-gate, 0] (causal) */
 };
+
+/* The log gates of the problem at hand (the reference reads them; NULL: no gate). */
+static double *ref_logf;
 
 static void cfg_name(char *buf, size_t len, const struct cfg *c)
 {
-    snprintf(buf, len, "%s %s %s%s%s", fmap_names[c->fmap], c->causal ? "causal" : "full",
+    snprintf(buf, len, "%s %s %s%s%s%s", fmap_names[c->fmap], c->causal ? "causal" : "full",
              pe_names[c->pe],
              c->pe == PE_NONE ? ""
              : c->halves      ? " halves"
                               : " pairs",
-             c->dims ? " partial" : "");
+             c->dims ? " partial" : "", c->gate > 0 ? " gated" : "");
 }
 
 /* ---- float64 reference --------------------------------------------------------------- */
@@ -120,7 +126,10 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
             ek[n * d + f] = c->fmap == RL_FMAP_ELU1 ? (x > 0 ? x + 1 : exp(x)) : exp(x);
         }
     }
-    int rot = c->pe == PE_FEATURE || c->pe == PE_ROTATED;
+    int     rot = c->pe == PE_FEATURE || c->pe == PE_ROTATED;
+    double *cum = malloc(sizeof(double) * N);
+    for (int m = 0; m < N; m++) /* the gate: c_m = sum_{l<=m} lambda_l */
+        cum[m] = (m ? cum[m - 1] : 0.0) + (ref_logf ? ref_logf[m] : 0.0);
     for (int m = 0; m < N; m++) {
         int last = c->causal ? m : N - 1;
         for (int f = 0; f < d; f++) { /* Shen: phi_k over the positions this query sees */
@@ -146,6 +155,8 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
             for (int f = 0; f < d; f++)
                 sn += rq[f] * kr[f], sd += pq[m * d + f] * kap[f];
             if (c->pe == PE_ROTATED) sd = sn;
+            double wg = exp(cum[m] - cum[n]); /* 1 without a gate */
+            sn *= wg, sd *= wg;
             for (int j = 0; j < dv; j++)
                 t[j] += sn * v[n * dv + j];
             sden += sd;
@@ -154,7 +165,7 @@ static void ref_forward(struct ref_out *r, const double *q, const double *k, con
         for (int j = 0; j < dv; j++)
             r->o[m * dv + j] = t[j] / (sden + eps);
     }
-    free(xq), free(xk), free(pq), free(ek), free(Z), free(rt.c), free(rt.s);
+    free(xq), free(xk), free(pq), free(ek), free(Z), free(rt.c), free(rt.s), free(cum);
 }
 
 /* L = sum_m w_m . o_m in float64 */
@@ -175,6 +186,7 @@ struct problem {
     int    N, d, dv;
     float *q, *k, *v, *w; /* inputs and the loss weights (= dout) */
     float *o, *den, *dq, *dk, *dvv;
+    float *logf, *dlogf; /* the gate's, when the case has one */
     long   bad;
 };
 
@@ -184,17 +196,25 @@ static void problem_alloc(struct problem *p, int N, int d, int dv)
     size_t nd = (size_t)N * d, nv = (size_t)N * dv;
     p->q = calloc(nd, 4), p->k = calloc(nd, 4), p->dq = calloc(nd, 4), p->dk = calloc(nd, 4);
     p->v = calloc(nv, 4), p->w = calloc(nv, 4), p->o = calloc(nv, 4), p->dvv = calloc(nv, 4);
-    p->den = calloc((size_t)N, 4);
+    p->den  = calloc((size_t)N, 4);
+    p->logf = calloc((size_t)N, 4), p->dlogf = calloc((size_t)N, 4);
 }
 
 static void problem_free(struct problem *p)
 {
     free(p->q), free(p->k), free(p->v), free(p->w), free(p->o), free(p->den);
-    free(p->dq), free(p->dk), free(p->dvv);
+    free(p->dq), free(p->dk), free(p->dvv), free(p->logf), free(p->dlogf);
+    free(ref_logf), ref_logf = NULL;
 }
 
-static void problem_fill(struct problem *p, double qk_scale)
+static void problem_fill(struct problem *p, double qk_scale, double gate)
 {
+    free(ref_logf), ref_logf = NULL;
+    if (gate > 0) {
+        ref_logf = malloc(sizeof(double) * p->N);
+        for (int i = 0; i < p->N; i++)
+            p->logf[i] = (float)(-gate * tap_uniform()), ref_logf[i] = p->logf[i];
+    }
     tap_fill_normal(p->q, (size_t)p->N * p->d, qk_scale);
     tap_fill_normal(p->k, (size_t)p->N * p->d, qk_scale);
     tap_fill_normal(p->v, (size_t)p->N * p->dv, 1.0);
@@ -214,6 +234,7 @@ static void make_opts(struct rl_attn_opts *o, const struct cfg *c)
     o->rope.dims        = c->dims;
     o->rope_place       = c->pe == PE_INPUT ? RL_ROPE_PLACE_INPUT : RL_ROPE_PLACE_FEATURE;
     o->rope_denominator = c->pe == PE_ROTATED ? RL_ROPE_DENOM_ROTATED : RL_ROPE_DENOM_PLAIN;
+    o->forget           = c->gate > 0;
 }
 
 /* Forward (and backward when grads) on the first n rows of p (n <= p->N). */
@@ -227,10 +248,13 @@ static void run_kernel(struct problem *p, const struct cfg *c, int n, int grads)
     const struct rl_rope *r = c->pe != PE_NONE ? &rope : NULL;
     float *s = rl_alloc(rl_attn_linear_scratch_floats(&o, n, p->d, p->dv) * sizeof(float));
     if (!s) tap_bail("out of memory");
-    rl_attn_linear_forward(p->o, p->den, &p->bad, p->q, p->k, p->v, r, &o, n, p->d, p->dv, s);
-    if (grads)
-        rl_attn_linear_backward(p->dq, p->dk, p->dvv, p->w, p->o, p->den, p->q, p->k, p->v, r, &o,
-                                n, p->d, p->dv, s);
+    const struct rl_lin_head h = {p->q, p->k, p->v, r, c->gate > 0 ? p->logf : NULL,
+                                  n,    p->d, p->dv};
+    rl_attn_linear_forward(p->o, p->den, &p->bad, &h, &o, s);
+    if (grads) {
+        const struct rl_lin_grads g = {p->dq, p->dk, p->dvv, p->dlogf};
+        rl_attn_linear_backward(&g, p->w, p->o, p->den, &h, &o, s);
+    }
     rl_free(s);
     if (r) rl_rope_free(&rope);
 }
@@ -254,7 +278,7 @@ static void check_forward(const struct cfg *c, int N, int d, int dv, double qk_s
     struct problem p;
     cfg_name(nm, sizeof nm, c);
     problem_alloc(&p, N, d, dv);
-    problem_fill(&p, qk_scale);
+    problem_fill(&p, qk_scale, c->gate);
     run_kernel(&p, c, N, 0);
     double        *q = to_double(p.q, (size_t)N * d), *k = to_double(p.k, (size_t)N * d);
     double        *v   = to_double(p.v, (size_t)N * dv);
@@ -305,16 +329,16 @@ static void check_grads(const struct cfg *c, int N, int d, int dv, int nsample)
     struct problem p;
     cfg_name(nm, sizeof nm, c);
     problem_alloc(&p, N, d, dv);
-    problem_fill(&p, 1.0);
+    problem_fill(&p, 1.0, c->gate);
     run_kernel(&p, c, N, 1);
     double     *q = to_double(p.q, (size_t)N * d), *k = to_double(p.k, (size_t)N * d);
     double     *v = to_double(p.v, (size_t)N * dv), *w = to_double(p.w, (size_t)N * dv);
     double     *scr = malloc(sizeof(double) * (N * dv + 2 * N)), h = 1e-5;
-    double     *xs[3] = {q, k, v};
-    float      *gs[3] = {p.dq, p.dk, p.dvv};
-    size_t      ns[3] = {(size_t)N * d, (size_t)N * d, (size_t)N * dv};
-    const char *tn[3] = {"dq", "dk", "dv"};
-    for (int t = 0; t < 3; t++) {
+    double     *xs[4] = {q, k, v, ref_logf};
+    float      *gs[4] = {p.dq, p.dk, p.dvv, p.dlogf};
+    size_t      ns[4] = {(size_t)N * d, (size_t)N * d, (size_t)N * dv, (size_t)N};
+    const char *tn[4] = {"dq", "dk", "dv", "dlogf"};
+    for (int t = 0; t < (ref_logf ? 4 : 3); t++) {
         size_t  cnt = nsample ? (size_t)nsample : ns[t];
         double *ref = malloc(sizeof(double) * cnt);
         float  *got = malloc(sizeof(float) * cnt);
@@ -358,7 +382,7 @@ static void check_prefix(const struct cfg *c, int N, int d, int dv)
     full.causal           = 0;
     cfg_name(nm, sizeof nm, c);
     problem_alloc(&p, N, d, dv);
-    problem_fill(&p, 1.0);
+    problem_fill(&p, 1.0, c->gate);
     run_kernel(&p, c, N, 0);
     float  *got = malloc(sizeof(float) * nr * dv);
     double *ref = malloc(sizeof(double) * nr * dv);
@@ -382,7 +406,7 @@ static void check_prefix(const struct cfg *c, int N, int d, int dv)
 static void check_bad_rows(int causal)
 {
     const int      N = 300, d = 2, dv = 3;
-    struct cfg     c = {RL_FMAP_ELU1, causal, PE_ROTATED, 0, 0};
+    struct cfg     c = {RL_FMAP_ELU1, causal, PE_ROTATED, 0, 0, 0};
     struct problem p;
     problem_alloc(&p, N, d, dv);
     tap_fill_normal(p.v, (size_t)N * dv, 1.0);
@@ -422,7 +446,7 @@ static void check_large(const struct cfg *c, int ramp)
     struct problem p;
     cfg_name(nm, sizeof nm, c);
     problem_alloc(&p, N, d, dv);
-    problem_fill(&p, 1.0);
+    problem_fill(&p, 1.0, c->gate);
     for (int i = 0; i < N * d; i++)
         p.q[i] = (float)(60 * tap_uniform() - 30), p.k[i] = (float)(60 * tap_uniform() - 30);
     p.k[3] = 30.0f, p.k[4] = -30.0f, p.q[5] = 30.0f, p.q[6] = -30.0f;
@@ -457,7 +481,7 @@ int main(void)
         for (int causal = 0; causal < 2; causal++)
             for (int e = 0; e < 4; e++)
                 for (int halves = 0; halves < (pes[e] == PE_NONE ? 1 : 2); halves++) {
-                    struct cfg c = {(enum rl_fmap)f, causal, pes[e], halves, 0};
+                    struct cfg c = {(enum rl_fmap)f, causal, pes[e], halves, 0, 0};
                     check_forward(&c, 300, 8, 6, 1.0); /* 300 = one 256-row fold + 44 */
                     check_grads(&c, 7, 4, 3, 0);
                     if (!halves) check_grads(&c, 70, 8, 5, 12);
@@ -469,7 +493,7 @@ int main(void)
                     }
                 }
     for (int f = 0; f < 3; f++) { /* long causal grads, the benchmark shape, N = 1, dv != d */
-        struct cfg c = {(enum rl_fmap)f, 1, PE_FEATURE, 0, 0};
+        struct cfg c = {(enum rl_fmap)f, 1, PE_FEATURE, 0, 0, 0};
         check_grads(&c, 300, 8, 5, 8);
         c.pe = f == RL_FMAP_ELU1 ? PE_ROTATED : PE_INPUT;
         check_grads(&c, 300, 8, 5, 8);
@@ -490,12 +514,25 @@ int main(void)
         c.pe = PE_INPUT, c.causal = 1;
         check_prefix(&c, 300, 8, 5);
     }
+    for (int f = 0; f < 3; f++) /* the forget gate: every map and placement, causal */
+        for (int e = 0; e < 4; e++) {
+            struct cfg c = {(enum rl_fmap)f, 1, pes[e], 0, 0, 0.3};
+            check_forward(&c, 300, 8, 6, 1.0);
+            check_grads(&c, 7, 4, 3, 0);
+            check_grads(&c, 300, 8, 5, 8);
+            c.gate = 4.0; /* strong: e^{-2} per step on average */
+            check_forward(&c, 300, 8, 6, 1.0);
+            check_grads(&c, 70, 8, 5, 8);
+            c.gate = 0.002, c.halves = e != PE_NONE;
+            check_forward(&c, 600, 16, 8, 1.0);
+            check_grads(&c, 6, 8, 3, 0);
+        }
     check_bad_rows(1);
     check_bad_rows(0);
     for (int f = 0; f < 3; f++)
         for (int causal = 0; causal < 2; causal++)
             for (int e = 0; e < 2; e++) {
-                struct cfg c = {(enum rl_fmap)f, causal, pes[e], 0, 0};
+                struct cfg c = {(enum rl_fmap)f, causal, pes[e], 0, 0, 0};
                 check_large(&c, 0);
                 if (f == RL_FMAP_SOFTMAX) check_large(&c, 1);
             }

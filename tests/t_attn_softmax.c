@@ -8,12 +8,16 @@
  * backward overwrites dq/dk/dv and accumulates drel.  Shapes cover N = 1, N not a
  * multiple of the 256 x 256 tiles, several tiles per row and column, dv != d, causal and
  * not, no bias / a random T5 table / an i.i.d. random rel / ALiBi, and |q|, |k| up to 30
- * (scores ~ 5e3). */
+ * (scores ~ 5e3).  The forget gate (scores += c[m] - c[n], c the cumulative log gate):
+ * the reference and its dlogf against central differences, the kernel against both, a
+ * constant gate against the ALiBi bias it equals, and the pieces (query blocks, key
+ * blocks) against the whole-head calls bit for bit, with and without RoPE. */
 #include "config.h"
 #include "kernels/attn_softmax.h"
 #include "core/threads.h"
 #include "core/init.h"
 #include "kernels/posbias.h"
+#include "kernels/rope.h"
 #include "tap.h"
 #include "core/vexp.h"
 
@@ -78,12 +82,24 @@ static void test_vexp(void)
 
 struct ref {
     double *o, *lse, *dq, *dk, *dv, *drel; /* outputs of ref_forward / ref_backward */
+    double *dlogf;                         /* with a gate (else NULL) */
 };
+
+/* The gate's cumulative log gate c[m] = sum_{l<=m} logf[l] (a static buffer, N <= 1024). */
+static const double *ref_cum(const double *logf, int N)
+{
+    static double c[1024];
+    if (!logf) return NULL;
+    for (int m = 0; m < N; m++)
+        c[m] = (m ? c[m - 1] : 0.0) + logf[m];
+    return c;
+}
 
 /* p (N x N, row-major) = softmax of the materialised scores; masked entries are 0. */
 static void ref_probs(double *p, double *lse, const double *q, const double *k, const double *rel,
-                      int N, int d, int causal)
+                      const double *logf, int N, int d, int causal)
 {
+    const double *cum = ref_cum(logf, N);
     for (int m = 0; m < N; m++) {
         double mx = -INFINITY, sum = 0;
         int    nn = causal ? m + 1 : N;
@@ -91,7 +107,8 @@ static void ref_probs(double *p, double *lse, const double *q, const double *k, 
             double s = 0;
             for (int c = 0; c < d; c++)
                 s += q[(size_t)m * d + c] * k[(size_t)n * d + c];
-            s                    = s / sqrt((double)d) + (rel ? rel[n - m + N - 1] : 0.0);
+            s = s / sqrt((double)d) + (rel ? rel[n - m + N - 1] : 0.0) +
+                (cum ? cum[m] - cum[n] : 0.0);
             p[(size_t)m * N + n] = s;
             mx                   = fmax(mx, s);
         }
@@ -107,9 +124,10 @@ static void ref_probs(double *p, double *lse, const double *q, const double *k, 
 }
 
 static void ref_forward(double *o, double *lse, double *p, const double *q, const double *k,
-                        const double *v, const double *rel, int N, int d, int dv, int causal)
+                        const double *v, const double *rel, const double *logf, int N, int d,
+                        int dv, int causal)
 {
-    ref_probs(p, lse, q, k, rel, N, d, causal);
+    ref_probs(p, lse, q, k, rel, logf, N, d, causal);
     for (int m = 0; m < N; m++)
         for (int c = 0; c < dv; c++) {
             double acc = 0;
@@ -119,7 +137,9 @@ static void ref_forward(double *o, double *lse, double *p, const double *q, cons
         }
 }
 
-/* Analytic backward of ref_forward given its p and o; drel accumulated (2N-1). */
+/* Analytic backward of ref_forward given its p and o; drel accumulated (2N-1); with a
+ * gate (r->dlogf), s[m,n] += c[m] - c[n] gives dc[m] += ds, dc[n] -= ds and dlogf[l] =
+ * sum_{m >= l} dc[m]. */
 static void ref_backward(struct ref *r, const double *p, const double *dout, const double *q,
                          const double *k, const double *v, int N, int d, int dv)
 {
@@ -128,6 +148,7 @@ static void ref_backward(struct ref *r, const double *p, const double *dout, con
     memset(r->dk, 0, sizeof(double) * N * d);
     memset(r->dv, 0, sizeof(double) * N * dv);
     memset(r->drel, 0, sizeof(double) * (2 * N - 1));
+    if (r->dlogf) memset(r->dlogf, 0, sizeof(double) * N);
     for (int m = 0; m < N; m++) {
         double D = 0;
         for (int c = 0; c < dv; c++)
@@ -140,22 +161,25 @@ static void ref_backward(struct ref *r, const double *p, const double *dout, con
             }
             double ds = pm * (dp - D);
             r->drel[n - m + N - 1] += ds;
+            if (r->dlogf) r->dlogf[m] += ds, r->dlogf[n] -= ds;
             for (int c = 0; c < d; c++) {
                 r->dq[(size_t)m * d + c] += ds * k[(size_t)n * d + c] * is;
                 r->dk[(size_t)n * d + c] += ds * q[(size_t)m * d + c] * is;
             }
         }
     }
+    for (int l = N - 2; r->dlogf && l >= 0; l--)
+        r->dlogf[l] += r->dlogf[l + 1];
 }
 
 /* ---------------------------------------------------------------- finite differences */
 
 static double fd_loss(const double *q, const double *k, const double *v, const double *rel,
-                      const double *dout, int N, int d, int dv, int causal)
+                      const double *logf, const double *dout, int N, int d, int dv, int causal)
 {
     double *o = malloc(sizeof(double) * N * dv), *lse = malloc(sizeof(double) * N);
     double *p = malloc(sizeof(double) * N * N), L = 0;
-    ref_forward(o, lse, p, q, k, v, rel, N, d, dv, causal);
+    ref_forward(o, lse, p, q, k, v, rel, logf, N, d, dv, causal);
     for (int i = 0; i < N * dv; i++)
         L += o[i] * dout[i];
     free(o), free(lse), free(p);
@@ -164,17 +188,17 @@ static double fd_loss(const double *q, const double *k, const double *v, const d
 
 /* max |analytic - central difference| over every entry of x, relative to max |analytic| */
 static double fd_check(double *x, const double *g, int n, const double *q, const double *k,
-                       const double *v, const double *rel, const double *dout, int N, int d, int dv,
-                       int causal)
+                       const double *v, const double *rel, const double *logf, const double *dout,
+                       int N, int d, int dv, int causal)
 {
     const double h   = 1e-5; /* truncation h^2 ~ 1e-10, rounding 1e-16/h ~ 1e-11 */
     double       err = 0, gmax = 0;
     for (int i = 0; i < n; i++) {
         double x0 = x[i];
         x[i]      = x0 + h;
-        double lp = fd_loss(q, k, v, rel, dout, N, d, dv, causal);
+        double lp = fd_loss(q, k, v, rel, logf, dout, N, d, dv, causal);
         x[i]      = x0 - h;
-        double lm = fd_loss(q, k, v, rel, dout, N, d, dv, causal);
+        double lm = fd_loss(q, k, v, rel, logf, dout, N, d, dv, causal);
         x[i]      = x0;
         err       = fmax(err, fabs((lp - lm) / (2 * h) - g[i]));
         gmax      = fmax(gmax, fabs(g[i]));
@@ -191,29 +215,38 @@ static double *dvec(int n, double scale)
 }
 
 /* The float64 backward used as the gradient reference is itself checked against central
- * differences of the float64 forward, on tiny shapes (every entry of q, k, v, rel). */
-static void test_reference_fd(int causal)
+ * differences of the float64 forward, on tiny shapes (every entry of q, k, v, rel, and
+ * the log gates when gated). */
+static void test_reference_fd(int causal, int gated)
 {
     const int N = 6, d = 4, dv = 3;
     double   *q = dvec(N * d, 1), *k = dvec(N * d, 1), *v = dvec(N * dv, 1);
     double   *rel = dvec(2 * N - 1, 0.5), *dout = dvec(N * dv, 1),
-           *p    = malloc(sizeof(double) * N * N);
-    struct ref r = {malloc(sizeof(double) * N * dv), malloc(sizeof(double) * N),
-                    malloc(sizeof(double) * N * d),  malloc(sizeof(double) * N * d),
-                    malloc(sizeof(double) * N * dv), malloc(sizeof(double) * (2 * N - 1))};
-    ref_forward(r.o, r.lse, p, q, k, v, rel, N, d, dv, causal);
+           *p = malloc(sizeof(double) * N * N), *logf = NULL;
+    struct ref r = {malloc(sizeof(double) * N * dv),          malloc(sizeof(double) * N),
+                    malloc(sizeof(double) * N * d),           malloc(sizeof(double) * N * d),
+                    malloc(sizeof(double) * N * dv),          malloc(sizeof(double) * (2 * N - 1)),
+                    gated ? malloc(sizeof(double) * N) : NULL};
+    if (gated) {
+        logf = dvec(N, 0.5);
+        for (int i = 0; i < N; i++)
+            logf[i] = -fabs(logf[i]);
+    }
+    ref_forward(r.o, r.lse, p, q, k, v, rel, logf, N, d, dv, causal);
     ref_backward(&r, p, dout, q, k, v, N, d, dv);
-    double e[4]  = {fd_check(q, r.dq, N * d, q, k, v, rel, dout, N, d, dv, causal),
-                    fd_check(k, r.dk, N * d, q, k, v, rel, dout, N, d, dv, causal),
-                    fd_check(v, r.dv, N * dv, q, k, v, rel, dout, N, d, dv, causal),
-                    fd_check(rel, r.drel, 2 * N - 1, q, k, v, rel, dout, N, d, dv, causal)};
-    double worst = fmax(fmax(e[0], e[1]), fmax(e[2], e[3]));
+    double e[5]  = {fd_check(q, r.dq, N * d, q, k, v, rel, logf, dout, N, d, dv, causal),
+                    fd_check(k, r.dk, N * d, q, k, v, rel, logf, dout, N, d, dv, causal),
+                    fd_check(v, r.dv, N * dv, q, k, v, rel, logf, dout, N, d, dv, causal),
+                    fd_check(rel, r.drel, 2 * N - 1, q, k, v, rel, logf, dout, N, d, dv, causal),
+                   gated ? fd_check(logf, r.dlogf, N, q, k, v, rel, logf, dout, N, d, dv, causal)
+                          : 0};
+    double worst = fmax(fmax(fmax(e[0], e[1]), fmax(e[2], e[3])), e[4]);
     tap_ok(worst < 1e-7,
-           "float64 reference backward = central differences (%s): dq %.1e dk %.1e "
-           "dv %.1e drel %.1e",
-           causal ? "causal" : "non-causal", e[0], e[1], e[2], e[3]);
-    free(q), free(k), free(v), free(rel), free(dout), free(p);
-    free(r.o), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(r.drel);
+           "float64 reference backward = central differences (%s%s): dq %.1e dk %.1e "
+           "dv %.1e drel %.1e dlogf %.1e",
+           causal ? "causal" : "non-causal", gated ? ", gated" : "", e[0], e[1], e[2], e[3], e[4]);
+    free(q), free(k), free(v), free(rel), free(dout), free(p), free(logf);
+    free(r.o), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(r.drel), free(r.dlogf);
 }
 
 /* ---------------------------------------------------------------- kernel vs reference */
@@ -225,6 +258,7 @@ struct kcase {
     int       N, d, dv, causal;
     enum bias bias;
     double    scale; /* of q and k */
+    double    gate;  /* 0: no gate; else log gates uniform in [-gate, 0] (causal) */
 };
 
 static double *to_double(const float *x, size_t n)
@@ -258,15 +292,15 @@ static int all_finite(const float *x, size_t n)
 }
 
 struct kbuf {
-    float  *q, *k, *v, *dout, *rel, *o, *lse, *dq, *dk, *dv, *scr;
-    double *drel;
+    float  *q, *k, *v, *dout, *rel, *o, *lse, *dq, *dk, *dv, *scr, *logf, *dlogf;
+    double *drel, *cum, *dcum;
     size_t  nscr;
 };
 
 static void kbuf_alloc(struct kbuf *b, const struct kcase *c)
 {
     const size_t N = (size_t)c->N, nq = N * c->d, nv = N * c->dv;
-    b->nscr = rl_attn_softmax_scratch_floats(c->N, c->d, c->dv);
+    b->nscr = rl_attn_softmax_scratch_floats(c->N, c->d, c->dv, 0);
     b->q = malloc(sizeof(float) * nq), b->k = malloc(sizeof(float) * nq);
     b->dq = malloc(sizeof(float) * nq), b->dk = malloc(sizeof(float) * nq);
     b->v = malloc(sizeof(float) * nv), b->dout = malloc(sizeof(float) * nv);
@@ -275,6 +309,16 @@ static void kbuf_alloc(struct kbuf *b, const struct kcase *c)
     b->rel  = c->bias == BIAS_NONE ? NULL : malloc(sizeof(float) * (2 * N - 1));
     b->drel = calloc(2 * N - 1, sizeof(double));
     b->scr  = malloc(sizeof(float) * (b->nscr + 16)); /* 16 guard floats past the end */
+    b->logf = b->dlogf = NULL, b->cum = b->dcum = NULL;
+    if (c->gate > 0) {
+        b->logf = malloc(sizeof(float) * N), b->dlogf = malloc(sizeof(float) * N);
+        b->cum = malloc(sizeof(double) * N), b->dcum = malloc(sizeof(double) * N);
+        for (size_t i = 0; i < N; i++)
+            b->logf[i] = (float)(-c->gate * tap_uniform());
+        double acc = 0;
+        for (size_t i = 0; i < N; i++)
+            b->cum[i] = acc += (double)b->logf[i];
+    }
     tap_fill_normal(b->q, nq, c->scale);
     tap_fill_normal(b->k, nq, c->scale);
     tap_fill_normal(b->v, nv, 1.0);
@@ -288,25 +332,44 @@ static void kbuf_free(struct kbuf *b)
 {
     free(b->q), free(b->k), free(b->v), free(b->dout), free(b->rel), free(b->o), free(b->lse);
     free(b->dq), free(b->dk), free(b->dv), free(b->scr), free(b->drel);
+    free(b->logf), free(b->dlogf), free(b->cum), free(b->dcum);
+}
+
+static struct rl_sm_head head_of(const struct kbuf *b, const struct kcase *c)
+{
+    return (struct rl_sm_head){.q      = b->q,
+                               .k      = b->k,
+                               .v      = b->v,
+                               .rel    = b->rel,
+                               .cum    = b->cum,
+                               .N      = c->N,
+                               .d      = c->d,
+                               .dv     = c->dv,
+                               .causal = c->causal};
 }
 
 /* forward + backward of the kernel; dq/dk/dv start as garbage (must be overwritten) and
  * drel starts at 1 (must be accumulated into: 1 is subtracted again here). */
 static void kernel_run(struct kbuf *b, const struct kcase *c)
 {
-    const size_t nq = (size_t)c->N * c->d, nv = (size_t)c->N * c->dv;
-    rl_attn_softmax_forward(b->o, b->lse, b->q, b->k, b->v, b->rel, c->N, c->d, c->dv, c->causal,
-                            b->scr);
+    const size_t            nq = (size_t)c->N * c->d, nv = (size_t)c->N * c->dv;
+    const struct rl_sm_head h = head_of(b, c);
+    rl_attn_softmax_forward(b->o, b->lse, &h, b->scr);
     for (size_t i = 0; i < nq; i++)
         b->dq[i] = b->dk[i] = 7.0f;
     for (size_t i = 0; i < nv; i++)
         b->dv[i] = -3.0f;
     for (int i = 0; i < 2 * c->N - 1; i++)
         b->drel[i] = 1.0;
-    rl_attn_softmax_backward(b->dq, b->dk, b->dv, b->rel ? b->drel : NULL, b->dout, b->o, b->lse,
-                             b->q, b->k, b->v, b->rel, c->N, c->d, c->dv, c->causal, b->scr);
+    const struct rl_sm_grads g = {b->dq, b->dk, b->dv, b->rel ? b->drel : NULL, b->dcum};
+    rl_attn_softmax_backward(&g, b->dout, b->o, b->lse, &h, b->scr);
     for (int i = 0; i < 2 * c->N - 1; i++)
         b->drel[i] -= 1.0;
+    if (b->dcum) { /* dlogf[l] = sum_{m >= l} dc[m] */
+        double acc = 0;
+        for (int l = c->N - 1; l >= 0; l--)
+            b->dlogf[l] = (float)(acc += b->dcum[l]);
+    }
 }
 
 /* tol_f, tol_g: normally 1e-4 forward, 1e-3 gradients, relative to the largest magnitude */
@@ -320,16 +383,21 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
 
     double    *q = to_double(b.q, nq), *k = to_double(b.k, nq), *v = to_double(b.v, nv);
     double    *dout = to_double(b.dout, nv), *rel = b.rel ? to_double(b.rel, nr) : NULL;
-    double    *p = malloc(sizeof(double) * N * N);
-    struct ref r = {malloc(sizeof(double) * nv), malloc(sizeof(double) * N),
-                    malloc(sizeof(double) * nq), malloc(sizeof(double) * nq),
-                    malloc(sizeof(double) * nv), malloc(sizeof(double) * nr)};
-    ref_forward(r.o, r.lse, p, q, k, v, rel, N, d, dv, c->causal);
+    double    *p = malloc(sizeof(double) * N * N), *logf = b.logf ? to_double(b.logf, N) : NULL;
+    struct ref r = {malloc(sizeof(double) * nv),
+                    malloc(sizeof(double) * N),
+                    malloc(sizeof(double) * nq),
+                    malloc(sizeof(double) * nq),
+                    malloc(sizeof(double) * nv),
+                    malloc(sizeof(double) * nr),
+                    logf ? malloc(sizeof(double) * N) : NULL};
+    ref_forward(r.o, r.lse, p, q, k, v, rel, logf, N, d, dv, c->causal);
     ref_backward(&r, p, dout, q, k, v, N, d, dv);
 
     char what[128];
-    snprintf(what, sizeof what, "N=%d d=%d dv=%d %s %s |q|,|k|~%g", N, d, dv,
-             c->causal ? "causal" : "non-causal", bias_name[c->bias], c->scale);
+    snprintf(what, sizeof what, "N=%d d=%d dv=%d %s %s |q|,|k|~%g%s", N, d, dv,
+             c->causal ? "causal" : "non-causal", bias_name[c->bias], c->scale,
+             c->gate > 0 ? " gated" : "");
     int fin = all_finite(b.o, nv) && all_finite(b.lse, (size_t)N) && all_finite(b.dq, nq) &&
               all_finite(b.dk, nq) && all_finite(b.dv, nv);
     int guard = 1;
@@ -337,7 +405,9 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
         guard &= b.scr[b.nscr + i] == 1234.5f;
     tap_ok(fin && guard, "%s: outputs finite, scratch (%zu floats) respected", what, b.nscr);
     tap_close_scaled(b.o, r.o, nv, tol_f, "%s: o", what);
-    tap_close_scaled(b.lse, r.lse, (size_t)N, tol_f, "%s: lse", what);
+    if (!logf) /* with the gate the kernel's lse leaves out the row's own c[m] - c[r] */
+        tap_close_scaled(b.lse, r.lse, (size_t)N, tol_f, "%s: lse", what);
+    if (logf) tap_close_scaled(b.dlogf, r.dlogf, (size_t)N, tol_g, "%s: dlogf", what);
     tap_close_scaled(b.dq, r.dq, nq, tol_g, "%s: dq", what);
     tap_close_scaled(b.dk, r.dk, nq, tol_g, "%s: dk", what);
     tap_close_scaled(b.dv, r.dv, nv, tol_g, "%s: dv", what);
@@ -348,8 +418,8 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
         tap_close_scaled(g, r.drel, nr, tol_g, "%s: drel", what);
         free(g);
     }
-    free(q), free(k), free(v), free(dout), free(rel), free(p);
-    free(r.o), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(r.drel);
+    free(q), free(k), free(v), free(dout), free(rel), free(p), free(logf);
+    free(r.o), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(r.drel), free(r.dlogf);
     kbuf_free(&b);
 }
 
@@ -357,7 +427,8 @@ static void check_case(const struct kcase *c, double tol_f, double tol_g)
 
 static void test_invariants(int causal)
 {
-    const struct kcase c  = {300, 16, 8, causal, BIAS_T5, 1.0};
+    const struct kcase c = {300, 16, 8, causal, BIAS_T5, 1.0, 0};
+    struct rl_sm_head  h;
     const size_t       nv = (size_t)c.N * c.dv, nr = 2 * (size_t)c.N - 1;
     struct kbuf        b;
     kbuf_alloc(&b, &c);
@@ -375,7 +446,8 @@ static void test_invariants(int causal)
     memcpy(lse0, b.lse, sizeof(float) * c.N);
     for (size_t i = 0; i < nr; i++)
         b.rel[i] += 5.0f;
-    rl_attn_softmax_forward(b.o, b.lse, b.q, b.k, b.v, b.rel, c.N, c.d, c.dv, causal, b.scr);
+    h = head_of(&b, &c);
+    rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
     for (size_t i = 0; i < nv; i++)
         ref[i] = o0[i];
     tap_close_scaled(b.o, ref, nv, 1e-5, "rel + 5: o unchanged");
@@ -385,9 +457,82 @@ static void test_invariants(int causal)
     /* v = 1: every row of p sums to one, so o = 1 */
     for (size_t i = 0; i < nv; i++)
         b.v[i] = 1.0f, ref[i] = 1.0;
-    rl_attn_softmax_forward(b.o, b.lse, b.q, b.k, b.v, b.rel, c.N, c.d, c.dv, causal, b.scr);
+    rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
     tap_close(b.o, ref, nv, 0, 2e-6, "v = 1 gives o = 1 (rows of p sum to 1)");
     free(o0), free(lse0), free(ref);
+    kbuf_free(&b);
+}
+
+/* A constant log gate -slope is ALiBi's causal bias -slope (m - n): the gated kernel
+ * without a bias equals the ungated kernel with ALiBi's relative vector. */
+static void test_gate_is_alibi(void)
+{
+    const struct kcase c = {600, 16, 16, 1, BIAS_NONE, 1.0, 0.1};
+    struct kbuf        b;
+    kbuf_alloc(&b, &c);
+    double slopes[4];
+    rl_alibi_slopes(slopes, 4);
+    for (int i = 0; i < c.N; i++)
+        b.logf[i] = (float)-slopes[1];
+    double acc = 0;
+    for (int i = 0; i < c.N; i++)
+        b.cum[i] = acc += (double)b.logf[i];
+    struct rl_sm_head h = head_of(&b, &c);
+    rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
+    const size_t nv = (size_t)c.N * c.dv;
+    float  *rel = malloc(sizeof(float) * (2 * (size_t)c.N - 1)), *o2 = malloc(sizeof(float) * nv);
+    double *ref = malloc(sizeof(double) * nv);
+    rl_alibi_rel(rel, slopes[1], c.N);
+    struct rl_sm_head ha = h;
+    ha.cum = NULL, ha.rel = rel;
+    rl_attn_softmax_forward(o2, b.lse, &ha, b.scr);
+    for (size_t i = 0; i < nv; i++)
+        ref[i] = o2[i];
+    tap_close_scaled(b.o, ref, nv, 1e-6, "a constant log gate -slope equals ALiBi's bias (N=%d)",
+                     c.N);
+    free(rel), free(o2), free(ref);
+    kbuf_free(&b);
+}
+
+/* The pieces -- forward by query block, backward by key block (dk, dv, dc) and by query
+ * block (dq) -- give the whole-head calls' bits, in any order of the pieces. */
+static void test_pieces(int N, int causal, double gate, int rope_on)
+{
+    const struct kcase c = {N, 16, 24, causal, BIAS_NONE, 1.0, gate};
+    struct kbuf        b;
+    kbuf_alloc(&b, &c);
+    struct rl_rope      rope;
+    struct rl_rope_opts ro;
+    rl_rope_opts_default(&ro);
+    if (rope_on && rl_rope_init(&rope, N, c.d, &ro) != RL_OK) tap_bail("%s", rl_last_error());
+    struct rl_sm_head h = head_of(&b, &c);
+    h.rope              = rope_on ? &rope : NULL;
+    const size_t nq = (size_t)N * c.d, nv = (size_t)N * c.dv;
+    float       *o1 = malloc(4 * nv), *l1 = malloc(4 * (size_t)N), *dq1 = malloc(4 * nq),
+          *dk1 = malloc(4 * nq), *dv1 = malloc(4 * nv), *D = malloc(4 * (size_t)N),
+          *dc = malloc(4 * (size_t)N);
+    rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
+    const struct rl_sm_grads g = {b.dq, b.dk, b.dv, NULL, b.dcum};
+    rl_attn_softmax_backward(&g, b.dout, b.o, b.lse, &h, b.scr);
+    const int nb = rl_attn_softmax_blocks(N, causal, NULL, c.d), nk = rl_attn_softmax_key_blocks(N);
+    for (int i = nb - 1; i >= 0; i--) /* reversed: no piece may lean on another */
+        rl_attn_softmax_forward_block(o1, l1, &h, i, b.scr);
+    for (int i = 0; i < nb; i++)
+        rl_attn_softmax_row_dots(D, b.dout, o1, &h, i);
+    for (int j = nk - 1; j >= 0; j--)
+        rl_attn_softmax_backward_kv(dk1, dv1, dc, b.dout, l1, D, &h, j, b.scr);
+    for (int i = nb - 1; i >= 0; i--)
+        rl_attn_softmax_backward_q(dq1, b.dout, l1, D, &h, i, b.scr);
+    int same = !memcmp(o1, b.o, 4 * nv) && !memcmp(l1, b.lse, 4 * (size_t)N) &&
+               !memcmp(dq1, b.dq, 4 * nq) && !memcmp(dk1, b.dk, 4 * nq) &&
+               !memcmp(dv1, b.dv, 4 * nv);
+    for (int n = 0; gate > 0 && n < N; n++)
+        same &= dc[n] == (float)b.dcum[n];
+    tap_ok(same, "N=%d %s%s%s: %d query and %d key block pieces give the whole-head bits", N,
+           causal ? "causal" : "non-causal", gate > 0 ? " gated" : "", rope_on ? " RoPE" : "", nb,
+           nk);
+    if (rope_on) rl_rope_free(&rope);
+    free(o1), free(l1), free(dq1), free(dk1), free(dv1), free(D), free(dc);
     kbuf_free(&b);
 }
 
@@ -396,22 +541,44 @@ int main(void)
     rl_init(1);
     tap_seed(20240521);
     test_vexp();
-    test_reference_fd(0);
-    test_reference_fd(1);
+    test_reference_fd(0, 0);
+    test_reference_fd(1, 0);
+    test_reference_fd(1, 1);
     static const struct kcase cases[] = {
-        {1, 8, 8, 0, BIAS_NONE, 1},      {1, 8, 8, 1, BIAS_T5, 1},
-        {7, 8, 5, 0, BIAS_T5, 1},        {7, 8, 5, 1, BIAS_ALIBI, 1},
-        {65, 16, 24, 0, BIAS_NONE, 1},   {65, 16, 24, 1, BIAS_NONE, 1},
-        {130, 32, 32, 0, BIAS_ALIBI, 1}, {130, 32, 32, 1, BIAS_T5, 1},
-        {300, 32, 16, 0, BIAS_T5, 1},    {300, 32, 16, 1, BIAS_ALIBI, 1},
-        {300, 16, 32, 1, BIAS_NONE, 2},  {600, 32, 32, 1, BIAS_T5, 1},
-        {600, 8, 24, 0, BIAS_ALIBI, 1},  {65, 8, 8, 0, BIAS_RANDOM, 1},
-        {300, 16, 8, 1, BIAS_RANDOM, 1}, {600, 16, 16, 0, BIAS_RANDOM, 1},
+        {1, 8, 8, 0, BIAS_NONE, 1, 0},
+        {1, 8, 8, 1, BIAS_T5, 1, 0},
+        {7, 8, 5, 0, BIAS_T5, 1, 0},
+        {7, 8, 5, 1, BIAS_ALIBI, 1, 0},
+        {65, 16, 24, 0, BIAS_NONE, 1, 0},
+        {65, 16, 24, 1, BIAS_NONE, 1, 0},
+        {130, 32, 32, 0, BIAS_ALIBI, 1, 0},
+        {130, 32, 32, 1, BIAS_T5, 1, 0},
+        {300, 32, 16, 0, BIAS_T5, 1, 0},
+        {300, 32, 16, 1, BIAS_ALIBI, 1, 0},
+        {300, 16, 32, 1, BIAS_NONE, 2, 0},
+        {600, 32, 32, 1, BIAS_T5, 1, 0},
+        {600, 8, 24, 0, BIAS_ALIBI, 1, 0},
+        {65, 8, 8, 0, BIAS_RANDOM, 1, 0},
+        {300, 16, 8, 1, BIAS_RANDOM, 1, 0},
+        {600, 16, 16, 0, BIAS_RANDOM, 1, 0},
+        /* the forget gate: weak and strong decays, alone and with every bias */
+        {1, 8, 8, 1, BIAS_NONE, 1, 0.5},
+        {7, 8, 5, 1, BIAS_T5, 1, 0.5},
+        {65, 16, 24, 1, BIAS_NONE, 1, 0.05},
+        {300, 32, 16, 1, BIAS_ALIBI, 1, 0.2},
+        {300, 16, 32, 1, BIAS_NONE, 2, 3.0},
+        {600, 32, 32, 1, BIAS_T5, 1, 0.01},
+        {600, 16, 16, 1, BIAS_RANDOM, 1, 1.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(&cases[i], 1e-4, 1e-3);
     test_invariants(0);
     test_invariants(1);
+    test_gate_is_alibi();
+    test_pieces(700, 1, 0.1, 1);
+    test_pieces(700, 0, 0, 1);
+    test_pieces(200, 1, 0.5, 0);
+    test_pieces(1100, 1, 0, 0);
     /* |q|, |k| ~ 30: scores ~ 5e3 and p nearly one-hot; the running max keeps everything
      * finite.  A float32 score that large carries an absolute rounding error ~ u |s| ~ 3e-4
      * (u = 6e-8), which the softmax turns into a relative error of p of the same size: no
@@ -419,9 +586,9 @@ int main(void)
      * (measured: o <= 7e-5, gradients up to 1.6e-3 across BLIS's skx, haswell and
      * sandybridge kernels), so these cases check against 1e-3 / 1e-2. */
     static const struct kcase big[] = {
-        {130, 32, 32, 0, BIAS_NONE, 30},
-        {300, 32, 32, 1, BIAS_ALIBI, 30},
-        {65, 8, 8, 1, BIAS_T5, 30},
+        {130, 32, 32, 0, BIAS_NONE, 30, 0},
+        {300, 32, 32, 1, BIAS_ALIBI, 30, 0},
+        {65, 8, 8, 1, BIAS_T5, 30, 0},
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
         check_case(&big[i], 1e-3, 1e-2);

@@ -11,14 +11,22 @@ static _Thread_local const char *rl_err_section, *rl_err_key;
 const char *rl_strerror(rl_status s)
 {
     switch (s) {
-    case RL_OK: return "success";
-    case RL_EINVAL: return "invalid argument";
-    case RL_ENOMEM: return "out of memory";
-    case RL_EIO: return "input/output error";
-    case RL_EFORMAT: return "malformed file";
-    case RL_ESHAPE: return "shape mismatch";
-    case RL_EFFT: return "FFT plan failed";
-    case RL_EINTR: return "interrupted";
+    case RL_OK:
+        return "success";
+    case RL_EINVAL:
+        return "invalid argument";
+    case RL_ENOMEM:
+        return "out of memory";
+    case RL_EIO:
+        return "input/output error";
+    case RL_EFORMAT:
+        return "malformed file";
+    case RL_ESHAPE:
+        return "shape mismatch";
+    case RL_EFFT:
+        return "FFT plan failed";
+    case RL_EINTR:
+        return "interrupted";
     }
     return "unknown error";
 }

@@ -39,7 +39,6 @@ int rl_threads_default(void)
 #endif
 }
 
-
 void rl_threads_set(int n)
 {
     rl_nthreads = n > 0 ? n : 1;
@@ -124,5 +123,6 @@ void rl_region_end(double t0, long pieces)
     double t = rl_now_ms() - t0, T = regions.target;
     regions.ms += t;
     regions.regions++;
-    if (pieces < T) regions.serial_ms += (t / (double)(pieces > 0 ? pieces : 1) - t / T) / (1 - 1 / T);
+    if (pieces < T)
+        regions.serial_ms += (t / (double)(pieces > 0 ? pieces : 1) - t / T) / (1 - 1 / T);
 }

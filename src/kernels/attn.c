@@ -2,7 +2,7 @@
  * the loop over heads that calls the per-head kernels (attn_softmax.c, attn_linear.c,
  * attn_toeplitz.c).  See attn.h for layout and ownership. */
 #include "config.h"
-#include "attn.h"
+#include "attn_impl.h"
 #include "attn_linear.h"
 #include "attn_softmax.h"
 #include "attn_toeplitz.h"
@@ -17,20 +17,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-struct rl_attn {
-    struct rl_attn_opts o;
-    int                 H, N, d, dv, nthreads; /* nthreads: per-thread buffers allocated */
-    int                 has_rope, has_bias; /* bias: t5 or alibi */
-    struct rl_rope      rope;
-    double             *slopes; /* H (alibi) */
-    float              *xlam;   /* d (xpos): ln(zeta_f)/gamma per feature, 0 past rope_dims */
-    float              *rel;    /* H x (2N-1): relative bias vectors */
-    size_t              scratch_floats;
-    float             **scratch;     /* per thread */
-    double             *drel;        /* H x (2N-1) (t5 backward): head h's slice */
-    rl_toeplitz       **toeplitz;    /* per thread (linear + bias) */
-};
 
 void rl_attn_opts_default(struct rl_attn_opts *o)
 {
@@ -116,19 +102,11 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len)
     return buf;
 }
 
-static int use_toeplitz(const struct rl_attn *a)
-{
-    return a->o.kind == RL_ATTN_LINEAR && a->has_bias;
-}
 
 static size_t kernel_scratch(const struct rl_attn *a)
 {
-    if (a->o.kind == RL_ATTN_SOFTMAX) /* + rotated q and k copies (+ the xPos tiles) */
-        return rl_attn_softmax_scratch_floats(a->N, a->d, a->dv) +
-               (a->o.xpos ? rl_attn_softmax_xpos_scratch_floats(a->N, a->d) : 0) +
-               (a->has_rope ? 2 * (size_t)a->N * a->d : 0);
-    if (use_toeplitz(a)) return 0; /* the Toeplitz plan owns its buffers */
-    return rl_attn_linear_scratch_floats(&a->o, a->N, a->d, a->dv);
+    if (a->o.kind == RL_ATTN_SOFTMAX) return rl_attn_run_softmax_scratch_floats(a);
+    return rl_attn_run_linear_scratch_floats(a);
 }
 
 void rl_attn_free(rl_attn *a)
@@ -140,6 +118,7 @@ void rl_attn_free(rl_attn *a)
     }
     free(a->scratch);
     rl_free(a->drel);
+    rl_free(a->rowbuf);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
@@ -160,7 +139,8 @@ static rl_status alloc_per_thread(rl_attn *a)
     for (int t = 0; t < a->nthreads; t++) {
         if (a->scratch_floats && !(a->scratch[t] = rl_alloc(a->scratch_floats * sizeof(float))))
             RL_FAIL(RL_ENOMEM, "attention: cannot allocate %zu floats of scratch", a->scratch_floats);
-        if (use_toeplitz(a)) RL_TRY(rl_toeplitz_create(&a->toeplitz[t], a->N, a->d, a->dv));
+        if (rl_attn_linear_uses_toeplitz(a))
+            RL_TRY(rl_toeplitz_create(&a->toeplitz[t], a->N, a->d, a->dv));
     }
     return RL_OK;
 }
@@ -209,12 +189,46 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
         }
     }
     if (st == RL_OK) st = alloc_per_thread(a);
+    if (st == RL_OK) st = rl_attn_reserve(a, H);
     if (st != RL_OK) {
         rl_attn_free(a);
         return st;
     }
     *out = a;
     return RL_OK;
+}
+
+rl_status rl_attn_reserve(rl_attn *a, int G)
+{
+    if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
+    if (G <= a->G_max) return RL_OK;
+    float *r = rl_alloc((size_t)G * a->N * sizeof(float));
+    if (!r) RL_FAIL(RL_ENOMEM, "attention: cannot allocate the row buffers of %d heads", G);
+    rl_free(a->rowbuf);
+    a->rowbuf = r, a->G_max = G;
+    return RL_OK;
+}
+
+int rl_attn_team(const rl_attn *a, long pieces)
+{
+    int t = rl_team(pieces);
+    return t < a->nthreads ? t : a->nthreads;
+}
+
+size_t rl_attn_gate_scratch_floats(int N) { return 4 * (size_t)N; /* c and dc, doubles */ }
+
+void rl_attn_gate_cumsum(double *cum, const float *logf, int N)
+{
+    double c = 0.0;
+    for (int m = 0; m < N; m++)
+        cum[m] = c += (double)logf[m];
+}
+
+void rl_attn_gate_suffix(float *dlogf, int N)
+{
+    double s = 0.0;
+    for (int l = N - 1; l >= 0; l--)
+        dlogf[l] = (float)(s += (double)dlogf[l]);
 }
 
 /* T5: the relative vectors depend on the (learned) table, refreshed on every call. */
@@ -228,41 +242,6 @@ static rl_status refresh_t5(rl_attn *a, const float *t5)
     return RL_OK;
 }
 
-static void head_forward(rl_attn *a, float *o, float *saved, long *bad, const float *q,
-                         const float *k, const float *v, int h, float *scr, rl_toeplitz *tp)
-{
-    const int    N = a->N, d = a->d, dv = a->dv;
-    const float *rel = a->has_bias ? a->rel + (size_t)h * (2 * N - 1) : NULL;
-    if (a->o.kind == RL_ATTN_SOFTMAX) {
-        if (a->has_rope) { /* s = (R_m q_m).(R_n k_n)/sqrt(d) */
-            float *qr = scr, *kr = scr + (size_t)N * d;
-            rl_rope_rotate(&a->rope, qr, d, q, d, N, 0, 0);
-            rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
-            q = qr, k = kr, scr += 2 * (size_t)N * d;
-        }
-        rl_attn_softmax_forward_xpos(o, saved, q, k, v, rel, a->xlam, N, d, dv, a->o.causal, scr);
-    } else if (a->has_bias && a->o.alibi_scan) {
-        rl_attn_decay_forward(tp, o, saved, bad, q, k, v, exp(-a->slopes[h]), &a->o, N, d, dv);
-    } else if (a->has_bias) {
-        rl_attn_toeplitz_forward(tp, o, saved, bad, q, k, v, rel, &a->o, N, d, dv);
-    } else {
-        rl_attn_linear_forward(o, saved, bad, q, k, v, a->has_rope ? &a->rope : NULL, &a->o, N,
-                               d, dv, scr);
-    }
-}
-
-/* The threads of a call: the count in effect now (the trainer may lower it while the
- * machine is busy), at most the count the per-thread buffers were made for; 1 when the
- * caller is itself a thread of a team, whose buffers (rl_thread_slot) the call then uses. */
-static int team(const rl_attn *a)
-{
-    int t = rl_threads_get();
-#ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
-#endif
-    return t < a->nthreads ? t : a->nthreads;
-}
-
 int rl_attn_threads(const rl_attn *a) { return a->nthreads; }
 
 /* The gate's input: present exactly when the plan has a gate. */
@@ -270,7 +249,6 @@ static rl_status check_gate(const rl_attn *a, const float *logf)
 {
     if (a->o.forget && !logf) RL_FAIL(RL_EINVAL, "the forget gate needs its log gates (G x N)");
     if (!a->o.forget && logf) RL_FAIL(RL_EINVAL, "log gates given to a plan without a forget gate");
-    if (a->o.forget) RL_FAIL(RL_EINVAL, "the forget gate is not implemented yet");
     return RL_OK;
 }
 
@@ -280,17 +258,13 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     double t0 = rl_now_ms();
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
-    const float *q = in->q, *k = in->k, *v = in->v;
-    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    long         bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(team(a))
-    for (int g = 0; g < G; g++) {
-        int  t = rl_thread_slot();
-        long b = 0;
-        head_forward(a, o + g * sv, saved + (size_t)g * a->N, &b, q + g * sq, k + g * sq,
-                     v + g * sv, g % a->H, a->scratch[t], a->toeplitz[t]);
-        bad += b;
+    if (G > a->G_max) RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    if (a->o.kind == RL_ATTN_SOFTMAX) {
+        rl_attn_run_softmax_forward(a, o, saved, in, G);
+        if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
+        return RL_OK;
     }
+    long bad = rl_attn_run_linear_forward(a, o, saved, in, G);
     if (st) {
         st->bad_denominators = bad;
         st->ms               = rl_now_ms() - t0;
@@ -298,71 +272,20 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     return RL_OK;
 }
 
-static void head_backward(rl_attn *a, float *dq, float *dk, float *dv, double *drel,
-                          const float *dout, const float *o, const float *saved, const float *q,
-                          const float *k, const float *v, int h, float *scr, rl_toeplitz *tp)
-{
-    const int    N = a->N, d = a->d, dvd = a->dv;
-    const float *rel = a->has_bias ? a->rel + (size_t)h * (2 * N - 1) : NULL;
-    if (drel) drel += (size_t)h * (2 * N - 1);
-    if (a->o.kind == RL_ATTN_SOFTMAX) {
-        if (a->has_rope) {
-            float *qr = scr, *kr = scr + (size_t)N * d;
-            rl_rope_rotate(&a->rope, qr, d, q, d, N, 0, 0);
-            rl_rope_rotate(&a->rope, kr, d, k, d, N, 0, 0);
-            q = qr, k = kr, scr += 2 * (size_t)N * d;
-        }
-        rl_attn_softmax_backward_xpos(dq, dk, dv, drel, dout, o, saved, q, k, v, rel, a->xlam, N, d,
-                                      dvd, a->o.causal, scr);
-        if (a->has_rope) { /* d/dq of (R_m q_m) is R_m^T applied to the gradient */
-            rl_rope_rotate(&a->rope, dq, d, dq, d, N, 0, 1);
-            rl_rope_rotate(&a->rope, dk, d, dk, d, N, 0, 1);
-        }
-    } else if (a->has_bias && a->o.alibi_scan) {
-        rl_attn_decay_backward(tp, dq, dk, dv, dout, o, saved, q, k, v, exp(-a->slopes[h]), &a->o,
-                               N, d, dvd);
-    } else if (a->has_bias) {
-        rl_attn_toeplitz_backward(tp, dq, dk, dv, drel, dout, o, saved, q, k, v, rel, &a->o, N, d,
-                                  dvd);
-    } else {
-        rl_attn_linear_backward(dq, dk, dv, dout, o, saved, q, k, v,
-                                a->has_rope ? &a->rope : NULL, &a->o, N, d, dvd, scr);
-    }
-}
-
 rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
-    const float *q = in->q, *k = in->k, *v = in->v;
-    float       *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dt5 = gr->dt5;
-    const int    t5_grad = a->o.pe == RL_ATTN_PE_T5 && dt5 != NULL;
-    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    const size_t nrel = (size_t)a->H * (2 * (size_t)a->N - 1);
-    if (!t5_grad) {
-#pragma omp parallel for schedule(static) num_threads(team(a))
-        for (int g = 0; g < G; g++) {
-            int t = rl_thread_slot();
-            head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, NULL, dout + g * sv,
-                          o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,
-                          v + g * sv, g % a->H, a->scratch[t], a->toeplitz[t]);
-        }
-        return RL_OK;
-    }
-    /* T5: one thread owns head h and adds the rows g = h, h + H, ... to h's relative
-     * gradient in that order, so the sum is the same for every thread count */
-    memset(a->drel, 0, nrel * sizeof(double));
-#pragma omp parallel for schedule(static) num_threads(team(a))
-    for (int h = 0; h < a->H; h++) {
-        int t = rl_thread_slot();
-        for (int g = h; g < G; g += a->H)
-            head_backward(a, dq + g * sq, dk + g * sq, dv + g * sv, a->drel, dout + g * sv,
-                          o + g * sv, saved + (size_t)g * a->N, q + g * sq, k + g * sq,
-                          v + g * sv, h, a->scratch[t], a->toeplitz[t]);
-    }
-    for (int h = 0; h < a->H; h++)
-        rl_t5_rel_backward(dt5, a->drel + (size_t)h * (2 * a->N - 1), h, a->N, a->o.t5_buckets,
-                           a->o.t5_max_distance, a->o.causal);
+    if (G > a->G_max) RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
+    if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
+    if (a->o.kind == RL_ATTN_SOFTMAX)
+        rl_attn_run_softmax_backward(a, gr, dout, o, saved, in, G);
+    else
+        rl_attn_run_linear_backward(a, gr, dout, o, saved, in, G);
+    for (int h = 0; t5 && h < a->H; h++) /* head h's relative gradient into the table */
+        rl_t5_rel_backward(gr->dt5, a->drel + (size_t)h * (2 * a->N - 1), h, a->N,
+                           a->o.t5_buckets, a->o.t5_max_distance, a->o.causal);
     return RL_OK;
 }

@@ -38,6 +38,9 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len);
 
 rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int N, int d, int dv);
 void      rl_attn_free(rl_attn *a);
+/* Room for calls of up to G heads (a plan starts with room for H: one sequence).  Call it
+ * when the plan is made, e.g. with B*H for batches of B sequences: it allocates. */
+rl_status rl_attn_reserve(rl_attn *a, int G);
 /* The threads the plan has buffers for (the count in effect when it was created). */
 int       rl_attn_threads(const rl_attn *a);
 

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "attn_linear.h"
 #include "attn_linear_impl.h"
+#include "attn_linear_plan.h"
 #include "featmap.h"
 #include "../core/gemm.h"
 #include "../core/tilemm.h"
@@ -36,23 +37,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
-enum { SIDE_K = 1, SIDE_Q = 2 };
-
-/* Views into the caller's scratch.  Block buffers hold RL_LIN_BLOCK rows; B, E, dB, dE,
- * dphq, dphk alias other buffers where the table above says so. */
-struct lin_plan {
-    enum lin_mode         mode;
-    enum rl_fmap          fmap;
-    const struct rl_rope *rope;
-    int                   N, d, dv, D, Dd, causal, shen, input_rot, sep, nb;
-    float                *xq, *xk, *phq, *phk, *A, *C, *B, *E, *row, *colmax, *cmb;
-    float                *dnum, *dA, *dC, *dB, *dE, *dphq, *dphk, *Sf, *Gf, *scan[3];
-    const float          *q, *k; /* the block's (rotated) inputs */
-    double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
-    size_t                ck_stride, scan_floats;
-};
 
 static enum lin_mode lin_mode(const struct rl_attn_opts *o, int has_rope)
 {
@@ -121,6 +105,24 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
         p->scan[i] = at(s, &off, p->scan_floats);
     p->ck_stride = Dv + (size_t)p->Dd + (size_t)d; /* doubles: dA scan state, sum E, Shen Z */
     p->ck        = o->causal ? atd(s, &off, (size_t)p->nb * p->ck_stride) : NULL;
+    p->logf      = NULL;
+    p->cum = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
+    if (o->forget) {
+        p->cum = atd(s, &off, (size_t)N);
+        p->ad = atd(s, &off, R), p->adn = atd(s, &off, R), p->wk = atd(s, &off, R);
+        p->eg = atd(s, &off, R);
+        p->af = at(s, &off, R), p->afn = at(s, &off, R);
+        p->Kw = at(s, &off, R * (size_t)(p->D > dv ? p->D : dv));
+    }
+    p->rel = NULL, p->drel = NULL;
+    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = NULL, p->dcd = NULL;
+    if (o->forget && o->pe == RL_ATTN_PE_T5) { /* the quadratic tiles of T5 with the gate */
+        const size_t ND = (size_t)N * p->D, T = R * R;
+        p->Af = at(s, &off, ND), p->Cf = at(s, &off, ND);
+        p->dAf = at(s, &off, ND), p->dCf = at(s, &off, ND);
+        p->tS = at(s, &off, T), p->tW = at(s, &off, T), p->tD = at(s, &off, T);
+        p->dcd = atd(s, &off, (size_t)N);
+    }
     return off;
 }
 
@@ -180,7 +182,7 @@ static void shen_prepass(struct lin_plan *p, const float *q, const float *k)
 
 /* Features of rows t0 .. t0+l-1 (side: SIDE_K and/or SIDE_Q; the Shen causal queries need
  * the keys of the same block and advance Zrun). */
-static void build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l, int side)
+void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l, int side)
 {
     const int d = p->d;
     block_inputs(p, q, k, t0, l, side);
@@ -219,7 +221,7 @@ static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *o = out + (size_t)t0 * p->dv;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         rl_lin_scan_rows(&s, o, p->A, p->C, v + (size_t)t0 * p->dv, l, 0, 1);
         *bad += rl_lin_den_rows(den + t0, o, p->dv, p->B, p->E, l, p->Dd, 1, eps, p->z);
     }
@@ -233,7 +235,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     memset(p->Sd, 0, (size_t)D * dv * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* S = C^T V, z = sum E */
         int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         rl_lin_gemm_acc(p->Sd, p->Gf, p->C, D, v + (size_t)t0 * dv, dv, l);
         rl_lin_sum_rows(p->z, p->E, l, p->Dd);
     }
@@ -242,7 +244,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* num = A S */
         int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *o = out + (size_t)t0 * dv;
-        build_block(p, q, k, t0, l, SIDE_Q);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_Q);
         rl_tile_gemm(l, dv, D, 1.0f, p->A, D, 1, p->Sf, dv, 0.0f, o, dv);
         *bad += rl_lin_den_rows(den + t0, o, dv, p->B, p->E, l, p->Dd, 0, eps, p->z);
     }
@@ -260,14 +262,26 @@ static void call_plan(struct lin_plan *p, const float *q, const float *k,
     if (p->shen) shen_prepass(p, q, k);
 }
 
-void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q, const float *k,
-                            const float *v, const struct rl_rope *rope,
-                            const struct rl_attn_opts *o, int N, int d, int dv, float *scratch)
+static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
+{
+    p->logf = h->logf;
+    p->rel  = h->rel;
+    if (h->logf) rl_lin_cumsum(p->cum, h->logf, p->N);
+}
+
+void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,
+                            const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
     long            bad = 0;
-    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
-    if (o->causal)
+    const float    *q = h->q, *k = h->k, *v = h->v;
+    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(&p, h);
+    if (h->logf && h->rel)
+        rl_lin_forward_quad(&p, out, den, &bad, q, k, v, o->eps);
+    else if (h->logf)
+        rl_lin_forward_gated(&p, out, den, &bad, q, k, v, o->eps);
+    else if (o->causal)
         forward_causal(&p, out, den, &bad, q, k, v, o->eps);
     else
         forward_full(&p, out, den, &bad, q, k, v, o->eps);
@@ -276,7 +290,7 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q,
 
 /* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
 RL_SIMD_CLONES
-static void output_backward(float *dnum, double *dden, const float *dout, const float *out,
+void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const float *out,
                             const float *den, int l, int dv)
 {
     for (int m = 0; m < l; m++) {
@@ -317,7 +331,7 @@ static void shen_prefix_backward(struct lin_plan *p, float *dk, int l)
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
  * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
  * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
-static void chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
+void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
 {
     const int    d   = p->d;
     const size_t nd  = (size_t)l * d;
@@ -374,7 +388,7 @@ static void record_prefix_states(struct lin_plan *p, const float *q, const float
         memcpy(ck, p->Sd, Dv * sizeof(double));
         memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
         memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         rl_lin_gemm_acc(p->Sd, p->Gf, v + (size_t)t0 * dv, dv, p->C, D, l);
         rl_lin_sum_rows(p->z, p->E, l, Dd);
         if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
@@ -398,9 +412,9 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
         const double *ck = p->ck + (size_t)b * p->ck_stride;
         const float  *vb = v + (size_t)t0 * dv;
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_lin_scan_init(&sA, p->scan[0], dv, D, ck); /* dA_m = sum_{n<=m} (dnum_m.v_n) C_n */
         rl_lin_scan_rows(&sA, p->dA, p->dnum, vb, p->C, l, 0, 0);
         rl_lin_scan_rows(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, 0);
@@ -413,7 +427,7 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
         memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
         rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 1, p->z, p->g);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
-        chain_block(p, dq, dk, t0, l, NULL);
+        rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
 }
 
@@ -428,9 +442,9 @@ static void full_sums(struct lin_plan *p, const float *dout, const float *out, c
     memset(p->g, 0, (size_t)Dd * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_lin_gemm_acc(p->Sd, p->Sf, p->C, D, v + (size_t)t0 * dv, dv, l);
         rl_lin_gemm_acc(p->Gd, p->Sf, p->A, D, p->dnum, dv, l);
         rl_lin_sum_rows(p->z, p->E, l, Dd);
@@ -451,9 +465,9 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
         int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         const float *vb = v + (size_t)t0 * dv;
-        build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                        l, dv);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, vb, dv, p->Gf, dv, 0.0f, p->dC, D);
         rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, dvg + (size_t)t0 * dv, dv);
@@ -462,13 +476,13 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
         }
         rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 0, p->z, p->g);
-        chain_block(p, dq, dk, t0, l, p->Zs);
+        rl_lin_chain_block(p, dq, dk, t0, l, p->Zs);
     }
     if (!p->shen) return;
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* dk -= phi_k colsum */
         int    l   = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
         float *dkb = dk + (size_t)t0 * d;
-        build_block(p, q, k, t0, l, SIDE_K);
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         for (int i = 0; i < l; i++)
             for (int f = 0; f < d; f++)
                 p->phk[(size_t)i * d + f] *= (float)p->Zs[f];
@@ -478,14 +492,21 @@ static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, 
     }
 }
 
-void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout, const float *out,
-                             const float *den, const float *q, const float *k, const float *v,
-                             const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
-                             int dv, float *scratch)
+void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, const float *out,
+                             const float *den, const struct rl_lin_head *h,
+                             const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
-    call_plan(&p, q, k, rope, o, N, d, dv, scratch);
-    if (o->causal)
+    float          *dq = g->dq, *dk = g->dk, *dvg = g->dv;
+    const float    *q = h->q, *k = h->k, *v = h->v;
+    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(&p, h);
+    p.drel = g->drel;
+    if (h->logf && h->rel)
+        rl_lin_backward_quad(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+    else if (h->logf)
+        rl_lin_backward_gated(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+    else if (o->causal)
         backward_causal(&p, dq, dk, dvg, dout, out, den, q, k, v);
     else
         backward_full(&p, dq, dk, dvg, dout, out, den, q, k, v);

@@ -8,22 +8,39 @@
  * input = rotate q, k before the feature map).
  * den (N): the denominator of each row *including* eps, saved for the backward.
  * Returns (through *n_bad) the number of rows whose denominator before eps is <= eps.
- * Backward overwrites dq, dk, dv; it recomputes prefix states rather than storing N. */
+ * Backward overwrites dq, dk, dv; it recomputes prefix states rather than storing N.
+ * Forget gate (causal): every pair's weight in numerator and denominator times
+ * e^{c_m - c_n}, c the cumulative log gate: the scans decay row by row. */
 #ifndef RL_ATTN_LINEAR_H
 #define RL_ATTN_LINEAR_H
 
 #include <stddef.h>
 #include "attn_opts.h"
 
+/* One head's operands: q, k (N, d), v (N, dv); rope (eq. 19 or the input place, as
+ * o->rope_place) or NULL; logf (N log gates <= 0, causal) or NULL; rel, T5's relative
+ * bias (2N-1), with the gate only (without it T5 takes the FFT path, attn_toeplitz.h). */
+struct rl_lin_head {
+    const float          *q, *k, *v;
+    const struct rl_rope *rope;
+    const float          *logf;
+    int                   N, d, dv;
+    const float          *rel;
+};
+
+/* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;
+ * drel (2N-1 doubles, T5 with the gate), accumulated, or NULL. */
+struct rl_lin_grads {
+    float  *dq, *dk, *dv, *dlogf;
+    double *drel;
+};
+
 size_t rl_attn_linear_scratch_floats(const struct rl_attn_opts *o, int N, int d, int dv);
 
-void rl_attn_linear_forward(float *out, float *den, long *n_bad, const float *q, const float *k,
-                            const float *v, const struct rl_rope *rope,
-                            const struct rl_attn_opts *o, int N, int d, int dv, float *scratch);
-
-void rl_attn_linear_backward(float *dq, float *dk, float *dvg, const float *dout, const float *out,
-                             const float *den, const float *q, const float *k, const float *v,
-                             const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
-                             int dv, float *scratch);
+void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,
+                            const struct rl_attn_opts *o, float *scratch);
+void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, const float *out,
+                             const float *den, const struct rl_lin_head *h,
+                             const struct rl_attn_opts *o, float *scratch);
 
 #endif

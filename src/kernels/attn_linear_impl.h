@@ -47,6 +47,21 @@ void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
 void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int l,
                       struct rl_lin_scan *twin);
 
+/* The decayed scan of the forget gate: before row i's update (in scan order) the state is
+ * multiplied by decay[i] (row index as in the block; reversed scans pass the decay that
+ * leads from row i+1 to row i).  No fold: the caller folds with rl_lin_scan_fold_decay. */
+void rl_lin_scan_rows_decay(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                            const float *W, int l, int reverse, const float *decay);
+/* Sd = block_decay Sd + sum_n wk[n] K_n^T W_n (K_n's weight: its decay to the state's
+ * position), then the float state restarts from it; the twin gets the same, transposed.
+ * Kw: l x X floats of workspace. */
+void rl_lin_scan_fold_decay(struct rl_lin_scan *s, const float *K, const float *W, int l,
+                            struct rl_lin_scan *twin, const double *wk, double block_decay,
+                            float *Kw);
+
+/* c[m] = sum_{l<=m} logf[l] in double. */
+void rl_lin_cumsum(double *c, const float *logf, int N);
+
 /* Sd (nx x ny, double) += X^T Y over l rows (one GEMM into T, nx x ny floats). */
 void rl_lin_gemm_acc(double *Sd, float *T, const float *X, int nx, const float *Y, int ny, int l);
 /* z (n) += sum of the l rows of E (n wide);  g (n) += sum_m w_m B_m. */
@@ -64,6 +79,18 @@ long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float
  * backward over the rows); non-causal, both are totals. */
 void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const float *B,
                               const float *E, int l, int Dd, int causal, double *z, double *g);
+
+/* Gated (causal) denominators: z_m = a_m z_{m-1} + E_m with a_m = e^{lambda_m} (double);
+ * the backward's prefix z likewise and the suffix g_n = a_next[n] g_{n+1} + dden_n B_n
+ * (a_next[n] = e^{lambda_{n+1}}), dE_n += g_n, eg[n] = E_n . g_n. */
+long rl_lin_den_rows_decay(float *den, float *out, int dv, const float *B, const float *E, int l,
+                           int Dd, float eps, double *z, const double *a);
+void rl_lin_den_rows_backward_decay(float *dB, float *dE, double *eg, const double *dden,
+                                    const float *B, const float *E, int l, int Dd, double *z,
+                                    double *g, const double *a, const double *a_next);
+/* z = block_decay z + sum_i wk[i] E_i over l rows of n. */
+void rl_lin_sum_rows_decay(double *z, const float *E, int l, int n, const double *wk,
+                           double block_decay);
 
 /* Causal Shen map with RoPE at the feature place (attn_linear_shen.c).  The rotation
  * mixes features a, b of a pair whose prefix normalisers Z_m[a], Z_m[b] differ, so the

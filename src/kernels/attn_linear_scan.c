@@ -152,6 +152,70 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
     }
 }
 
+/* The decayed scans (forget gate): before row r's update the state shrinks by a_r,
+ *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
+ * the same tiles with one multiply more per state element and row. */
+#define LIN_ROWD(r, kx, qx)                                                                        \
+    s0 = s0 * a##r + (kx)*w##r##0, s1 = s1 * a##r + (kx)*w##r##1, a##r##0 += (qx)*s0,              \
+    a##r##1 += (qx)*s1
+
+RL_SIMD_CLONES
+static void scan_block_decay(float *S, int Yp, const float *const *q, const float *const *k,
+                             const float *wb, float *ob, int X, const float *a)
+{
+    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (int t = 0; t < Yp; t += 32) {
+        const float *w   = wb + t;
+        lin_v16      w00 = *(const lin_v16 *)w, w01 = *(const lin_v16 *)(w + 16);
+        lin_v16      w10 = *(const lin_v16 *)(w + Yp), w11 = *(const lin_v16 *)(w + Yp + 16);
+        lin_v16 w20 = *(const lin_v16 *)(w + 2 * Yp), w21 = *(const lin_v16 *)(w + 2 * Yp + 16);
+        lin_v16 w30 = *(const lin_v16 *)(w + 3 * Yp), w31 = *(const lin_v16 *)(w + 3 * Yp + 16);
+        lin_v16 a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
+                a31 = {0};
+        for (int x = 0; x < X; x++) {
+            float  *Sx = S + (size_t)x * Yp + t;
+            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16);
+            LIN_ROWD(0, k[0][x], q[0][x]);
+            LIN_ROWD(1, k[1][x], q[1][x]);
+            LIN_ROWD(2, k[2][x], q[2][x]);
+            LIN_ROWD(3, k[3][x], q[3][x]);
+            *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
+        }
+        float *o      = ob + t;
+        *(lin_v16 *)o = a00, *(lin_v16 *)(o + 16) = a01;
+        *(lin_v16 *)(o + Yp) = a10, *(lin_v16 *)(o + Yp + 16) = a11;
+        *(lin_v16 *)(o + 2 * Yp) = a20, *(lin_v16 *)(o + 2 * Yp + 16) = a21;
+        *(lin_v16 *)(o + 3 * Yp) = a30, *(lin_v16 *)(o + 3 * Yp + 16) = a31;
+    }
+}
+
+#define LIN_ROWD8(r, kx, qx) s0 = s0 * a##r + (kx)*w##r, a##r##x += (qx)*s0
+
+RL_SIMD_CLONES
+static void scan_block8_decay(float *S, int Yp, const float *const *q, const float *const *k,
+                              const float *wb, float *ob, int X, const float *a)
+{
+    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (int t = 0; t < Yp; t += 8) {
+        const float *w  = wb + t;
+        lin_v8       w0 = *(const lin_v8 *)w, w1 = *(const lin_v8 *)(w + Yp);
+        lin_v8       w2 = *(const lin_v8 *)(w + 2 * Yp), w3 = *(const lin_v8 *)(w + 3 * Yp);
+        lin_v8       a0x = {0}, a1x = {0}, a2x = {0}, a3x = {0};
+        for (int x = 0; x < X; x++) {
+            float *Sx = S + (size_t)x * Yp + t;
+            lin_v8 s0 = *(lin_v8 *)Sx;
+            LIN_ROWD8(0, k[0][x], q[0][x]);
+            LIN_ROWD8(1, k[1][x], q[1][x]);
+            LIN_ROWD8(2, k[2][x], q[2][x]);
+            LIN_ROWD8(3, k[3][x], q[3][x]);
+            *(lin_v8 *)Sx = s0;
+        }
+        float *o     = ob + t;
+        *(lin_v8 *)o = a0x, *(lin_v8 *)(o + Yp) = a1x;
+        *(lin_v8 *)(o + 2 * Yp) = a2x, *(lin_v8 *)(o + 3 * Yp) = a3x;
+    }
+}
+
 /* The 32-lane tile where the CPU has 32 vector registers of 512 bits, else 8 lanes. */
 static int wide_tile(void)
 {
@@ -164,24 +228,32 @@ static int wide_tile(void)
 #endif
 }
 
-void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
-                      const float *W, int l, int reverse, int fold)
+/* The rows of a block in 4-row steps (zero rows, decay 1, pad the last step); decay NULL:
+ * the plain scan. */
+static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                      const float *W, int l, int reverse, const float *decay)
 {
     const int X = s->X, Y = s->Y, Yp = s->Yp;
-    for (int b = 0; b < l; b += 4) { /* 4 rows at a time, zero rows pad the last step */
+    for (int b = 0; b < l; b += 4) {
         const float *q[4], *k[4];
+        float        a[4];
         int          row[4];
         for (int r = 0; r < 4; r++) {
             int i = b + r, n = reverse ? l - 1 - i : i;
             row[r] = i < l ? n : -1;
             q[r]   = i < l ? Q + (size_t)n * X : s->zero;
             k[r]   = i < l ? K + (size_t)n * X : s->zero;
+            a[r]   = i < l && decay ? decay[n] : 1.0f;
             if (i < l)
                 memcpy(s->wb + (size_t)r * Yp, W + (size_t)n * Y, (size_t)Y * sizeof(float));
             else
                 memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
         }
-        if (wide_tile())
+        if (decay && wide_tile())
+            scan_block_decay(s->S, Yp, q, k, s->wb, s->ob, X, a);
+        else if (decay)
+            scan_block8_decay(s->S, Yp, q, k, s->wb, s->ob, X, a);
+        else if (wide_tile())
             scan_block(s->S, Yp, q, k, s->wb, s->ob, X);
         else
             scan_block8(s->S, Yp, q, k, s->wb, s->ob, X);
@@ -189,7 +261,39 @@ void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             if (row[r] >= 0)
                 memcpy(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, (size_t)Y * sizeof(float));
     }
+}
+
+void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                      const float *W, int l, int reverse, int fold)
+{
+    scan_rows(s, out, Q, K, W, l, reverse, NULL);
     if (fold) rl_lin_scan_fold(s, K, W, l, NULL);
+}
+
+void rl_lin_scan_rows_decay(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
+                            const float *W, int l, int reverse, const float *decay)
+{
+    scan_rows(s, out, Q, K, W, l, reverse, decay);
+}
+
+void rl_lin_scan_fold_decay(struct rl_lin_scan *s, const float *K, const float *W, int l,
+                            struct rl_lin_scan *twin, const double *wk, double block_decay,
+                            float *Kw)
+{
+    const int X = s->X, Y = s->Y;
+    for (int n = 0; n < l; n++) /* K_n e^{c_end - c_n}: each term's decay to the block's end */
+        for (int x = 0; x < X; x++)
+            Kw[(size_t)n * X + x] = (float)((double)K[(size_t)n * X + x] * wk[n]);
+    for (size_t i = 0; i < (size_t)X * Y; i++)
+        s->Sd[i] *= block_decay;
+    rl_lin_scan_fold(s, Kw, W, l, NULL);
+    if (!twin) return;
+    for (size_t i = 0; i < (size_t)X * Y; i++)
+        twin->Sd[i] *= block_decay;
+    for (int x = 0; x < X; x++) /* the twin's state is the transpose: add T^T */
+        for (int y = 0; y < Y; y++)
+            twin->Sd[(size_t)y * X + x] += (double)s->T[(size_t)x * Y + y];
+    sync_float_state(twin);
 }
 
 void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int l,
@@ -282,4 +386,79 @@ void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const fl
         for (int f = 0; f < Dd; f++)
             de[f] += (float)g[f];
     }
+}
+
+RL_SIMD_CLONES
+long rl_lin_den_rows_decay(float *den, float *out, int dv, const float *B, const float *E, int l,
+                           int Dd, float eps, double *z, const double *a)
+{
+    long bad = 0;
+    for (int m = 0; m < l; m++) {
+        const float *b = B + (size_t)m * Dd, *e = E + (size_t)m * Dd;
+        double       s = 0.0, am = a[m];
+#pragma omp simd reduction(+ : s)
+        for (int f = 0; f < Dd; f++) {
+            z[f] = am * z[f] + (double)e[f]; /* z_m = e^{lambda_m} z_{m-1} + E_m */
+            s += (double)b[f] * z[f];
+        }
+        bad += s <= (double)eps;
+        double dd = s + (double)eps;
+        den[m]    = (float)dd;
+        float *o  = out + (size_t)m * dv;
+#pragma omp simd
+        for (int j = 0; j < dv; j++)
+            o[j] = (float)((double)o[j] / dd);
+    }
+    return bad;
+}
+
+RL_SIMD_CLONES
+void rl_lin_den_rows_backward_decay(float *dB, float *dE, double *eg, const double *dden,
+                                    const float *B, const float *E, int l, int Dd, double *z,
+                                    double *g, const double *a, const double *a_next)
+{
+    for (int m = 0; m < l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
+        float       *db = dB + (size_t)m * Dd;
+        const float *e  = E + (size_t)m * Dd;
+        double       am = a[m];
+#pragma omp simd
+        for (int f = 0; f < Dd; f++) {
+            z[f] = am * z[f] + (double)e[f];
+            db[f] += (float)(dden[m] * z[f]);
+        }
+    }
+    for (int n = l - 1; n >= 0; n--) { /* g_n = e^{lambda_{n+1}} g_{n+1} + dden_n B_n = dE_n */
+        float       *de = dE + (size_t)n * Dd;
+        const float *b = B + (size_t)n * Dd, *e = E + (size_t)n * Dd;
+        double       an = a_next[n], dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+        for (int f = 0; f < Dd; f++) {
+            g[f] = an * g[f] + dden[n] * (double)b[f];
+            de[f] += (float)g[f];
+            dot += (double)e[f] * g[f];
+        }
+        eg[n] = dot; /* E_n . g_n: the denominator's share of the gate's key-side gradient */
+    }
+}
+
+RL_SIMD_CLONES
+void rl_lin_sum_rows_decay(double *z, const float *E, int l, int n, const double *wk,
+                           double block_decay)
+{
+    for (int f = 0; f < n; f++)
+        z[f] *= block_decay;
+    for (int i = 0; i < l; i++) {
+        const float *e = E + (size_t)i * n;
+        double       w = wk[i];
+#pragma omp simd
+        for (int f = 0; f < n; f++)
+            z[f] += w * (double)e[f];
+    }
+}
+
+void rl_lin_cumsum(double *c, const float *logf, int N)
+{
+    double acc = 0.0;
+    for (int m = 0; m < N; m++)
+        c[m] = acc += (double)logf[m];
 }

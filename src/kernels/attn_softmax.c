@@ -1,6 +1,7 @@
 /* attn_softmax.c -- tiled softmax attention, one head, forward and backward.
  *
- *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1],   p = softmax_n(s),   o_m = sum_n p[m,n] v_n
+ *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1] + c[m] - c[n],   p = softmax_n(s),
+ *   o_m = sum_n p[m,n] v_n
  *
  * FlashAttention (Dao et al. 2022; backward as in FlashAttention-2, Dao 2023) on a CPU:
  * the queries are cut into blocks of BQ rows, the keys into blocks of BK; one Bq x Bk
@@ -13,6 +14,12 @@
  * recomputes p = exp(s - lse) tile by tile, so it needs no running statistics:
  *   D_m = dout_m . o_m,  dv += p^T dout,  dp = dout v^T,  ds = p (dp - D),
  *   dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d),  drel[(n-m)+N-1] += ds[m,n].
+ * The forget gate's term c[m] - c[n] (c the cumulative log gate, in double) enters a query
+ * block as the per-key bias (float)(c[r] - c[n]), r the block's last row: c[m] - c[r] is
+ * constant along row m and cancels in the softmax, and the bias of every key a row of the
+ * block sees is <= 0 and exact to float precision relative to its own size, so nearby
+ * keys keep their small differences at any N.  Its gradient: d c[n] = -sum_m ds[m,n]
+ * (the row sums of ds vanish).
  * The five products go through tilemm.h (a register-blocked kernel where the CPU has
  * AVX-512F or AVX2 and the widths are multiples of 16, BLIS otherwise); the elementwise passes
  * use the vectorisable exp of vexp.h.  Details, FLOP counts and timings: docs/attention.md. */
@@ -20,6 +27,7 @@
 #include "attn_softmax.h"
 #include "../core/tilemm.h"
 #include "../core/vexp.h"
+#include "rope.h"
 
 #include <math.h>
 #include <string.h>
@@ -134,14 +142,15 @@ static int xpos_rows_cap(const float *xlam, int d, int rows)
     return cap < 1 ? 1 : cap < rows ? cap : rows;
 }
 
-/* Rows r0 .. r0+n-1 of x scaled feature-wise: f = exp(sgn (r - c0) lam), xs = x f. */
+/* The n rows of x (positions r0 .. r0+n-1) scaled feature-wise: f = exp(sgn (r - c0) lam),
+ * xs = x f. */
 RL_SIMD_CLONES
 static void xpos_rows(float *xs, float *f, const float *x, const float *lam, int r0, int n, int d,
                       int c0, float sgn)
 {
     for (int a = 0; a < n; a++) {
         const float  t  = sgn * (float)(r0 + a - c0);
-        const float *xr = x + (size_t)(r0 + a) * d;
+        const float *xr = x + (size_t)a * d;
 #pragma omp simd
         for (int e = 0; e < d; e++) {
             float g               = rl_expf_inline(t * lam[e]);
@@ -157,21 +166,6 @@ static void mul_acc(float *x, const float *y, const float *f, size_t n)
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
         x[i] += y[i] * f[i];
-}
-
-size_t rl_attn_softmax_xpos_scratch_floats(int N, int d)
-{
-    int bq, bk, ld;
-    tile_dims(N, &bq, &bk, &ld);
-    return 2 * (size_t)bq * d + 3 * (size_t)bk * d;
-}
-
-size_t rl_attn_softmax_scratch_floats(int N, int d, int dv)
-{
-    int bq, bk, ld;
-    tile_dims(N, &bq, &bk, &ld);
-    /* s/p tile, dp tile, row statistics, the packed k^T and v^T of a key tile */
-    return 2 * (size_t)bq * ld + 3 * (size_t)bq + (size_t)(d + dv) * ld;
 }
 
 /* Columns of key tile [j0, j0+nb) that query i sees: all, or n <= i when causal. */
@@ -191,12 +185,30 @@ static int vector_cols(int nc, int nb)
     return v < nb ? v : nb;
 }
 
-/* Online softmax step for one row of a score tile: add its bias slice (rel + (j0 - i) +
- * N-1, or NULL), let the running max m and sum l absorb the nc valid columns, turn s into
- * exp(s - m_new) (0 on columns nc..nb-1, masked), and return exp(m_old - m_new), the
- * factor by which the output row accumulated so far must shrink. */
+/* s[b] += bias[b] + colb[b] over the nc valid columns (either may be NULL). */
 RL_SIMD_CLONES
-static float online_row(float *s, const float *bias, int nc, int nb, float *m, float *l)
+static void add_biases(float *s, const float *bias, const float *colb, int nc)
+{
+    if (bias) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            s[b] += bias[b];
+    }
+    if (colb) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            s[b] += colb[b];
+    }
+}
+
+/* Online softmax step for one row of a score tile: add its bias slice (rel + (j0 - i) +
+ * N-1, or NULL) and the gate's per-key bias (or NULL), let the running max m and sum l
+ * absorb the nc valid columns, turn s into exp(s - m_new) (0 on columns nc..nb-1,
+ * masked), and return exp(m_old - m_new), the factor by which the output row accumulated
+ * so far must shrink. */
+RL_SIMD_CLONES
+static float online_row(float *s, const float *bias, const float *colb, int nc, int nb, float *m,
+                        float *l)
 {
     if (nc == 0) { /* row entirely masked in this tile: m and l unchanged */
         memset(s, 0, sizeof(float) * (size_t)nb);
@@ -204,11 +216,7 @@ static float online_row(float *s, const float *bias, int nc, int nb, float *m, f
     }
     const int nv  = vector_cols(nc, nb);
     float     sum = 0.0f;
-    if (bias) {
-#pragma omp simd
-        for (int b = 0; b < nc; b++)
-            s[b] += bias[b];
-    }
+    add_biases(s, bias, colb, nc);
     const float mx = rl_maxf_inline(s, nc, *m);
     for (int b = nc; b < nv; b++)
         s[b] = -INFINITY; /* exp gives 0 */
@@ -235,17 +243,58 @@ static void scale_row(float *x, int n, float a)
         x[c] *= a;
 }
 
-/* One call's operands: the forward reads q k v rel and writes o lse; the backward also
- * reads dout o lse and writes dq dk dv drel. */
+/* One call: the head's operands, 1/sqrt(d), and the scratch carved up. */
 struct sm_call {
-    const float *q, *k, *v, *rel, *dout, *o, *lse;
-    float       *out, *lse_out, *dq, *dk, *dvg;
-    double      *drel;
-    int          N, d, dv, causal;
-    float        scale; /* 1/sqrt(d) */
-    const float *xlam;  /* xPos: d log-decays per feature, or NULL (see xpos_rows) */
-    float       *xs;    /* xPos scratch: qs, fq (bq x d), ks, fk, dks (bk x d) */
+    const struct rl_sm_head *h;
+    float                    scale;
+    int                      bq, bk, ld;
+    float                   *s, *dp, *mrow, *lrow, *kt, *vt, *gb;
+    float                   *qr, *kr; /* RoPE: the block's rotated queries, the tile's keys */
+    int                      kr_j0;   /* the tile kr holds (-1: none) */
+    float                   *xs;      /* xPos: qs, fq (bq x d), ks, fk, dks (bk x d) */
+    double                  *dcol;    /* a key block's gate column sums (bk) */
 };
+
+/* n floats at *off, every piece starting on a 64-byte boundary; NULL while sizing. */
+static float *carve(float *base, size_t *off, size_t n)
+{
+    float *r = base ? base + *off : NULL;
+    *off += (n + 15) & ~(size_t)15;
+    return r;
+}
+
+/* The scratch layout (base NULL: sizing only); returns the floats used. */
+static size_t sm_layout(struct sm_call *c, int N, int d, int dv, int xpos, float *base)
+{
+    size_t off = 0;
+    tile_dims(N, &c->bq, &c->bk, &c->ld);
+    const size_t bq = (size_t)c->bq, bk = (size_t)c->bk, ld = (size_t)c->ld;
+    c->s    = carve(base, &off, bq * ld); /* the s / p tile */
+    c->dp   = carve(base, &off, bq * ld);
+    c->mrow = carve(base, &off, bq); /* running max (forward) or D of a block (backward) */
+    c->lrow = carve(base, &off, bq);
+    c->kt   = carve(base, &off, (size_t)d * ld); /* packed k^T, v^T of a key tile */
+    c->vt   = carve(base, &off, (size_t)dv * ld);
+    c->gb   = carve(base, &off, ld); /* the gate's per-key bias of a tile */
+    c->qr   = carve(base, &off, bq * d);
+    c->kr   = carve(base, &off, bk * d);
+    c->xs   = xpos ? carve(base, &off, 2 * bq * d + 3 * bk * d) : NULL;
+    c->dcol = (double *)carve(base, &off, 2 * bk);
+    return off;
+}
+
+size_t rl_attn_softmax_scratch_floats(int N, int d, int dv, int xpos)
+{
+    struct sm_call c;
+    return sm_layout(&c, N, d, dv, xpos, NULL);
+}
+
+static struct sm_call sm_call_make(const struct rl_sm_head *h, float *scratch)
+{
+    struct sm_call c = {.h = h, .scale = (float)(1.0 / sqrt((double)h->d)), .kr_j0 = -1};
+    sm_layout(&c, h->N, h->d, h->dv, h->xlam != NULL, scratch);
+    return c;
+}
 
 /* The transpose of one key tile (k or v rows j0 .. j0+n-1, n = the whole tile), packed for
  * rl_tile_gemm (dims x ld, zero past n) and kept: the query blocks that follow reuse it
@@ -264,111 +313,178 @@ static const float *packed(struct key_pack *kp, const float *x, int dims, int ld
     return kp->t;
 }
 
-/* The fields a forward and a backward call share. */
-static struct sm_call sm_call_common(const float *q, const float *k, const float *v,
-                                     const float *rel, const float *xlam, int N, int d, int dv,
-                                     int causal, float *scratch)
+/* rel (or drel) slice seen by query i in a key tile starting at j0: entry b is r = j0+b-i */
+#define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->h->N - 1) : NULL)
+
+/* The gate's bias of key tile [j0, j0+nb) for the query block whose last row is r:
+ * gb[b] = c[r] - c[j0+b] (<= 0 for the keys the block sees), or NULL without a gate. */
+static const float *gate_cols(const struct sm_call *c, int r, int j0, int nb)
 {
-    return (struct sm_call){.q      = q,
-                            .k      = k,
-                            .v      = v,
-                            .rel    = rel,
-                            .N      = N,
-                            .d      = d,
-                            .dv     = dv,
-                            .causal = causal,
-                            .scale  = (float)(1.0 / sqrt((double)d)),
-                            .xlam   = xlam,
-                            .xs     = scratch + rl_attn_softmax_scratch_floats(N, d, dv)};
+    const double *cum = c->h->cum;
+    if (!cum) return NULL;
+    for (int b = 0; b < nb; b++)
+        c->gb[b] = (float)(cum[r] - cum[j0 + b]);
+    return c->gb;
 }
 
-/* rel (or drel) slice seen by query i in a key tile starting at j0: entry b is r = j0+b-i */
-#define SM_DIAG(base, c, i, j0) ((base) ? (base) + ((j0) - (i)) + ((c)->N - 1) : NULL)
+/* Query rows per block: query_block's, capped for xPos. */
+static int block_height(const struct rl_sm_head *h)
+{
+    int qb = query_block(h->N, h->causal);
+    return h->xlam ? xpos_rows_cap(h->xlam, h->d, qb) : qb;
+}
 
-/* One block of query rows [i0, i0+mb): o rows accumulate p v over the key tiles. */
-static void forward_block(const struct sm_call *c, int i0, int mb, float *scratch)
+int rl_attn_softmax_key_blocks(int N)
 {
     int bq, bk, ld;
-    tile_dims(c->N, &bq, &bk, &ld);
-    float          *s = scratch, *mrow = scratch + (size_t)bq * ld, *lrow = mrow + bq;
-    struct key_pack kp = {scratch + 2 * (size_t)bq * ld + 3 * (size_t)bq, -1};
-    float          *oi = c->out + (size_t)i0 * c->dv;
-    memset(oi, 0, sizeof(float) * (size_t)mb * c->dv);
-    for (int a = 0; a < mb; a++)
-        mrow[a] = -INFINITY, lrow[a] = 0.0f;
-    const int    jend = c->causal ? i0 + mb : c->N; /* causal: tiles right of the block skipped */
-    const int    c0   = i0 + mb / 2;                /* xPos centre */
-    const float *qi   = c->q + (size_t)i0 * c->d;
-    float       *ks = NULL, *fk = NULL;
-    if (c->xlam) { /* q_m exp((m-c0) lam) */
-        float *qs = c->xs, *fq = qs + (size_t)bq * c->d;
-        ks = fq + (size_t)bq * c->d, fk = ks + (size_t)bk * c->d;
-        xpos_rows(qs, fq, c->q, c->xlam, i0, mb, c->d, c0, 1.0f);
-        qi = qs;
+    tile_dims(N, &bq, &bk, &ld);
+    return (N + bk - 1) / bk;
+}
+
+int rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d)
+{
+    struct rl_sm_head h  = {.N = N, .causal = causal, .xlam = xlam, .d = d};
+    int               qb = block_height(&h);
+    return (N + qb - 1) / qb;
+}
+
+void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int b, int *i0,
+                                int *mb)
+{
+    struct rl_sm_head h  = {.N = N, .causal = causal, .xlam = xlam, .d = d};
+    int               qb = block_height(&h);
+    *i0                  = b * qb;
+    *mb                  = imin(qb, N - *i0);
+}
+
+/* Key rows j0 .. j0+n-1 as the scores use them: k, or R_n k_n (rotated into kr, kept while
+ * the tile is the same). */
+static const float *key_rows(struct sm_call *c, int j0, int n)
+{
+    const struct rl_sm_head *h = c->h;
+    if (!h->rope) return h->k + (size_t)j0 * h->d;
+    if (c->kr_j0 != j0) {
+        rl_rope_rotate(h->rope, c->kr, h->d, h->k + (size_t)j0 * h->d, h->d, n, j0, 0);
+        c->kr_j0 = j0;
     }
-    for (int j0 = 0; j0 < jend; j0 += bk) {
-        const int nb = imin(bk, jend - j0); /* causal: keys past the block's last row unused */
-        /* s = q k^T / sqrt(d) */
-        const float *kt;
-        if (c->xlam) { /* k_n exp(-(n-c0) lam), for this block's centre */
-            xpos_rows(ks, fk, c->k, c->xlam, j0, nb, c->d, c0, -1.0f);
-            rl_tile_pack_t(kp.t, ld, ks, c->d, nb, c->d);
-            kt = kp.t;
-        } else
-            kt = packed(&kp, c->k, c->d, ld, j0, imin(bk, c->N - j0));
-        const int g = diag_group(c->causal, c->xlam != NULL, i0, mb, j0, nb);
+    return c->kr;
+}
+
+/* The key tile's transposed keys for a query block: packed (rotated) k of the whole tile,
+ * or (xPos) k_n exp(-(n-c0) lam) of its nb rows for the block's centre c0, packed afresh;
+ * *rows_out gets the rows the products use (scaled for xPos), *fk_out xPos's factors. */
+static const float *key_tile(struct sm_call *c, struct key_pack *kp, int c0, int j0, int nb,
+                             const float **rows_out, float **fk_out)
+{
+    const struct rl_sm_head *h = c->h;
+    const int                n = h->xlam ? nb : imin(c->bk, h->N - j0);
+    const float             *k = key_rows(c, j0, n);
+    if (rows_out) *rows_out = k;
+    if (!h->xlam) {
+        if (kp->j0 != j0) rl_tile_pack_t(kp->t, c->ld, k, h->d, n, h->d), kp->j0 = j0;
+        return kp->t;
+    }
+    float *ks = c->xs + 2 * (size_t)c->bq * h->d, *fk = ks + (size_t)c->bk * h->d;
+    xpos_rows(ks, fk, k, h->xlam, j0, nb, h->d, c0, -1.0f);
+    rl_tile_pack_t(kp->t, c->ld, ks, h->d, nb, h->d);
+    kp->j0   = -1;                      /* the pack is this block's, not reusable */
+    c->kr_j0 = h->rope ? -1 : c->kr_j0; /* nb rows only: not the whole tile */
+    if (rows_out) *rows_out = ks;
+    if (fk_out) *fk_out = fk;
+    return kp->t;
+}
+
+/* The block's queries: q, R_m q_m, and for xPos times exp((m-c0) lam), c0 = i0 + mb/2. */
+static const float *block_queries(const struct sm_call *c, int i0, int mb)
+{
+    const struct rl_sm_head *h = c->h;
+    const float             *q = h->q + (size_t)i0 * h->d;
+    if (h->rope) rl_rope_rotate(h->rope, c->qr, h->d, q, h->d, mb, i0, 0), q = c->qr;
+    if (!h->xlam) return q;
+    float *qs = c->xs, *fq = qs + (size_t)c->bq * h->d;
+    xpos_rows(qs, fq, q, h->xlam, i0, mb, h->d, i0 + mb / 2, 1.0f);
+    return qs;
+}
+
+/* Back from the rotated frame: rows r0 .. r0+n-1 of dx get R_m^T (d/dx of R_m x). */
+static void unrotate(const struct sm_call *c, float *dx, int r0, int n)
+{
+    const struct rl_sm_head *h = c->h;
+    if (h->rope)
+        rl_rope_rotate(h->rope, dx + (size_t)r0 * h->d, h->d, dx + (size_t)r0 * h->d, h->d, n, r0,
+                       1);
+}
+
+/* One block of query rows [i0, i0+mb): o rows accumulate p v over the key tiles. */
+static void forward_block(struct sm_call *c, float *o, float *lse, int i0, int mb,
+                          struct key_pack *kp)
+{
+    const struct rl_sm_head *h  = c->h;
+    float                   *oi = o + (size_t)i0 * h->dv;
+    memset(oi, 0, sizeof(float) * (size_t)mb * h->dv);
+    for (int a = 0; a < mb; a++)
+        c->mrow[a] = -INFINITY, c->lrow[a] = 0.0f;
+    const int    jend = h->causal ? i0 + mb : h->N; /* causal: tiles right of the block skipped */
+    const float *qi   = block_queries(c, i0, mb);
+    for (int j0 = 0; j0 < jend; j0 += c->bk) {
+        const int nb = imin(c->bk, jend - j0); /* causal: keys past the block's last row unused */
+        const float *kt = key_tile(c, kp, i0 + mb / 2, j0, nb, NULL, NULL);
+        const float *gb = gate_cols(c, i0 + mb - 1, j0, nb);
+        const int    g  = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
         for (int a0 = 0; a0 < mb; a0 += g) {
-            const int rows = imin(g, mb - a0), ng = group_cols(c->causal, i0 + a0, rows, j0, nb);
+            const int rows = imin(g, mb - a0), ng = group_cols(h->causal, i0 + a0, rows, j0, nb);
             if (ng <= 0) continue; /* rows left of the tile: their state is unchanged */
-            float *sa = s + (size_t)a0 * ld, *oa = oi + (size_t)a0 * c->dv;
-            rl_tile_gemm(rows, (ng + 15) & ~15, c->d, c->scale, qi + (size_t)a0 * c->d, c->d, 1,
-                         kt, ld, 0.0f, sa, ld);
+            float *sa = c->s + (size_t)a0 * c->ld, *oa = oi + (size_t)a0 * h->dv;
+            /* s = q k^T / sqrt(d) */
+            rl_tile_gemm(rows, (ng + 15) & ~15, h->d, c->scale, qi + (size_t)a0 * h->d, h->d, 1, kt,
+                         c->ld, 0.0f, sa, c->ld);
             for (int a = a0; a < a0 + rows; a++) {
-                float alpha = online_row(s + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
-                                         row_cols(c->causal, i0 + a, j0, ng), ng, mrow + a, lrow + a);
-                if (alpha != 1.0f) scale_row(oi + (size_t)a * c->dv, c->dv, alpha);
+                float alpha =
+                    online_row(c->s + (size_t)a * c->ld, SM_DIAG(h->rel, c, i0 + a, j0), gb,
+                               row_cols(h->causal, i0 + a, j0, ng), ng, c->mrow + a, c->lrow + a);
+                if (alpha != 1.0f) scale_row(oi + (size_t)a * h->dv, h->dv, alpha);
             }
             /* o += p v */
-            rl_tile_gemm(rows, c->dv, ng, 1.0f, sa, ld, 1, c->v + (size_t)j0 * c->dv, c->dv, 1.0f,
-                         oa, c->dv);
+            rl_tile_gemm(rows, h->dv, ng, 1.0f, sa, c->ld, 1, h->v + (size_t)j0 * h->dv, h->dv,
+                         1.0f, oa, h->dv);
         }
     }
     for (int a = 0; a < mb; a++) { /* o = acc / l, lse = m + log l (l >= 1: the max term) */
-        scale_row(oi + (size_t)a * c->dv, c->dv, 1.0f / lrow[a]);
-        c->lse_out[i0 + a] = mrow[a] + logf(lrow[a]);
+        scale_row(oi + (size_t)a * h->dv, h->dv, 1.0f / c->lrow[a]);
+        lse[i0 + a] = c->mrow[a] + logf(c->lrow[a]);
     }
 }
 
-void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
-                             const float *rel, int N, int d, int dv, int causal, float *scratch)
+void rl_attn_softmax_forward_block(float *o, float *lse, const struct rl_sm_head *h, int b,
+                                   float *scratch)
 {
-    rl_attn_softmax_forward_xpos(o, lse, q, k, v, rel, NULL, N, d, dv, causal, scratch);
-}
-
-void rl_attn_softmax_forward_xpos(float *o, float *lse, const float *q, const float *k,
-                                  const float *v, const float *rel, const float *xlam, int N, int d,
-                                  int dv, int causal, float *scratch)
-{
-    struct sm_call c = sm_call_common(q, k, v, rel, xlam, N, d, dv, causal, scratch);
-    c.out            = o;
-    c.lse_out        = lse;
-    const int bq = xlam ? xpos_rows_cap(xlam, d, query_block(N, causal)) : query_block(N, causal);
+    struct sm_call  c  = sm_call_make(h, scratch);
+    struct key_pack kp = {c.kt, -1};
+    int             i0, mb;
+    rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &i0, &mb);
     const unsigned mode = ftz_on();
-    for (int i0 = 0; i0 < N; i0 += bq)
-        forward_block(&c, i0, imin(bq, N - i0), scratch);
+    forward_block(&c, o, lse, i0, mb, &kp);
     ftz_restore(mode);
 }
 
-/* p = exp(s + rel - lse_i) on the valid columns, 0 past them (forward: p = softmax(s)). */
+void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, float *scratch)
+{
+    struct sm_call  c    = sm_call_make(h, scratch);
+    struct key_pack kp   = {c.kt, -1}; /* kept across blocks: at N <= BK one pack serves all */
+    const int       qb   = block_height(h);
+    const unsigned  mode = ftz_on();
+    for (int i0 = 0; i0 < h->N; i0 += qb)
+        forward_block(&c, o, lse, i0, imin(qb, h->N - i0), &kp);
+    ftz_restore(mode);
+}
+
+/* p = exp(s + rel + gate - lse_i) on the valid columns, 0 past them (forward: p =
+ * softmax(s)). */
 RL_SIMD_CLONES
-static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i)
+static void recompute_p(float *p, const float *bias, const float *colb, int nc, int nb, float lse_i)
 {
     const int nv = vector_cols(nc, nb);
-    if (bias) {
-#pragma omp simd
-        for (int b = 0; b < nc; b++)
-            p[b] += bias[b];
-    }
+    add_biases(p, bias, colb, nc);
     for (int b = nc; b < nv; b++)
         p[b] = -INFINITY; /* exp gives 0 */
 #pragma omp simd
@@ -379,9 +495,11 @@ static void recompute_p(float *p, const float *bias, int nc, int nb, float lse_i
 }
 
 /* ds = p (dp - D_i), written over dp; drel (its slice for this row, or NULL) gathers ds
- * along the diagonal (forward: s[m,n] += rel[(n-m)+N-1]). */
+ * along the diagonal (forward: s[m,n] += rel[(n-m)+N-1]); dcol (the tile's keys' slice of
+ * dcum, or NULL) takes -ds (forward: s[m,n] -= c[n]). */
 RL_SIMD_CLONES
-static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, int nb, float D_i)
+static void softmax_grad_row(float *dp, const float *p, double *drel, double *dcol, int nc, int nb,
+                             float D_i)
 {
     const int nv = vector_cols(nc, nb); /* p = 0 on columns nc .. nv-1 */
 #pragma omp simd
@@ -394,53 +512,75 @@ static void softmax_grad_row(float *dp, const float *p, double *drel, int nc, in
         for (int b = 0; b < nc; b++)
             drel[b] += (double)dp[b];
     }
+    if (dcol) {
+#pragma omp simd
+        for (int b = 0; b < nc; b++)
+            dcol[b] -= (double)dp[b];
+    }
 }
 
-/* One (query block, key block) tile of the backward; Drow holds D for the block's rows. */
-static void backward_tile(const struct sm_call *c, int i0, int mb, int j0, int nb,
-                          const float *Drow, float *p, float *dp, int ld, struct key_pack *kp,
-                          struct key_pack *vp)
+/* What a backward tile writes: the query side (dq rows), the key side (dk, dv rows, the
+ * gate's column sums dcum, whose entry 0 is key dcum0), drel; any may be NULL. */
+struct sm_out {
+    float  *dq, *dk, *dv;
+    double *drel, *dcum;
+    int     dcum0;
+};
+
+/* Rows [i0, i0+mb) of query block [bi0, bi0+bmb) against key columns [j0, j0+nb): the
+ * block's queries qblk (scaled for xPos) and Drow (D of its rows, from bi0 on). */
+static void backward_tile(struct sm_call *c, const struct sm_out *w, const float *dout,
+                          const float *lse, const float *Drow, const float *qblk, int bi0, int bmb,
+                          int i0, int mb, int j0, int nb, struct key_pack *kp, struct key_pack *vp)
 {
-    const int    d = c->d, dv = c->dv;
-    const float *qi = c->q + (size_t)i0 * d, *kj = c->k + (size_t)j0 * d;
-    const float *gi = c->dout + (size_t)i0 * dv;
-    /* s = q k^T / sqrt(d) + rel, p = exp(s - lse): the forward's softmax, recomputed */
-    const int    nfull = imin(SM_BK, c->N - j0); /* the whole key tile */
-    const int    np    = (nb + 15) & ~15;
-    const float *kt;
-    float       *fk = NULL, *dks = NULL;
-    if (c->xlam) { /* xPos: the block's scaled q (made by the caller), this tile's scaled k */
-        int bq, bk, ldx;
-        tile_dims(c->N, &bq, &bk, &ldx);
-        float *ks = c->xs + 2 * (size_t)bq * d;
-        fk = ks + (size_t)bk * d, dks = fk + (size_t)bk * d;
-        xpos_rows(ks, fk, c->k, c->xlam, j0, nb, d, i0 + mb / 2, -1.0f);
-        rl_tile_pack_t(kp->t, ld, ks, d, nb, d);
-        kp->j0 = -1; /* the pack is this block's, not reusable */
-        qi = c->xs, kj = ks, kt = kp->t;
-    } else
-        kt = packed(kp, c->k, d, ld, j0, nfull);
+    const struct rl_sm_head *h = c->h;
+    const int                d = h->d, dv = h->dv, ld = c->ld, np = (nb + 15) & ~15;
+    const float *qi = qblk + (size_t)(i0 - bi0) * d, *gi = dout + (size_t)i0 * dv, *kj = NULL;
+    float       *fk = NULL, *p = c->s, *dp = c->dp;
+    const float *kt = key_tile(c, kp, bi0 + bmb / 2, j0, nb, &kj, &fk);
+    const float *gb = gate_cols(c, bi0 + bmb - 1, j0, nb);
+    /* s = q k^T / sqrt(d) + rel + gate, p = exp(s - lse): the forward's softmax, recomputed */
     rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, kt, ld, 0.0f, p, ld);
     for (int a = 0; a < mb; a++)
-        recompute_p(p + (size_t)a * ld, SM_DIAG(c->rel, c, i0 + a, j0),
-                    row_cols(c->causal, i0 + a, j0, nb), nb, c->lse[i0 + a]);
+        recompute_p(p + (size_t)a * ld, SM_DIAG(h->rel, c, i0 + a, j0), gb,
+                    row_cols(h->causal, i0 + a, j0, nb), nb, lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
-    rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, c->dvg + (size_t)j0 * dv, dv);
-    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, c->v, dv, ld, j0, nfull), ld, 0.0f, dp,
-                 ld);
-    /* p = softmax(s)  =>  ds = p (dp - D);  s += rel  =>  drel += ds along diagonals */
+    if (w->dv) rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, w->dv + (size_t)j0 * dv, dv);
+    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, h->v, dv, ld, j0, imin(c->bk, h->N - j0)),
+                 ld, 0.0f, dp, ld);
+    /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
-        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(c->drel, c, i0 + a, j0),
-                         row_cols(c->causal, i0 + a, j0, nb), nb, Drow[a]);
+        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(w->drel, c, i0 + a, j0),
+                         w->dcum ? w->dcum + (j0 - w->dcum0) : NULL,
+                         row_cols(h->causal, i0 + a, j0, nb), nb, Drow[i0 - bi0 + a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
-    rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, c->dq + (size_t)i0 * d, d);
-    if (!c->xlam) {
-        rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 1.0f, c->dk + (size_t)j0 * d, d);
+    if (w->dq) rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, w->dq + (size_t)i0 * d, d);
+    if (!w->dk) return;
+    if (!h->xlam) {
+        rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 1.0f, w->dk + (size_t)j0 * d, d);
         return;
     }
-    /* xPos: ks = k fk  =>  dk += fk (ds^T qs / sqrt(d)); dq is rescaled by the caller */
+    /* xPos: ks = k fk  =>  dk += fk (ds^T qs / sqrt(d)); dq is rescaled at the block's end */
+    float *dks = fk + (size_t)c->bk * d;
     rl_tile_gemm(nb, d, mb, c->scale, dp, 1, ld, qi, d, 0.0f, dks, d);
-    mul_acc(c->dk + (size_t)j0 * d, dks, fk, (size_t)nb * d);
+    mul_acc(w->dk + (size_t)j0 * d, dks, fk, (size_t)nb * d);
+}
+
+/* Query block [i0, i0+mb) against key tile [j0, ...): its row groups in order. */
+static void backward_block_tile(struct sm_call *c, const struct sm_out *w, const float *dout,
+                                const float *lse, const float *Drow, const float *qblk, int i0,
+                                int mb, int j0, struct key_pack *kp, struct key_pack *vp)
+{
+    const struct rl_sm_head *h    = c->h;
+    const int                jend = h->causal ? i0 + mb : h->N;
+    if (j0 >= jend) return;
+    const int nb = imin(c->bk, jend - j0),
+              g  = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
+    for (int a0 = 0; a0 < mb; a0 += g) {
+        const int rows = imin(g, mb - a0), ng = group_cols(h->causal, i0 + a0, rows, j0, nb);
+        if (ng > 0)
+            backward_tile(c, w, dout, lse, Drow, qblk, i0, mb, i0 + a0, rows, j0, ng, kp, vp);
+    }
 }
 
 /* D_m = dout_m . o_m (= sum_n p[m,n] dp[m,n], the softmax Jacobian's row term), in double */
@@ -457,64 +597,91 @@ static void row_dots(float *D, const float *dout, const float *o, int rows, int 
     }
 }
 
-void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, const float *dout,
-                              const float *o, const float *lse, const float *q, const float *k,
-                              const float *v, const float *rel, int N, int d, int dv, int causal,
-                              float *scratch)
+void rl_attn_softmax_row_dots(float *Drow, const float *dout, const float *o,
+                              const struct rl_sm_head *h, int b)
 {
-    rl_attn_softmax_backward_xpos(dq, dk, dvg, drel, dout, o, lse, q, k, v, rel, NULL, N, d, dv,
-                                  causal, scratch);
+    int i0, mb;
+    rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &i0, &mb);
+    row_dots(Drow + i0, dout + (size_t)i0 * h->dv, o + (size_t)i0 * h->dv, mb, h->dv);
 }
 
 /* xPos: qs = q fq  =>  dq = fq (ds ks / sqrt(d)), the block's rows rescaled at its end */
-static void xpos_dq(const struct sm_call *c, int i0, int mb)
+static void xpos_dq(const struct sm_call *c, float *dq, int i0, int mb)
 {
-    int bq, bk, ld;
-    tile_dims(c->N, &bq, &bk, &ld);
-    float       *dq = c->dq + (size_t)i0 * c->d;
-    const float *fq = c->xs + (size_t)bq * c->d;
-    for (size_t i = 0; i < (size_t)mb * c->d; i++)
-        dq[i] *= fq[i];
+    const int    d  = c->h->d;
+    const float *fq = c->xs + (size_t)c->bq * d;
+    float       *r  = dq + (size_t)i0 * d;
+    for (size_t i = 0; i < (size_t)mb * d; i++)
+        r[i] *= fq[i];
 }
 
-void rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *drel,
-                                   const float *dout, const float *o, const float *lse,
-                                   const float *q, const float *k, const float *v, const float *rel,
-                                   const float *xlam, int N, int d, int dv, int causal,
-                                   float *scratch)
+void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, const float *Drow,
+                                const struct rl_sm_head *h, int b, float *scratch)
 {
-    struct sm_call c = sm_call_common(q, k, v, rel, xlam, N, d, dv, causal, scratch);
-    c.dout           = dout;
-    c.o              = o;
-    c.lse            = lse;
-    c.dq             = dq;
-    c.dk             = dk;
-    c.dvg            = dvg;
-    c.drel           = drel;
-    int bq, bk, ld;
-    tile_dims(N, &bq, &bk, &ld);
-    float          *p = scratch, *dp = scratch + (size_t)bq * ld, *Drow = dp + (size_t)bq * ld;
-    struct key_pack kp = {Drow + 3 * (size_t)bq, -1}, vp = {kp.t + (size_t)d * ld, -1};
-    memset(dq, 0, sizeof(float) * (size_t)N * d);
-    memset(dk, 0, sizeof(float) * (size_t)N * d);
-    memset(dvg, 0, sizeof(float) * (size_t)N * dv);
-    const int qb = xlam ? xpos_rows_cap(xlam, d, query_block(N, causal)) : query_block(N, causal);
+    struct sm_call  c  = sm_call_make(h, scratch);
+    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
+    struct sm_out   w = {.dq = dq};
+    int             i0, mb;
+    rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &i0, &mb);
+    memset(dq + (size_t)i0 * h->d, 0, sizeof(float) * (size_t)mb * h->d);
+    const unsigned mode = ftz_on();
+    const float   *qblk = block_queries(&c, i0, mb);
+    for (int j0 = 0; j0 < h->N; j0 += c.bk)
+        backward_block_tile(&c, &w, dout, lse, Drow + i0, qblk, i0, mb, j0, &kp, &vp);
+    if (h->xlam) xpos_dq(&c, dq, i0, mb);
+    unrotate(&c, dq, i0, mb);
+    ftz_restore(mode);
+}
+
+void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *dout,
+                                 const float *lse, const float *Drow, const struct rl_sm_head *h,
+                                 int b, float *scratch)
+{
+    struct sm_call  c  = sm_call_make(h, scratch);
+    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
+    struct sm_out   w  = {.dk = dk, .dv = dv};
+    const int       j0 = b * c.bk, nb = imin(c.bk, h->N - j0), qb = block_height(h);
+    memset(dk + (size_t)j0 * h->d, 0, sizeof(float) * (size_t)nb * h->d);
+    memset(dv + (size_t)j0 * h->dv, 0, sizeof(float) * (size_t)nb * h->dv);
+    if (h->cum && dc) { /* the block's column sums in double, then dc */
+        w.dcum = c.dcol, w.dcum0 = j0;
+        memset(w.dcum, 0, sizeof(double) * (size_t)nb);
+    }
+    const unsigned mode = ftz_on();
+    for (int i0 = h->causal ? j0 / qb * qb : 0; i0 < h->N; i0 += qb) {
+        const int    mb   = imin(qb, h->N - i0);
+        const float *qblk = block_queries(&c, i0, mb);
+        backward_block_tile(&c, &w, dout, lse, Drow + i0, qblk, i0, mb, j0, &kp, &vp);
+    }
+    unrotate(&c, dk, j0, nb);
+    if (w.dcum)
+        for (int n = 0; n < nb; n++)
+            dc[j0 + n] = (float)w.dcum[n];
+    ftz_restore(mode);
+}
+
+void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, const float *o,
+                              const float *lse, const struct rl_sm_head *h, float *scratch)
+{
+    struct sm_call  c  = sm_call_make(h, scratch);
+    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
+    struct sm_out   w  = {g->dq, g->dk, g->dv, g->drel, h->cum ? g->dcum : NULL, 0};
+    const int       qb = block_height(h), N = h->N;
+    float          *Drow = c.mrow; /* bq floats: this block's D, indexed from its first row */
+    memset(g->dq, 0, sizeof(float) * (size_t)N * h->d);
+    memset(g->dk, 0, sizeof(float) * (size_t)N * h->d);
+    memset(g->dv, 0, sizeof(float) * (size_t)N * h->dv);
+    if (w.dcum) memset(w.dcum, 0, sizeof(double) * (size_t)N);
     const unsigned mode = ftz_on();
     for (int i0 = 0; i0 < N; i0 += qb) {
         const int mb = imin(qb, N - i0);
-        row_dots(Drow, dout + (size_t)i0 * dv, o + (size_t)i0 * dv, mb, dv);
-        if (xlam) /* q_m exp((m-c0) lam), c0 = i0 + mb/2 as in the forward */
-            xpos_rows(c.xs, c.xs + (size_t)bq * d, q, xlam, i0, mb, d, i0 + mb / 2, 1.0f);
-        const int jend = c.causal ? i0 + mb : N;
-        for (int j0 = 0; j0 < jend; j0 += bk) {
-            const int nb = imin(bk, jend - j0), g = diag_group(causal, xlam != NULL, i0, mb, j0, nb);
-            for (int a0 = 0; a0 < mb; a0 += g) {
-                const int rows = imin(g, mb - a0), ng = group_cols(causal, i0 + a0, rows, j0, nb);
-                if (ng > 0)
-                    backward_tile(&c, i0 + a0, rows, j0, ng, Drow + a0, p, dp, ld, &kp, &vp);
-            }
-        }
-        if (xlam) xpos_dq(&c, i0, mb);
+        row_dots(Drow, dout + (size_t)i0 * h->dv, o + (size_t)i0 * h->dv, mb, h->dv);
+        const float *qblk = block_queries(&c, i0, mb);
+        for (int j0 = 0; j0 < N; j0 += c.bk)
+            backward_block_tile(&c, &w, dout, lse, Drow, qblk, i0, mb, j0, &kp, &vp);
+        if (h->xlam) xpos_dq(&c, g->dq, i0, mb);
+        unrotate(&c, g->dq, i0, mb);
     }
+    unrotate(&c, g->dk, 0, N);
     ftz_restore(mode);
 }

@@ -1,41 +1,76 @@
 /* attn_softmax.h -- tiled (online-softmax, FlashAttention-style) softmax attention for
  * one head.  Internal to libropelab; rl_attn (attn.c) dispatches here.
  *
- *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1],   o_m = sum_n softmax_n(s[m,.]) v_n
+ *   s[m,n] = q_m . k_n / sqrt(d) + rel[(n-m)+N-1] + (c[m] - c[n]),
+ *   o_m    = sum_n softmax_n(s[m,.]) v_n
  *
- * q, k (N, d) are already rotated when RoPE is used (attn.c rotates, and rotates dq, dk
- * back).  rel is the relative bias vector (2N-1, see posbias.h) or NULL.  causal: n <= m.
- * Memory O(N*d): the N x N matrix is never stored; tiles are Bq x Bk.
- * lse (N): log-sum-exp of each score row, saved for the backward.
- * Backward overwrites dq, dk, dv; accumulates into drel (2N-1 doubles, may be NULL when
- * rel is NULL or not learned). */
+ * With RoPE, q_m and k_n enter as R_m q_m and R_n k_n: rotated block by block inside the
+ * kernel (a key tile once per query block that uses it), and dq, dk are rotated back.  rel is the
+ * relative bias vector (2N-1, see posbias.h) or NULL.  cum is the forget gate's cumulative log gate
+ * c[m] = sum_{l<=m} lambda[l] (N doubles) or NULL. causal: n <= m.  Memory O(N*d): the N x N matrix
+ * is never stored; tiles are Bq x Bk. lse (N): the log-sum-exp of each score row as the kernel
+ * forms it, saved for the backward (with the gate, minus the row's own c[m] - c[r], r its block's
+ * last row: the constant cancels in the softmax).
+ *
+ * Work is cut into query blocks (rl_attn_softmax_blocks of them, their size fixed by N
+ * and causality only), each a piece of its own: the forward of one block, the query-side
+ * backward (dq) of one block, the key-side backward (dk, dv and the gate's column sums)
+ * of one key block.  The whole-head calls run every piece in order; attn.c may run them
+ * in parallel.  A key block's sums over the query blocks run in query-block order and a
+ * query block's over key blocks in key order, in both forms, so the pieces give the same
+ * bits as the whole-head calls. */
 #ifndef RL_ATTN_SOFTMAX_H
 #define RL_ATTN_SOFTMAX_H
 
 #include <stddef.h>
 
-size_t rl_attn_softmax_scratch_floats(int N, int d, int dv);
+struct rl_rope;
 
-void rl_attn_softmax_forward(float *o, float *lse, const float *q, const float *k, const float *v,
-                             const float *rel, int N, int d, int dv, int causal, float *scratch);
+/* One head's operands. */
+struct rl_sm_head {
+    const float          *q, *k, *v; /* (N, d), (N, d), (N, dv) */
+    const struct rl_rope *rope;      /* RoPE: q and k rotated (R_m q_m, R_n k_n), or NULL */
+    const float          *rel;       /* relative bias (2N-1) or NULL */
+    const float          *xlam;      /* xPos: ln(zeta_f)/gamma per feature (d), or NULL (causal) */
+    const double         *cum;       /* forget gate: c (N), or NULL (causal) */
+    int                   N, d, dv, causal;
+};
 
-void rl_attn_softmax_backward(float *dq, float *dk, float *dvg, double *drel, const float *dout,
-                              const float *o, const float *lse, const float *q, const float *k,
-                              const float *v, const float *rel, int N, int d, int dv, int causal,
-                              float *scratch);
+/* One head's gradients: dq, dk (N, d), dv (N, dv) overwritten by the whole-head backward;
+ * drel (2N-1 doubles) accumulated, may be NULL; dcum (N doubles): d loss / d c[n],
+ * overwritten, needed when cum is set. */
+struct rl_sm_grads {
+    float  *dq, *dk, *dv;
+    double *drel, *dcum;
+};
 
-/* The same with xPos: xlam (d floats) = ln(zeta_f)/gamma for each rotated feature f (the
- * zeta of its RoPE pair), 0 for the others, or NULL; the score term of feature f gets the
- * factor exp((m-n) xlam[f]) (causal only).  The scratch then needs
- * rl_attn_softmax_scratch_floats + rl_attn_softmax_xpos_scratch_floats. */
-size_t rl_attn_softmax_xpos_scratch_floats(int N, int d);
-void   rl_attn_softmax_forward_xpos(float *o, float *lse, const float *q, const float *k,
-                                    const float *v, const float *rel, const float *xlam, int N, int d,
-                                    int dv, int causal, float *scratch);
-void   rl_attn_softmax_backward_xpos(float *dq, float *dk, float *dvg, double *drel,
-                                     const float *dout, const float *o, const float *lse,
-                                     const float *q, const float *k, const float *v, const float *rel,
-                                     const float *xlam, int N, int d, int dv, int causal,
-                                     float *scratch);
+size_t rl_attn_softmax_scratch_floats(int N, int d, int dv, int xpos);
+/* Key blocks of a head (the key side's pieces): N / 256 rounded up. */
+int rl_attn_softmax_key_blocks(int N);
+/* Query blocks of a head, and the rows of block b: [*i0, *i0 + *mb). */
+int  rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d);
+void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int b, int *i0,
+                                int *mb);
+
+/* Whole head. */
+void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, float *scratch);
+void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, const float *o,
+                              const float *lse, const struct rl_sm_head *h, float *scratch);
+
+/* Pieces.  Forward of query block b (its rows of o and lse).  Backward: Drow (N floats)
+ * must first hold D_m = dout_m . o_m for every row (rl_attn_softmax_row_dots, per block);
+ * then the query side of block b writes its rows of dq, and the key side of key block b
+ * writes its rows of dk, dv and, with the gate, of dc (d loss / d c[n], as float: the
+ * caller's suffix sum turns it into the log gates' gradient); drel is accumulated by
+ * neither piece form (T5 takes the whole-head backward). */
+void rl_attn_softmax_forward_block(float *o, float *lse, const struct rl_sm_head *h, int b,
+                                   float *scratch);
+void rl_attn_softmax_row_dots(float *Drow, const float *dout, const float *o,
+                              const struct rl_sm_head *h, int b);
+void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, const float *Drow,
+                                const struct rl_sm_head *h, int b, float *scratch);
+void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *dout,
+                                 const float *lse, const float *Drow, const struct rl_sm_head *h,
+                                 int b, float *scratch);
 
 #endif

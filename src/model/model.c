@@ -419,7 +419,8 @@ static rl_status ensure_sinusoid(rl_model *m, int N)
 static rl_status get_plan(rl_model *m, int N, rl_attn **out)
 {
     for (int i = 0; i < MAX_PLANS; i++)
-        if (m->plans[i].a && m->plans[i].N == N) return *out = m->plans[i].a, RL_OK;
+        if (m->plans[i].a && m->plans[i].N == N)
+            return *out = m->plans[i].a, rl_attn_reserve(*out, m->B * m->H);
     int slot     = m->next_plan;
     m->next_plan = (slot + 1) % MAX_PLANS;
     rl_attn_free(m->plans[slot].a);
@@ -427,7 +428,7 @@ static rl_status get_plan(rl_model *m, int N, rl_attn **out)
     RL_TRY(rl_attn_create(&m->plans[slot].a, &m->c.attn, m->H, N, m->d, m->d));
     m->plans[slot].N = N;
     *out             = m->plans[slot].a;
-    return RL_OK;
+    return rl_attn_reserve(*out, m->B * m->H); /* a call may take the whole batch */
 }
 
 /* --- forward -------------------------------------------------------------------------- */

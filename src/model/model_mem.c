@@ -41,8 +41,8 @@ static double plan_bytes(const struct rl_model_config *c, int N, int threads)
     const int d = c->d_model / c->heads;
     double    f = 0;
     if (c->attn.kind == RL_ATTN_SOFTMAX)
-        f = (double)rl_attn_softmax_scratch_floats(N, d, d) +
-            (c->attn.pe == RL_ATTN_PE_ROPE ? 2.0 * N * d : 0);
+        f = (double)rl_attn_softmax_scratch_floats(N, d, d, c->attn.xpos) +
+            (c->attn.forget ? 4.0 * N : 0);
     else if (c->attn.pe == RL_ATTN_PE_T5 || c->attn.pe == RL_ATTN_PE_ALIBI)
         f = 8.0 * 2 * N * (2 * d);
     else

@@ -29,8 +29,9 @@ static int is_enwik8(const char *path, size_t len)
 rl_status rl_task_charlm_setup(struct rl_task *t, const struct rl_task_opts *o)
 {
     if (!o->path || !o->path[0])
-        RL_TASK_FAIL(RL_EINVAL, "path", "the charlm task needs path (a text file, e.g. the "
-                           "shipped data/kjv.txt or enwik8)");
+        RL_TASK_FAIL(RL_EINVAL, "path",
+                     "the charlm task needs path (a text file, e.g. the "
+                     "shipped data/kjv.txt or enwik8)");
     if (o->vocab && o->vocab != 256)
         RL_TASK_FAIL(RL_EINVAL, "vocab", "charlm models bytes (vocab 256), got %d", o->vocab);
     rl_status st = rl_read_file(&t->text, &t->text_len, o->path);
@@ -50,9 +51,9 @@ rl_status rl_task_charlm_setup(struct rl_task *t, const struct rl_task_opts *o)
     size_t nv = t->valid_hi - t->valid_lo;
     if (t->train_end < (size_t)t->length + 1 || nv < (size_t)t->length + 1)
         RL_TASK_FAIL(RL_EINVAL, "length",
-                "%s has %zu training and %zu validation bytes, too "
-                "few for windows of length %d + 1",
-                o->path, t->train_end, nv, t->length);
+                     "%s has %zu training and %zu validation bytes, too "
+                     "few for windows of length %d + 1",
+                     o->path, t->train_end, nv, t->length);
     return RL_OK;
 }
 

@@ -30,20 +30,20 @@ rl_status rl_task_listops_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->length = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
     if (t->depth > LO_MAX_DEPTH)
         RL_TASK_FAIL(RL_EINVAL, "depth", "listops nesting depth %d exceeds %d", t->depth,
-                LO_MAX_DEPTH);
+                     LO_MAX_DEPTH);
     if (t->args < 2 || t->args > (1 << 20))
         RL_TASK_FAIL(RL_EINVAL, "args",
-                "listops operators take 2 .. args arguments; args = %d "
-                "must be in [2, 2^20]",
-                t->args);
+                     "listops operators take 2 .. args arguments; args = %d "
+                     "must be in [2, 2^20]",
+                     t->args);
     if (o->vocab && o->vocab != LO_VOCAB)
         RL_TASK_FAIL(RL_EINVAL, "vocab", "listops has a fixed vocabulary of %d tokens, got %d",
-                LO_VOCAB, o->vocab);
+                     LO_VOCAB, o->vocab);
     if (t->length < 4)
         RL_TASK_FAIL(RL_EINVAL, "length",
-                "listops needs N >= 4 (the shortest operator "
-                "expression, [MAX 1 2 ]), got %d",
-                t->length);
+                     "listops needs N >= 4 (the shortest operator "
+                     "expression, [MAX 1 2 ]), got %d",
+                     t->length);
     return RL_OK;
 }
 

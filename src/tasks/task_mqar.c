@@ -30,12 +30,14 @@ static rl_status check_fit(const struct rl_task *t, int N, int D, const char *ke
     int K = t->vocab / 2;
     if (D > K - 1)
         RL_TASK_FAIL(RL_EINVAL, key,
-                "mqar at length %d needs %d distinct keys but vocab = %d "
-                "has %d (keys are 1 .. vocab/2 - 1); raise vocab or lower kv_pairs", N, D, t->vocab, K - 1);
+                     "mqar at length %d needs %d distinct keys but vocab = %d "
+                     "has %d (keys are 1 .. vocab/2 - 1); raise vocab or lower kv_pairs",
+                     N, D, t->vocab, K - 1);
     if (4 * (int64_t)D - 1 > N)
         RL_TASK_FAIL(RL_EINVAL, key,
-                "mqar with %d key-value pairs needs length >= %d (pairs "
-                "and one query slot per pair), got %d", D, 4 * D - 1, N);
+                     "mqar with %d key-value pairs needs length >= %d (pairs "
+                     "and one query slot per pair), got %d",
+                     D, 4 * D - 1, N);
     return RL_OK;
 }
 
@@ -44,7 +46,7 @@ rl_status rl_task_mqar_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->vocab = o->vocab ? o->vocab : 1024;
     if (t->vocab < 4)
         RL_TASK_FAIL(RL_EINVAL, "vocab", "mqar needs vocab >= 4 (filler, keys, values), got %d",
-                t->vocab);
+                     t->vocab);
     if (o->kv_pairs > (1 << 28)) RL_TASK_FAIL(RL_EINVAL, "kv_pairs", "%d is too many", o->kv_pairs);
     t->kv_pairs = o->kv_pairs;
     t->length   = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;

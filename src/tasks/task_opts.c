@@ -27,9 +27,9 @@ rl_status rl_task_kind_parse(enum rl_task_kind *k, const char *name)
             return RL_OK;
         }
     RL_TASK_FAIL(RL_EINVAL, "name",
-            "unknown task '%s' (copy, reverse, sort, mqar, listops, "
-            "charlm, tokens, passkey)",
-            name ? name : "(null)");
+                 "unknown task '%s' (copy, reverse, sort, mqar, listops, "
+                 "charlm, tokens, passkey)",
+                 name ? name : "(null)");
 }
 
 const char *rl_task_kind_name(enum rl_task_kind k)

@@ -31,9 +31,9 @@ rl_status rl_task_passkey_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->vocab = o->vocab ? o->vocab : PK_DEFAULT_VOCAB;
     if (t->vocab <= PK_FILL)
         RL_TASK_FAIL(RL_EINVAL, "vocab",
-                "passkey needs vocab >= %d (10 digits, KEY, QUERY and at least "
-                "one filler token), got %d",
-                PK_FILL + 1, t->vocab);
+                     "passkey needs vocab >= %d (10 digits, KEY, QUERY and at least "
+                     "one filler token), got %d",
+                     PK_FILL + 1, t->vocab);
     t->digits = o->digits ? o->digits : PK_DEFAULT_DIGITS;
     if (t->digits > (1 << 20))
         RL_TASK_FAIL(RL_EINVAL, "digits", "%d is too many (at most 2^20)", t->digits);
@@ -41,9 +41,9 @@ rl_status rl_task_passkey_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->length = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
     if (t->length < rl_task_passkey_min_length(t))
         RL_TASK_FAIL(RL_EINVAL, "length",
-                "passkey with %d digits needs length >= %d (KEY and the digits, "
-                "QUERY and the answer), got %d",
-                t->digits, rl_task_passkey_min_length(t), t->length);
+                     "passkey with %d digits needs length >= %d (KEY and the digits, "
+                     "QUERY and the answer), got %d",
+                     t->digits, rl_task_passkey_min_length(t), t->length);
     return RL_OK;
 }
 
@@ -70,7 +70,7 @@ rl_status rl_task_passkey_batch(struct rl_task *t, struct rl_batch *b, int split
     const int N = b->N, k = t->digits;
     if (N < rl_task_passkey_min_length(t))
         RL_TASK_FAIL(RL_EINVAL, "length", "passkey with %d digits needs length >= %d, asked for %d",
-                k, rl_task_passkey_min_length(t), N);
+                     k, rl_task_passkey_min_length(t), N);
     RL_TRY(rl_task_scratch(t, (size_t)N + 1));
     int32_t *s = t->scratch;
     for (int row = 0; row < b->B; row++) {

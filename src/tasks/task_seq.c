@@ -22,23 +22,23 @@ rl_status rl_task_seq_setup(struct rl_task *t, const struct rl_task_opts *o)
     if (!sym) sym = o->vocab ? o->vocab - SEQ_FIRST : 10; /* Katharopoulos et al.: 10 */
     if (sym < 1)
         RL_TASK_FAIL(RL_EINVAL, "vocab",
-                "%d leaves no content symbols (%s needs vocab >= 3: "
-                "pad, separator, symbols)",
-                o->vocab, name);
+                     "%d leaves no content symbols (%s needs vocab >= 3: "
+                     "pad, separator, symbols)",
+                     o->vocab, name);
     if (sym > (1 << 30)) RL_TASK_FAIL(RL_EINVAL, "symbols", "%d is too many (at most 2^30)", sym);
     if (o->vocab && o->vocab != sym + SEQ_FIRST)
         RL_TASK_FAIL(RL_EINVAL, "vocab",
-                "%s with symbols = %d has vocab %d (pad, separator, "
-                "symbols), not %d; set one of the two",
-                name, sym, sym + SEQ_FIRST, o->vocab);
+                     "%s with symbols = %d has vocab %d (pad, separator, "
+                     "symbols), not %d; set one of the two",
+                     name, sym, sym + SEQ_FIRST, o->vocab);
     t->symbols = sym;
     t->vocab   = sym + SEQ_FIRST;
     t->length  = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
     if (t->length < 2)
         RL_TASK_FAIL(RL_EINVAL, "length",
-                "%s needs N >= 2 (a symbol, the separator and its "
-                "copy), got %d",
-                name, t->length);
+                     "%s needs N >= 2 (a symbol, the separator and its "
+                     "copy), got %d",
+                     name, t->length);
     return RL_OK;
 }
 

@@ -29,8 +29,9 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
     if (n.dtype != RL_NPY_I32 && n.dtype != RL_NPY_I64) {
         rl_npy_free(&n);
         RL_TASK_FAIL(RL_EFORMAT, key,
-                "%s holds floating-point numbers; token ids must be "
-                "int32 or int64 (np.asarray(ids, dtype=np.int32))", path);
+                     "%s holds floating-point numbers; token ids must be "
+                     "int32 or int64 (np.asarray(ids, dtype=np.int32))",
+                     path);
     }
     if (n.ndim != 2 || n.shape[0] < 1 || n.shape[1] < 2 || n.shape[1] - 1 > (1 << 30)) {
         char shp[96] = "";
@@ -39,8 +40,9 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
                           (long long)n.shape[i]);
         rl_npy_free(&n);
         RL_TASK_FAIL(RL_ESHAPE, key,
-                "%s has shape (%s); expected S x (N+1) with S >= 1, "
-                "N >= 1 (one sequence of N+1 ids per row)", path, shp);
+                     "%s has shape (%s); expected S x (N+1) with S >= 1, "
+                     "N >= 1 (one sequence of N+1 ids per row)",
+                     path, shp);
     }
     a->S   = n.shape[0];
     a->N   = (int)(n.shape[1] - 1);
@@ -58,8 +60,9 @@ static rl_status read_array(struct tokens_array *a, int64_t *max_id, const char 
             free(a->ids), a->ids = NULL;
             rl_npy_free(&n);
             RL_TASK_FAIL(RL_EFORMAT, key,
-                    "%s: id %lld at row %zu, column %zu is out of range "
-                    "(ids must be in [0, 2^31 - 1))", path, (long long)v, i / cols, i % cols);
+                         "%s: id %lld at row %zu, column %zu is out of range "
+                         "(ids must be in [0, 2^31 - 1))",
+                         path, (long long)v, i / cols, i % cols);
         }
         a->ids[i] = (int32_t)v;
         if (v > *max_id) *max_id = v;
@@ -76,9 +79,9 @@ static rl_status check_vocab(const struct tokens_array *a, int vocab, const char
     for (size_t i = 0; i < n; i++)
         if (a->ids[i] >= vocab)
             RL_TASK_FAIL(RL_EINVAL, "vocab",
-                    "%s (%s) holds id %d at row %zu, column %zu, but "
-                    "vocab = %d (ids must be < vocab; leave vocab unset to infer it)",
-                    path, key, a->ids[i], i / cols, i % cols, vocab);
+                         "%s (%s) holds id %d at row %zu, column %zu, but "
+                         "vocab = %d (ids must be < vocab; leave vocab unset to infer it)",
+                         path, key, a->ids[i], i / cols, i % cols, vocab);
     return RL_OK;
 }
 
@@ -96,9 +99,9 @@ static rl_status open_arrays(struct rl_task_tokens *t, const struct rl_task_opts
     if (t->valid.ids) RL_TRY(check_vocab(&t->valid, t->vocab, o->valid_path, "valid_path"));
     if (o->length > 0 && o->length != t->train.N)
         RL_TASK_FAIL(RL_EINVAL, "length",
-                "%s holds sequences of N = %d tokens (rows of %d ids), "
-                "but length = %d (leave length unset to use the data's)",
-                o->path, t->train.N, t->train.N + 1, o->length);
+                     "%s holds sequences of N = %d tokens (rows of %d ids), "
+                     "but length = %d (leave length unset to use the data's)",
+                     o->path, t->train.N, t->train.N + 1, o->length);
     return RL_OK;
 }
 

@@ -1,0 +1,60 @@
+/* attn_impl.h -- the attention plan, shared by the dispatcher (attn.c) and the runners that
+ * cut a call into pieces for one kernel family (attn_run_softmax.c, ...).  Internal. */
+#ifndef RL_ATTN_IMPL_H
+#define RL_ATTN_IMPL_H
+
+#include <stddef.h>
+#include "attn.h"
+#include "attn_toeplitz.h"
+#include "rope.h"
+
+struct rl_attn {
+    struct rl_attn_opts o;
+    int                 H, N, d, dv, nthreads; /* nthreads: per-thread buffers allocated */
+    int                 has_rope, has_bias;    /* bias: t5 or alibi */
+    struct rl_rope      rope;
+    double             *slopes; /* H (alibi) */
+    float              *xlam;   /* d (xpos): ln(zeta_f)/gamma per feature, 0 past rope_dims */
+    float              *rel;    /* H x (2N-1): relative bias vectors */
+    size_t              scratch_floats;
+    float             **scratch;  /* per thread */
+    double             *drel;     /* H x (2N-1) (t5 backward): head h's slice */
+    rl_toeplitz       **toeplitz; /* per thread (linear + bias) */
+    int                 G_max;    /* heads a call may have (rl_attn_reserve) */
+    float              *rowbuf;   /* G_max x N floats: per-row values shared by a call's pieces */
+};
+
+/* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has
+ * buffers for. */
+int rl_attn_team(const rl_attn *a, long pieces);
+
+/* The forget gate's cumulative log gate of one head, c[m] = sum_{l<=m} logf[l] in double. */
+void rl_attn_gate_cumsum(double *cum, const float *logf, int N);
+/* dlogf[l] = sum_{m >= l} dc[m]: on entry dlogf holds dc (= d loss / d c[m]) per row, on
+ * return the gradient of the log gates (the suffix sums, in double). */
+void rl_attn_gate_suffix(float *dlogf, int N);
+/* The scratch a gated head needs for its cumulative gate: N doubles, in floats. */
+size_t rl_attn_gate_scratch_floats(int N);
+
+/* Softmax attention over G heads, cut into (head, query block) and (head, key block)
+ * pieces (attn_run_softmax.c). */
+void   rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
+                                   int G);
+void   rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                                    const float *o, const float *saved, const struct rl_attn_in *in,
+                                    int G);
+size_t rl_attn_run_softmax_scratch_floats(const rl_attn *a);
+
+/* Linear attention over G heads (attn_run_linear.c): the eq. 19 family (attn_linear.c),
+ * the FFT Toeplitz products and ALiBi's decayed scan, with or without the gate.  The
+ * forward returns the rows whose denominator before eps was <= eps. */
+long   rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
+                                  int G);
+void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                                   const float *o, const float *saved, const struct rl_attn_in *in,
+                                   int G);
+size_t rl_attn_run_linear_scratch_floats(const rl_attn *a);
+/* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate). */
+int rl_attn_linear_uses_toeplitz(const rl_attn *a);
+
+#endif

@@ -1,0 +1,291 @@
+/* attn_linear_gate.c -- linear attention with the forget gate, one head (attn_linear.h):
+ * the decayed scans of the generic form of attn_linear_plan.h. */
+#include "config.h"
+#include "attn_linear_plan.h"
+#include "attn_linear_impl.h"
+#include "../core/gemm.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- the forget gate (causal only) ----------------------------------------------------
+ * Every pair (m, n <= m) of the generic form is weighted by w(m,n) = e^{c_m - c_n}, c the
+ * cumulative log gate, so each sum is a decayed scan: S_m = e^{lambda_m} S_{m-1} + C_m v_m^T,
+ * z_m = e^{lambda_m} z_{m-1} + E_m (the float scan state shrinks row by row; the double
+ * state of a block fold takes the block's terms weighted by their decay to its end).
+ * Shen's positional normaliser Z is not decayed: it is part of the features.  Backward:
+ * the suffix states decay the other way, G_n = e^{lambda_{n+1}} G_{n+1} + A_n dnum_n^T, and
+ * the gate's own gradient is, per row,
+ *   dc_m = sum_{n<=m} w (...)  [query side]  -  sum_{m'>=m} w (...)  [key side]
+ *        = (dout_m . o_m) eps / den_m  -  v_m . dv_m  -  E_m . g_m,
+ * (num_m . dnum_m + raw_m dden_m collapses to the first term), and dlogf_l = sum_{m>=l} dc_m. */
+
+static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->cum[m]; }
+
+/* The block's decays: ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] = e^{lambda_{t0+i+1}} (1 at
+ * the end: no state follows). */
+static void gate_decays(struct lin_plan *p, int t0, int l)
+{
+    for (int i = 0; i < l; i++) {
+        int n     = t0 + i;
+        p->ad[i]  = exp((double)p->logf[n]);
+        p->adn[i] = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
+        p->af[i]  = (float)p->ad[i];
+        p->afn[i] = (float)p->adn[i];
+    }
+}
+
+/* Fold weights toward the block's last row (forward) or first row (reverse); returns the
+ * decay of the state carried across the block. */
+static double gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
+{
+    const int e = reverse ? t0 : t0 + l - 1;
+    for (int i = 0; i < l; i++)
+        p->wk[i] = reverse ? exp(p->cum[t0 + i] - p->cum[e]) : exp(p->cum[e] - p->cum[t0 + i]);
+    if (!reverse) return exp(p->cum[e] - cum_at(p, t0 - 1));
+    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[e]) : 0.0;
+}
+
+void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
+                          const float *k, const float *v, float eps)
+{
+    struct rl_lin_scan s;
+    rl_lin_scan_init(&s, p->scan[0], p->D, p->dv, NULL);
+    memset(p->z, 0, (size_t)p->Dd * sizeof(double));
+    memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
+    for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
+        int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        float       *o  = out + (size_t)t0 * p->dv;
+        const float *vb = v + (size_t)t0 * p->dv;
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        gate_decays(p, t0, l);
+        rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
+        double bd = gate_fold_weights(p, t0, l, 0);
+        rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
+        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
+    }
+}
+
+/* The gated pre-pass: the decayed dA state (sum w v C^T), z and Shen's Z at block starts. */
+static void record_prefix_states_gated(struct lin_plan *p, const float *q, const float *k,
+                                       const float *v)
+{
+    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    const size_t Dv = (size_t)D * dv;
+    memset(p->Sd, 0, Dv * sizeof(double));
+    memset(p->z, 0, (size_t)Dd * sizeof(double));
+    memset(p->Zrun, 0, (size_t)d * sizeof(double));
+    for (int b = 0, t0 = 0; b < p->nb; b++, t0 += RL_LIN_BLOCK) {
+        int     l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        double *ck = p->ck + (size_t)b * p->ck_stride;
+        memcpy(ck, p->Sd, Dv * sizeof(double));
+        memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
+        memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
+        double       bd = gate_fold_weights(p, t0, l, 0);
+        const float *vb = v + (size_t)t0 * dv;
+        for (size_t i = 0; i < Dv; i++)
+            p->Sd[i] *= bd;
+        for (int n = 0; n < l; n++)
+            for (int j = 0; j < dv; j++)
+                p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
+        rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
+        rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
+        if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
+    }
+}
+
+/* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
+ * sum over the rows after the block. */
+static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,
+                           const float *v, const float *dvg, int t0, int l, float eps, double *acc)
+{
+    const int dv = p->dv;
+    for (int i = l - 1; i >= 0; i--) {
+        const size_t r  = (size_t)(t0 + i) * dv;
+        double       kv = 0.0;
+        for (int j = 0; j < dv; j++)
+            kv += (double)v[r + j] * (double)dvg[r + j];
+        double dc = -p->dden[i] * (double)eps - kv - p->eg[i];
+        (void)dout, (void)out;
+        dlogf[t0 + i] = (float)(*acc += dc);
+    }
+}
+
+void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                           const float *dout, const float *out, const float *den, const float *q,
+                           const float *k, const float *v, float eps)
+{
+    const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    const size_t       Dv = (size_t)D * dv;
+    struct rl_lin_scan sA, sG, sGT;
+    double             acc = 0.0;
+    record_prefix_states_gated(p, q, k, v);
+    rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);
+    rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL);
+    memset(p->g, 0, (size_t)Dd * sizeof(double));
+    memset(p->Zs, 0, (size_t)d * sizeof(double));
+    for (int b = p->nb - 1; b >= 0; b--) {
+        const int t0 = b * RL_LIN_BLOCK, l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        const double *ck = p->ck + (size_t)b * p->ck_stride;
+        const float  *vb = v + (size_t)t0 * dv;
+        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        gate_decays(p, t0, l);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
+        rl_lin_scan_init(&sA, p->scan[0], dv, D, ck);
+        rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, p->af);
+        rl_lin_scan_rows_decay(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, p->afn);
+        rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, p->afn);
+        double bd = gate_fold_weights(p, t0, l, 1);
+        rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
+        if (p->sep) {
+            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+        }
+        memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
+        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
+                                       p->ad, p->adn);
+        gate_grad_rows(p, dlogf, dout, out, v, dvg, t0, l, eps, &acc);
+        memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
+        rl_lin_chain_block(p, dq, dk, t0, l, NULL);
+    }
+}
+
+/* ---- T5 with the gate: quadratic tiles ----------------------------------------------
+ * With a learned relative bias the weights e^{rel(n-m) + c_m - c_n} have no recurrence, so
+ * every (query block, key block <= it) tile is formed: P = (A_i C_j^T) * W, num_i += P V_j,
+ * den_i += rowsum P (T5 has no RoPE: B = A, E = C).  Backward: dP = dnum_i V_j^T + dden_i,
+ * G = dP * W gives dA_i += G C_j, dC_j += G^T A_i; dV_j += P^T dnum_i; P * dP gathers into
+ * drel along the diagonals and into dc (+ row sums, - column sums).  O(N^2 D). */
+
+static int blk(const struct lin_plan *p, int t0)
+{
+    return p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+}
+
+/* The features of every row, in order (Shen's prefix normaliser advances), and Shen's Z at
+ * each block start for the backward's chain rule. */
+static void quad_features(struct lin_plan *p, const float *q, const float *k)
+{
+    const size_t D = (size_t)p->D;
+    memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
+    for (int b = 0, t0 = 0; t0 < p->N; b++, t0 += RL_LIN_BLOCK) {
+        const int l = blk(p, t0);
+        memcpy(p->ck + (size_t)b * p->ck_stride, p->Zrun, (size_t)p->d * sizeof(double));
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        memcpy(p->Af + (size_t)t0 * D, p->A, (size_t)l * D * sizeof(float));
+        memcpy(p->Cf + (size_t)t0 * D, p->C, (size_t)l * D * sizeof(float));
+    }
+}
+
+/* W[a][b] = e^{rel(n-m) + c_m - c_n} for n = j0+b <= m = i0+a, else 0; P = S * W. */
+static void quad_tile(struct lin_plan *p, int i0, int li, int j0, int lj)
+{
+    const int N = p->N;
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, li, lj, p->D, 1.0f, p->Af + (size_t)i0 * p->D, p->D,
+             p->Cf + (size_t)j0 * p->D, p->D, 0.0f, p->tS, lj);
+    for (int a = 0; a < li; a++) {
+        const int m = i0 + a;
+        float    *w = p->tW + (size_t)a * lj, *s = p->tS + (size_t)a * lj;
+        for (int b = 0; b < lj; b++) {
+            const int n = j0 + b;
+            w[b] = n <= m ? expf(p->rel[n - m + N - 1] + (float)(p->cum[m] - p->cum[n])) : 0.0f;
+            s[b] *= w[b];
+        }
+    }
+}
+
+void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
+                         const float *k, const float *v, float eps)
+{
+    const int dv = p->dv;
+    quad_features(p, q, k);
+    for (int i0 = 0; i0 < p->N; i0 += RL_LIN_BLOCK) {
+        const int li = blk(p, i0);
+        float    *o  = out + (size_t)i0 * dv;
+        memset(p->dden, 0, (size_t)li * sizeof(double)); /* the rows' denominators, in double */
+        for (int j0 = 0; j0 <= i0; j0 += RL_LIN_BLOCK) {
+            const int lj = blk(p, j0);
+            quad_tile(p, i0, li, j0, lj);
+            for (int a = 0; a < li; a++)
+                for (int b = 0; b < lj; b++)
+                    p->dden[a] += (double)p->tS[(size_t)a * lj + b];
+            rl_sgemm(RL_TRANS_N, RL_TRANS_N, li, dv, lj, 1.0f, p->tS, lj, v + (size_t)j0 * dv, dv,
+                     j0 ? 1.0f : 0.0f, o, dv);
+        }
+        for (int a = 0; a < li; a++) {
+            *bad += p->dden[a] <= (double)eps;
+            double dd   = p->dden[a] + (double)eps;
+            den[i0 + a] = (float)dd;
+            for (int j = 0; j < dv; j++)
+                o[(size_t)a * dv + j] = (float)((double)o[(size_t)a * dv + j] / dd);
+        }
+    }
+}
+
+/* One tile's backward: dP, then dV_j, drel, dc, and G = dP * W into dA_i, dC_j. */
+static void quad_tile_backward(struct lin_plan *p, float *dvg, const float *v, int i0, int li,
+                               int j0, int lj)
+{
+    const int N = p->N, dv = p->dv, D = p->D;
+    quad_tile(p, i0, li, j0, lj);
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, li, lj, dv, 1.0f, p->dnum, dv, v + (size_t)j0 * dv, dv, 0.0f,
+             p->tD, lj); /* dnum_i V_j^T */
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, lj, dv, li, 1.0f, p->tS, lj, p->dnum, dv, 1.0f,
+             dvg + (size_t)j0 * dv, dv); /* dV_j += P^T dnum_i */
+    for (int a = 0; a < li; a++) {
+        const int    m  = i0 + a;
+        float       *dp = p->tD + (size_t)a * lj;
+        const float *pp = p->tS + (size_t)a * lj, *w = p->tW + (size_t)a * lj;
+        for (int b = 0; b < lj; b++) {
+            const int n  = j0 + b;
+            double    pd = (double)pp[b] * ((double)dp[b] + p->dden[a]); /* P dP */
+            if (n > m) break;
+            if (p->drel) p->drel[n - m + N - 1] += pd;
+            p->dcd[m] += pd, p->dcd[n] -= pd;
+            dp[b] = (float)(((double)dp[b] + p->dden[a]) * (double)w[b]); /* G = dP W */
+        }
+        for (int b = m - j0 + 1; b < lj; b++)
+            dp[b] = 0.0f;
+    }
+    rl_sgemm(RL_TRANS_N, RL_TRANS_N, li, D, lj, 1.0f, p->tD, lj, p->Cf + (size_t)j0 * D, D, 1.0f,
+             p->dAf + (size_t)i0 * D, D);
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, lj, D, li, 1.0f, p->tD, lj, p->Af + (size_t)i0 * D, D, 1.0f,
+             p->dCf + (size_t)j0 * D, D);
+}
+
+void rl_lin_backward_quad(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                          const float *dout, const float *out, const float *den, const float *q,
+                          const float *k, const float *v, float eps)
+{
+    const int    dv = p->dv, D = p->D, N = p->N;
+    const size_t ND = (size_t)N * D;
+    (void)eps;
+    quad_features(p, q, k);
+    memset(p->dAf, 0, ND * sizeof(float));
+    memset(p->dCf, 0, ND * sizeof(float));
+    memset(dvg, 0, (size_t)N * dv * sizeof(float));
+    memset(p->dcd, 0, (size_t)N * sizeof(double));
+    for (int i0 = 0; i0 < N; i0 += RL_LIN_BLOCK) {
+        const int li = blk(p, i0);
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)i0 * dv, out + (size_t)i0 * dv,
+                               den + i0, li, dv);
+        for (int j0 = 0; j0 <= i0; j0 += RL_LIN_BLOCK)
+            quad_tile_backward(p, dvg, v, i0, li, j0, blk(p, j0));
+    }
+    double acc = 0.0; /* dlogf_l = sum_{m >= l} dc_m */
+    for (int l = N - 1; l >= 0; l--)
+        dlogf[l] = (float)(acc += p->dcd[l]);
+    memset(p->Zs, 0, (size_t)p->d * sizeof(double));
+    for (int b = (N - 1) / RL_LIN_BLOCK; b >= 0; b--) { /* the chain rule, blocks reversed */
+        const int t0 = b * RL_LIN_BLOCK, l = blk(p, t0);
+        memcpy(p->Zrun, p->ck + (size_t)b * p->ck_stride, (size_t)p->d * sizeof(double));
+        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
+        memcpy(p->dA, p->dAf + (size_t)t0 * D, (size_t)l * D * sizeof(float));
+        memcpy(p->dC, p->dCf + (size_t)t0 * D, (size_t)l * D * sizeof(float));
+        memcpy(p->Zrun, p->ck + (size_t)b * p->ck_stride, (size_t)p->d * sizeof(double));
+        rl_lin_chain_block(p, dq, dk, t0, l, NULL);
+    }
+}

@@ -1,0 +1,67 @@
+/* attn_linear_plan.h -- the per-head plan of linear attention without a bias PE, shared by
+ * attn_linear.c (the plan, the features, the ungated scans) and attn_linear_gate.c (the
+ * forget gate).  Internal.
+ *
+ * Every option reduces to the generic form of attn_linear_impl.h,
+ *   num_m = sum_{n in P(m)} (A_m . C_n) v_n,  den_m = sum_{n in P(m)} (B_m . E_n) + eps,
+ * with per-row features built block by block (RL_LIN_BLOCK rows) by rl_lin_build_block. */
+#ifndef RL_ATTN_LINEAR_PLAN_H
+#define RL_ATTN_LINEAR_PLAN_H
+
+#include <stddef.h>
+#include "attn_opts.h"
+
+enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
+enum { SIDE_K = 1, SIDE_Q = 2 };
+
+/* Views into the caller's scratch.  Block buffers hold RL_LIN_BLOCK rows; B, E, dB, dE,
+ * dphq, dphk alias other buffers where the table above says so. */
+struct lin_plan {
+    enum lin_mode         mode;
+    enum rl_fmap          fmap;
+    const struct rl_rope *rope;
+    int                   N, d, dv, D, Dd, causal, shen, input_rot, sep, nb;
+    float                *xq, *xk, *phq, *phk, *A, *C, *B, *E, *row, *colmax, *cmb;
+    float                *dnum, *dA, *dC, *dB, *dE, *dphq, *dphk, *Sf, *Gf, *scan[3];
+    const float          *q, *k; /* the block's (rotated) inputs */
+    double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
+    size_t                ck_stride, scan_floats;
+    /* forget gate: c (N), a block's decays e^{lambda_i} (float for the scans, double for
+     * the sums) and e^{lambda_{i+1}}, fold weights, E.g per row, the fold's workspace */
+    const float *logf;
+    double      *cum, *ad, *adn, *wk, *eg;
+    float       *af, *afn, *Kw;
+    /* T5 with the gate (quadratic tiles): the relative bias (2N-1) and its gradient, the
+     * features and their gradients of every row (N x D), a tile's scores, weights and
+     * gradient, dc in double */
+    const float *rel;
+    double      *drel, *dcd;
+    float       *Af, *Cf, *dAf, *dCf, *tS, *tW, *tD;
+};
+
+/* Features of rows t0 .. t0+l-1 (side: SIDE_K and/or SIDE_Q; the Shen causal queries need
+ * the keys of the same block and advance Zrun). */
+void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l,
+                        int side);
+/* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
+void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const float *out,
+                            const float *den, int l, int dv);
+/* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE. */
+void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum);
+
+/* The forget gate (attn_linear_gate.c): causal forward and backward with p->logf, p->cum. */
+void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
+                          const float *k, const float *v, float eps);
+void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                           const float *dout, const float *out, const float *den, const float *q,
+                           const float *k, const float *v, float eps);
+
+/* T5 with the gate: every pair (m, n <= m) weighted by e^{rel(n-m) + c_m - c_n}, tile by
+ * tile (O(N^2 D); the weight has no recurrence).  p->rel is set; p->drel accumulates. */
+void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
+                         const float *k, const float *v, float eps);
+void rl_lin_backward_quad(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                          const float *dout, const float *out, const float *den, const float *q,
+                          const float *k, const float *v, float eps);
+
+#endif

@@ -1,0 +1,143 @@
+/* attn_run_linear.c -- linear attention over G heads (attn_impl.h): one piece per head.
+ *
+ *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
+ *   ALiBi causal with alibi_scan                 attn_decay.c, the decayed scan
+ *   T5, ALiBi                                    attn_toeplitz.c, FFT Toeplitz products
+ *   the forget gate, no PE or RoPE               attn_linear.c's decayed scans
+ *   the forget gate with ALiBi                   the same with log gates lambda - slope:
+ *                                                ALiBi's causal weight is a constant gate
+ *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
+ *                                                weights have no recurrence
+ * T5's relative gradient is summed head by head in g order by the owner of head h. */
+#include "config.h"
+#include "attn_impl.h"
+#include "attn_linear.h"
+#include "attn_toeplitz.h"
+#include "../core/threads.h"
+
+#include <math.h>
+
+int rl_attn_linear_uses_toeplitz(const rl_attn *a)
+{
+    return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !a->o.forget;
+}
+
+/* The gated path's options: features without a bias PE (ALiBi moved into the gate). */
+static struct rl_attn_opts lin_opts(const rl_attn *a)
+{
+    struct rl_attn_opts o = a->o;
+    if (o.forget && o.pe == RL_ATTN_PE_ALIBI) o.pe = RL_ATTN_PE_NONE;
+    return o;
+}
+
+size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
+{
+    if (rl_attn_linear_uses_toeplitz(a)) return 0; /* the Toeplitz plan owns its buffers */
+    struct rl_attn_opts o = lin_opts(a);
+    size_t k = (rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15;
+    return k + (a->o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0);
+}
+
+/* Head g's operands for attn_linear.c; ALiBi with the gate: lambda - slope in scratch. */
+static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr)
+{
+    const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    struct rl_lin_head h = {
+        in->q + g * sq,
+        in->k + g * sq,
+        in->v + g * sv,
+        a->has_rope ? &a->rope : NULL,
+        in->logf ? in->logf + (size_t)g * a->N : NULL,
+        a->N,
+        a->d,
+        a->dv,
+        in->logf && a->o.pe == RL_ATTN_PE_T5 ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL};
+    if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI) {
+        struct rl_attn_opts o = lin_opts(a);
+        float              *lam =
+            scr + ((rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15);
+        const float s = (float)a->slopes[g % a->H];
+        for (int m = 0; m < a->N; m++)
+            lam[m] = h.logf[m] - s;
+        h.logf = lam;
+    }
+    return h;
+}
+
+static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int g,
+                         float *scr, rl_toeplitz *tp)
+{
+    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    const int    h = g % a->H, N = a->N, d = a->d, dv = a->dv;
+    const float *q = in->q + g * sq, *k = in->k + g * sq, *v = in->v + g * sv;
+    long         bad = 0;
+    if (rl_attn_linear_uses_toeplitz(a) && a->o.alibi_scan)
+        rl_attn_decay_forward(tp, o, saved, &bad, q, k, v, exp(-a->slopes[h]), &a->o, N, d, dv);
+    else if (rl_attn_linear_uses_toeplitz(a))
+        rl_attn_toeplitz_forward(tp, o, saved, &bad, q, k, v, a->rel + (size_t)h * (2 * N - 1),
+                                 &a->o, N, d, dv);
+    else {
+        struct rl_attn_opts      op = lin_opts(a);
+        const struct rl_lin_head lh = lin_head(a, in, g, scr);
+        rl_attn_linear_forward(o, saved, &bad, &lh, &op, scr);
+    }
+    return bad;
+}
+
+long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
+                                int G)
+{
+    const size_t sv  = (size_t)a->N * a->dv;
+    long         bad = 0;
+    double       t0  = rl_region_begin();
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad) num_threads(rl_attn_team(a, G))
+    for (int g = 0; g < G; g++) {
+        int t = rl_thread_slot();
+        bad += head_forward(a, o + g * sv, saved + (size_t)g * a->N, in, g, a->scratch[t],
+                            a->toeplitz[t]);
+    }
+    rl_region_end(t0, G);
+    return bad;
+}
+
+static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                          const float *o, const float *saved, const struct rl_attn_in *in, int g,
+                          double *drel, float *scr, rl_toeplitz *tp)
+{
+    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    const int    h = g % a->H, N = a->N, d = a->d, dvd = a->dv;
+    const float *q = in->q + g * sq, *k = in->k + g * sq, *v = in->v + g * sv;
+    float       *dq = gr->dq + g * sq, *dk = gr->dk + g * sq, *dv = gr->dv + g * sv;
+    dout += g * sv, o += g * sv, saved += (size_t)g * N;
+    if (rl_attn_linear_uses_toeplitz(a) && a->o.alibi_scan)
+        rl_attn_decay_backward(tp, dq, dk, dv, dout, o, saved, q, k, v, exp(-a->slopes[h]), &a->o,
+                               N, d, dvd);
+    else if (rl_attn_linear_uses_toeplitz(a))
+        rl_attn_toeplitz_backward(tp, dq, dk, dv, drel ? drel + (size_t)h * (2 * N - 1) : NULL,
+                                  dout, o, saved, q, k, v, a->rel + (size_t)h * (2 * N - 1), &a->o,
+                                  N, d, dvd);
+    else {
+        struct rl_attn_opts       op = lin_opts(a);
+        const struct rl_lin_head  lh = lin_head(a, in, g, scr);
+        const struct rl_lin_grads lg = {dq, dk, dv, in->logf ? gr->dlogf + (size_t)g * N : NULL,
+                                        drel ? drel + (size_t)h * (2 * N - 1) : NULL};
+        rl_attn_linear_backward(&lg, dout, o, saved, &lh, &op, scr);
+    }
+}
+
+void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                                 const float *o, const float *saved, const struct rl_attn_in *in,
+                                 int G)
+{
+    const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
+    const int np = t5 ? a->H : G; /* T5: head h's owner takes g = h, h + H, ... in order */
+    double    t0 = rl_region_begin();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(rl_attn_team(a, np))
+    for (int p = 0; p < np; p++) {
+        int t = rl_thread_slot();
+        for (int g = p; g < G; g += t5 ? a->H : G)
+            head_backward(a, gr, dout, o, saved, in, g, t5 ? a->drel : NULL, a->scratch[t],
+                          a->toeplitz[t]);
+    }
+    rl_region_end(t0, np);
+}
