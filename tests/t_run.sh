@@ -88,6 +88,18 @@ r=$?; ok $r "paths of the file read against its directory, from elsewhere: data,
 ok $? "--set paths read against the working directory"
 (cd / && "$ROPELAB" run "$tmp/proj/runs/rel/config.ini" --out "$tmp/again" -q >/dev/null 2>"$tmp/err")
 ok $? "a run's config.ini runs again from any directory"
+cp "$tmp/proj/data/ids.npy" "$tmp/proj/data/ids2.npy"
+tiny_ini "$tmp/proj/exp/sw.ini" sw "name = tokens" <<EOF
+[train]
+steps = 1
+batch = 2
+[sweep]
+task.path = ../data/ids.npy, ../data/ids2.npy
+EOF
+(cd "$tmp/elsewhere" && "$ROPELAB" run ../proj/exp/sw.ini -q --out "$tmp/swr" >/dev/null 2>"$tmp/err") &&
+    grep -q "^path = $tmp/proj/data/ids2.npy\$" "$tmp/swr/sw/path=.._data_ids2.npy/config.ini" &&
+    grep -q "^task.path = ../data/ids.npy, ../data/ids2.npy\$" "$tmp/swr/sw/config.ini"
+ok $? "a swept path: each point's read against the file's directory, the list kept as written (it names the points)"
 
 # a shipped experiment by its name (ROPELAB_DATADIR stands for the installation's
 # share/ropelab, which has the source tree's experiments/ and data/ layout)

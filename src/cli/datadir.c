@@ -22,8 +22,9 @@ static int is_file(const char *p)
 
 int rl_cli_find_experiment(const char *arg, char *buf, size_t len)
 {
+    struct stat sb;
     snprintf(buf, len, "%s", arg);
-    if (is_file(arg)) return 1;
+    if (stat(arg, &sb) == 0) return 1; /* whatever it is: its reader says what is wrong */
     if (strchr(arg, '/') || !*arg) return 0;
     const char *dir = rl_cli_datadir(), *ext = strstr(arg, ".ini") ? "" : ".ini";
     if ((size_t)snprintf(buf, len, "%s/experiments/%s%s", dir, arg, ext) < len && is_file(buf))

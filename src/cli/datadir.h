@@ -10,8 +10,8 @@
 /* The directory holding experiments/ and data/. */
 const char *rl_cli_datadir(void);
 
-/* The experiment file that `arg` names: arg itself when it is a file, or, for a bare name
- * (no '/') that is not one, DATADIR/experiments/arg or arg.ini.  Returns 1 and the path in
+/* The experiment file that `arg` names: arg itself when it exists, or, for a bare name
+ * (no '/') that does not, DATADIR/experiments/arg or arg.ini.  Returns 1 and the path in
  * buf when found, 0 (buf = arg) otherwise. */
 int rl_cli_find_experiment(const char *arg, char *buf, size_t len);
 

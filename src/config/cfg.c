@@ -484,13 +484,13 @@ static int join_path(char *out, size_t len, const char *base, const char *rel)
     return k >= len;
 }
 
-/* The absolute directory that relative paths of `file` are read against ("" for the
- * working directory's when file is NULL). */
-static int base_dir(char *out, size_t len, const char *file)
+/* The absolute directory of `file`, which its relative paths are read against (the
+ * working directory when file has no '/'). */
+static int file_dir(char *out, size_t len, const char *file)
 {
-    char cwd[RL_CFG_PATH], dir[RL_CFG_PATH];
+    char        cwd[RL_CFG_PATH], dir[RL_CFG_PATH];
+    const char *slash = strrchr(file, '/');
     if (!getcwd(cwd, sizeof cwd)) return 1;
-    const char *slash = file ? strrchr(file, '/') : NULL;
     if (!slash) return join_path(out, len, cwd, ".");
     if ((size_t)(slash - file) >= sizeof dir) return 1;
     memcpy(dir, file, (size_t)(slash - file));
@@ -498,17 +498,19 @@ static int base_dir(char *out, size_t len, const char *file)
     return join_path(out, len, cwd, slash == file ? "/" : dir);
 }
 
-/* A path key's value resolved (see is_input_path): into out, or value itself when it
- * stays as given.  file: the INI file that gives it (NULL: the command line). */
-static const char *resolve(const struct rl_cfg_key *k, const char *value, const char *file,
+/* A path key's value resolved (see is_input_path) into out, or value itself when it stays
+ * as given.  dir: the absolute directory of the INI file that gives it (NULL: the command
+ * line, whose paths are read against the working directory).  A value that would not read
+ * back is left to parse_value to refuse. */
+static const char *resolve(const struct rl_cfg_key *k, const char *value, const char *dir,
                            char *out, size_t len, char *why, size_t wlen)
 {
-    char base[RL_CFG_PATH];
+    char cwd[RL_CFG_PATH];
     int  input = is_input_path(k->off), output = k->off == OFF(experiment.out);
-    if (!(input || (output && file)) || !value[0] || value[0] == '/' ||
+    if (!(input || (output && dir)) || !value[0] || value[0] == '/' || !reads_back(value) ||
         (k->off == OFF(train.init_from) && !strcmp(value, "none")))
         return value;
-    if (base_dir(base, sizeof base, file) || join_path(out, len, base, value)) {
+    if ((!dir && !(dir = getcwd(cwd, sizeof cwd))) || join_path(out, len, dir, value)) {
         snprintf(why, wlen, "'%s' resolved is longer than %zu characters", value, len - 1);
         return NULL;
     }
@@ -524,27 +526,11 @@ static void sweep_remove(struct rl_cfg *c, int j)
 
 /* [sweep] model.pe = none, rope: the key must exist outside [experiment] and [sweep], and
  * every value must be valid for it (parsed into a scratch copy). */
-/* A swept path key's list with each value resolved (resolve); values unchanged for the
- * other keys. */
-static rl_status sweep_paths(const struct rl_cfg_key *k, const char *values, const char *file,
-                             char *out, size_t len, const char *where, const char *name)
-{
-    char   buf[512], one[RL_CFG_PATH], why[256];
-    size_t n = 0;
-    snprintf(buf, sizeof buf, "%s", values);
-    out[0] = 0;
-    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-        const char *v = resolve(k, trim(t), file, one, sizeof one, why, sizeof why);
-        if (!v) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: %s", where, name, why);
-        n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0, "%s%s",
-                              n ? ", " : "", v);
-    }
-    if (n >= len) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: value list too long", where, name);
-    return RL_OK;
-}
-
-static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *raw, const char *where,
-                           int line, const char *file)
+/* The list is kept as written (it names the points); a swept path value is resolved for
+ * each point against dir, the directory of the file that lists it (NULL: the command line,
+ * the working directory). */
+static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
+                           const char *where, int line, const char *dir)
 {
     char        sec[64], why[512];
     const char *dot = strchr(name, '.');
@@ -555,10 +541,6 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *raw, 
     int i           = rl_cfg_find_key(sec, dot + 1);
     if (i < 0 || !strcmp(sec, "experiment"))
         RL_FAIL(RL_EINVAL, "%s: [sweep] %s: no such key to sweep", where, name);
-    char values[sizeof c->sweep.keys[0].values];
-    if (strlen(raw) >= sizeof values)
-        RL_FAIL(RL_EINVAL, "%s: [sweep] %s: value list too long", where, name);
-    RL_TRY(sweep_paths(&rl_cfg_keys[i], raw, file, values, sizeof values, where, name));
     for (int j = 0; j < c->sweep.n_keys; j++)
         if (!strcmp(c->sweep.keys[j].key, name)) {
             if (line) RL_FAIL(RL_EINVAL, "%s: [sweep] %s: swept twice", where, name);
@@ -585,24 +567,23 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *raw, 
     snprintf(s->values, sizeof s->values, "%s", values);
     s->n_values = n, s->line = line;
     snprintf(s->where, sizeof s->where, "%s", where);
+    snprintf(s->dir, sizeof s->dir, "%s", dir ? dir : "");
     c->sweep.n_keys++;
     return RL_OK;
 }
 
-/* rl_cfg_set_key for a value given by `file` (NULL: the command line), whose relative
- * paths it resolves. */
-static rl_status set_key_in(struct rl_cfg *c, const char *section, const char *key,
-                            const char *value, const char *where, const char *file)
+rl_status rl_cfg_set_key_at(struct rl_cfg *c, const char *section, const char *key,
+                            const char *value, const char *where, const char *dir)
 {
     char why[512], path[RL_CFG_PATH + 1];
-    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0, file);
+    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0, dir);
     if (!known_section(section)) RL_FAIL(RL_EINVAL, "%s: unknown section [%s]", where, section);
     int i = rl_cfg_find_key(section, key);
     if (i < 0) {
         unknown_key_msg(why, sizeof why, section, key);
         RL_FAIL(RL_EINVAL, "%s: [%s] %s", where, section, why);
     }
-    const char *v = resolve(&rl_cfg_keys[i], value, file, path, sizeof path, why, sizeof why);
+    const char *v = resolve(&rl_cfg_keys[i], value, dir, path, sizeof path, why, sizeof why);
     if (!v || parse_value(c, i, v, why, sizeof why))
         RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where, section, key, why);
     snprintf(c->where[i], sizeof c->where[i], "%s", where);
@@ -612,7 +593,7 @@ static rl_status set_key_in(struct rl_cfg *c, const char *section, const char *k
 rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
                          const char *where)
 {
-    return set_key_in(c, section, key, value, where, NULL);
+    return rl_cfg_set_key_at(c, section, key, value, where, NULL);
 }
 
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
@@ -645,8 +626,8 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
 struct parse_state {
     struct rl_cfg *c;
     const char    *name; /* file name for messages */
-    const char    *file; /* the file whose relative paths are read against its directory
-                            (NULL: a string, whose paths stay as they are) */
+    const char    *dir;  /* the absolute directory of the file, which its relative paths
+                            are read against (NULL: a string) */
     const char *text;    /* the remaining text (files are read whole: one reader for both) */
     int         line;    /* line the reader returned last */
     int         continuation;
@@ -748,7 +729,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!strcmp(section, "sweep")) {
         if (ps->continuation)
             return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 1;
-        if (sweep_add(ps->c, name, val, where, ps->line, ps->file) != RL_OK)
+        if (sweep_add(ps->c, name, val, where, ps->line, ps->dir) != RL_OK)
             state_fail(ps, "%s", rl_last_error());
         return 1;
     }
@@ -760,7 +741,7 @@ static int handler(void *user, const char *section, const char *name, const char
                           ps->seen[i]),
                1;
     }
-    if (set_key_in(ps->c, section, name, val, where, ps->file) != RL_OK)
+    if (rl_cfg_set_key_at(ps->c, section, name, val, where, ps->dir) != RL_OK)
         state_fail(ps, "%s", rl_last_error());
     else
         ps->seen[i] = ps->line;
@@ -803,7 +784,11 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
     if (!strncmp(text, "\xEF\xBB\xBF", 3))
         text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
-    ps->file     = need_section ? name : NULL;
+    char dir[RL_CFG_PATH];
+    if (need_section && file_dir(dir, sizeof dir, name))
+        return free(ps), rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                                         "%s: its directory's path is too long", name);
+    ps->dir      = need_section ? dir : NULL;
     rl_status st = parse(ps);
     free(ps);
     return st;

@@ -60,6 +60,8 @@ struct rl_cfg_sweep_key {
     int  n_values;
     int  line;                /* 0 when the key came from --set */
     char where[RL_CFG_WHERE]; /* "exp.ini:12" or "--set sweep.model.pe=..." */
+    char dir[RL_CFG_PATH];    /* the directory of the file that lists it ("" for --set):
+                                 a relative swept path is read against it */
 };
 
 struct rl_cfg {
@@ -136,8 +138,14 @@ rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *nam
 rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step);
 /* Apply one "section.key=value" override. */
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment);
+/* Set one key from its text value given in a file in directory dir (absolute; NULL: on
+ * the command line): a relative path (task.path, valid_path, train.init_from; out from a
+ * file) is read against dir, or the working directory, and kept absolute.  A sweep
+ * expansion sets a point's values with the directory of the file that listed them. */
+rl_status rl_cfg_set_key_at(struct rl_cfg *c, const char *section, const char *key,
+                            const char *value, const char *where, const char *dir);
 /* Set one key from its text value; `where` names the origin in messages.  Used by
- * rl_cfg_set and by a sweep expansion (one point = the base config + one value per key). */
+ * rl_cfg_set and --out (the command line: rl_cfg_set_key_at with no directory). */
 rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
                          const char *where);
 /* Combination checks that need no data. */
