@@ -43,10 +43,10 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences" ]
-ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note, ..., the 95 % intervals and their sizes"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,ref_acc" ]
+ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note, ..., the 95 % intervals and their sizes, the baseline"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0\(,n/a\)\{10\}$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0\(,n/a\)\{10\},[0-9.]*,[0-9.]*$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
 # elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
@@ -64,7 +64,8 @@ ok $? "summary.md: the exact-match table (per sequence) has every point"
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
-grep -q '^pe  *attention  *8  *16$' "$tmp/out" && grep -q '^rope  *linear  *[0-9.]* ± [0-9.]*  *[0-9.]* ± [0-9.]*$' "$tmp/out" &&
+grep -q '^pe  *attention  *8  *16$' "$tmp/out" &&
+    grep -q '^rope  *linear  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)$' "$tmp/out" &&
     grep -q '^copy: accuracy by evaluation length (training length 8), ± half the 95 % interval$' "$tmp/out"
 ok $? "the accuracy table is printed, each cell with half its 95 % interval"
 grep -q '^\[1/4\] pe=learned,attention=softmax .*done' "$tmp/out"; ok $? "progress lines per point"
@@ -174,11 +175,13 @@ EOF
 ROPELAB_GNUPLOT=none "$ROPELAB" run "$tmp/lm.ini" --out "$tmp/lm" >/dev/null 2>&1
 ok $? "a charlm sweep runs"
 l="$tmp/lm/lm"
-# 16 bins of 1 at length 16 and 64 bins of 1 at 64, per point; combined with the swept pe
-[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
-    [ "$(wc -l <"$l/pe=rope/positions.csv")" = 81 ] &&
-    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
-    [ "$(wc -l <"$l/positions.csv")" = 161 ] && grep -q '^alibi,softmax,64,63,64,[0-9.]*,[0-9]*,none$' "$l/positions.csv"
+# bins 0, 1, 2, 3, 4-5, 6-7, 8-10, 11-15 at length 16, and 16-22, 23-31, 32-44, 45-63
+# more at 64 (two an octave), per point; combined with the swept pe
+[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend,loss_lo,loss_hi" ] &&
+    [ "$(wc -l <"$l/pe=rope/positions.csv")" = 21 ] &&
+    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend,loss_lo,loss_hi" ] &&
+    [ "$(wc -l <"$l/positions.csv")" = 41 ] && grep -q '^alibi,softmax,64,45,64,[0-9.]*,[0-9]*,none,[0-9.]*,[0-9.]*$' "$l/positions.csv" &&
+    grep -q '^rope,softmax,16,11,16,[0-9.]*,[0-9]*,none,' "$l/pe=rope/positions.csv"
 ok $? "positions.csv: per point and combined, one line per position bin and length"
 # the weighted mean of the bins of a length is that length's loss in results.csv
 awk -F, 'NR > 1 && $3 == 64 { s += $6 * $7; n += $7 } END { printf "%.4f\n", s / n }' "$l/pe=rope/positions.csv" >"$tmp/pm"
