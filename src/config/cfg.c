@@ -328,7 +328,7 @@ static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char
 /* A string value that rl_cfg_render writes as "key = value" and the INI reader gives back
  * unchanged: no surrounding blanks (trimmed), no control characters, no comment start
  * (';' or '#' first or after a blank). */
-static int reads_back(const char *v)
+int rl_cfg_reads_back(const char *v)
 {
     size_t n = strlen(v);
     if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) return 0;
@@ -387,7 +387,7 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
             snprintf(why, len, "value longer than %ld characters", k->hi - 1);
             return 1;
         }
-        if (!reads_back(value)) {
+        if (!rl_cfg_reads_back(value)) {
             snprintf(why, len,
                      "'%s' would not read back from an INI file (a leading or trailing space, "
                      "a control character, or ';' or '#' at the start or after a space, "
@@ -446,75 +446,6 @@ static int known_section(const char *s)
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
         if (!strcmp(s, sections[i])) return 1;
     return 0;
-}
-
-/* ---- paths ---- */
-
-/* Keys that name files: data and checkpoints read (resolved against the INI file's
- * directory or, given on the command line, the working directory, and kept absolute so
- * that every config.ini a run writes reads back from anywhere), and the output directory
- * (resolved against the INI file's directory when the file gives it; as given otherwise,
- * relative to the working directory). */
-static int is_input_path(size_t off)
-{
-    return off == OFF(task.path) || off == OFF(task.valid_path) || off == OFF(train.init_from);
-}
-
-/* Lexically normalised "base/rel" (rel when absolute): "." and "x/.." parts removed. */
-static int join_path(char *out, size_t len, const char *base, const char *rel)
-{
-    char   buf[2 * RL_CFG_PATH + 2], *part[512], *save = NULL;
-    int    n = 0;
-    size_t k = 0;
-    if ((size_t)snprintf(buf, sizeof buf, "%s/%s", rel[0] == '/' ? "" : base, rel) >= sizeof buf)
-        return 1;
-    for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        if (!strcmp(t, ".")) continue;
-        if (!strcmp(t, "..")) {
-            n -= n > 0;
-            continue;
-        }
-        if (n == 512) return 1;
-        part[n++] = t;
-    }
-    out[0] = 0;
-    for (int i = 0; i < n && k < len; i++)
-        k += (size_t)snprintf(out + k, len - k, "/%s", part[i]);
-    if (!n && len > 1) snprintf(out, len, "/");
-    return k >= len;
-}
-
-/* The absolute directory of `file`, which its relative paths are read against (the
- * working directory when file has no '/'). */
-static int file_dir(char *out, size_t len, const char *file)
-{
-    char        cwd[RL_CFG_PATH], dir[RL_CFG_PATH];
-    const char *slash = strrchr(file, '/');
-    if (!getcwd(cwd, sizeof cwd)) return 1;
-    if (!slash) return join_path(out, len, cwd, ".");
-    if ((size_t)(slash - file) >= sizeof dir) return 1;
-    memcpy(dir, file, (size_t)(slash - file));
-    dir[slash - file] = 0;
-    return join_path(out, len, cwd, slash == file ? "/" : dir);
-}
-
-/* A path key's value resolved (see is_input_path) into out, or value itself when it stays
- * as given.  dir: the absolute directory of the INI file that gives it (NULL: the command
- * line, whose paths are read against the working directory).  A value that would not read
- * back is left to parse_value to refuse. */
-static const char *resolve(const struct rl_cfg_key *k, const char *value, const char *dir,
-                           char *out, size_t len, char *why, size_t wlen)
-{
-    char cwd[RL_CFG_PATH];
-    int  input = is_input_path(k->off), output = k->off == OFF(experiment.out);
-    if (!(input || (output && dir)) || !value[0] || value[0] == '/' || !reads_back(value) ||
-        (k->off == OFF(train.init_from) && !strcmp(value, "none")))
-        return value;
-    if ((!dir && !(dir = getcwd(cwd, sizeof cwd))) || join_path(out, len, dir, value)) {
-        snprintf(why, wlen, "'%s' resolved is longer than %zu characters", value, len - 1);
-        return NULL;
-    }
-    return out;
 }
 
 static void sweep_remove(struct rl_cfg *c, int j)
@@ -583,7 +514,8 @@ rl_status rl_cfg_set_key_at(struct rl_cfg *c, const char *section, const char *k
         unknown_key_msg(why, sizeof why, section, key);
         RL_FAIL(RL_EINVAL, "%s: [%s] %s", where, section, why);
     }
-    const char *v = resolve(&rl_cfg_keys[i], value, dir, path, sizeof path, why, sizeof why);
+    const char *v =
+        rl_cfg_resolve_path(&rl_cfg_keys[i], value, dir, path, sizeof path, why, sizeof why);
     if (!v || parse_value(c, i, v, why, sizeof why))
         RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where, section, key, why);
     snprintf(c->where[i], sizeof c->where[i], "%s", where);
@@ -785,7 +717,7 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
         text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
     char dir[RL_CFG_PATH];
-    if (need_section && file_dir(dir, sizeof dir, name))
+    if (need_section && rl_cfg_file_dir(dir, sizeof dir, name))
         return free(ps), rl_error_report(RL_EINVAL, __FILE__, __LINE__,
                                          "%s: its directory's path is too long", name);
     ps->dir      = need_section ? dir : NULL;

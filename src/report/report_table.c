@@ -528,49 +528,57 @@ static void best_line(const struct rl_report *r, int t, char f, struct rl_json_b
     free(rows);
 }
 
+/* With seeds, under a metric's table: the intervals of its means and, for the headline
+ * metric (first), the comparison with the best of each attention kind. */
+static rl_status seed_sections(const struct rl_report *r, int t, char f, int first,
+                               struct rl_json_buf *b)
+{
+    char title[96];
+    snprintf(title, sizeof title, "%s, 95 %% intervals over the seeds", metric_name(f));
+    RL_TRY(table_section(r, t, f, CELLS_SEED_INTERVAL, title,
+                         "The mean over the seeds ± half its 95 % interval, t(0.975, n − 1) "
+                         "std / √n (n seeds, in parentheses): the uncertainty of the mean "
+                         "itself, not the spread of single runs.",
+                         b));
+    if (!first) return RL_OK;
+    snprintf(title, sizeof title, "%s compared with the best of each attention kind",
+             metric_name(f));
+    return table_section(r, t, f, CELLS_COMPARE, title,
+                         "Mean minus the best mean among the rows of the same attention "
+                         "kind at that length. `n.s.`: not significant, the difference "
+                         "is at most the sum of the two rows' standard deviations over "
+                         "the seeds; `?`: fewer than 2 finished seeds on one side.",
+                         b);
+}
+
+/* One metric's table with its heading, text, notes and (headline) best-per-length line. */
+static rl_status metric_section(const struct rl_report *r, int t, char f, int first,
+                                struct rl_json_buf *b)
+{
+    struct table tb;
+    rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t], metric_name(f));
+    if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
+    rl_json_buf_puts(b, f == 'a'   ? "Accuracy: the fraction of scored target tokens "
+                                     "whose argmax prediction is right."
+                        : f == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
+                                   : "Loss: mean cross-entropy per scored target (nats).");
+    cells_text(r, t, f, b);
+    rl_json_buf_puts(b, "\n\n");
+    if (metric_table(r, t, f, first ? CELLS_MARKED : CELLS_VALUE, &tb) < 0)
+        RL_FAIL(RL_ENOMEM, "out of memory");
+    table_markdown(&tb, b);
+    free(tb.cell);
+    const char *na = na_note(r, t);
+    if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
+    if (first) best_line(r, t, f, b);
+    if (first && rl_rep_seeded(r)) mark_text(r, f, b);
+    return rl_rep_seeded(r) ? seed_sections(r, t, f, first, b) : RL_OK;
+}
+
 static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
 {
-    const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
-    struct table tb;
-    for (int i = 0; i < 2; i++) {
-        rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t],
-                           metric_name(fs[i]));
-        if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
-        rl_json_buf_puts(b, fs[i] == 'a'   ? "Accuracy: the fraction of scored target tokens "
-                                             "whose argmax prediction is right."
-                            : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
-                                           : "Loss: mean cross-entropy per scored target "
-                                             "(nats).");
-        cells_text(r, t, fs[i], b);
-        rl_json_buf_puts(b, "\n\n");
-        if (metric_table(r, t, fs[i], i == 0 ? CELLS_MARKED : CELLS_VALUE, &tb) < 0)
-            RL_FAIL(RL_ENOMEM, "out of memory");
-        table_markdown(&tb, b);
-        free(tb.cell);
-        const char *na = na_note(r, t);
-        if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
-        if (i == 0) best_line(r, t, fs[i], b);
-        if (i == 0 && rl_rep_seeded(r)) mark_text(r, fs[i], b);
-        if (!rl_rep_seeded(r)) continue;
-        char title[96];
-        snprintf(title, sizeof title, "%s, 95 %% intervals over the seeds", metric_name(fs[i]));
-        RL_TRY(table_section(r, t, fs[i], CELLS_SEED_INTERVAL, title,
-                             "The mean over the seeds ± half its 95 % interval, t(0.975, n − 1) "
-                             "std / √n (n seeds, in parentheses): the uncertainty of the mean "
-                             "itself, not the spread of single runs.",
-                             b));
-        if (i == 0)
-            RL_TRY(table_section(r, t, fs[i], CELLS_COMPARE,
-                                 fs[i] == 'a' ? "accuracy compared with the best of each "
-                                                "attention kind"
-                                              : "perplexity compared with the best of each "
-                                                "attention kind",
-                                 "Mean minus the best mean among the rows of the same attention "
-                                 "kind at that length. `n.s.`: not significant, the difference "
-                                 "is at most the sum of the two rows' standard deviations over "
-                                 "the seeds; `?`: fewer than 2 finished seeds on one side.",
-                                 b));
-    }
+    RL_TRY(metric_section(r, t, r->task_lm[t] ? 'p' : 'a', 1, b));
+    RL_TRY(metric_section(r, t, 'l', 0, b));
     if (r->task_lm[t])
         RL_TRY(position_table(r, t, b));
     else
