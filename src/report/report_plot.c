@@ -417,12 +417,12 @@ static void plot_throughput(const struct rl_report *r, struct plot_files *pf)
     if (!f) return; /* an evaluation directory, or no file */
     fclose(f);
     rl_gp_header(pf->gp, "throughput.svg", nb * 46 + 200 < 480 ? 480 : nb * 46 + 200,
-                 330 + 5 * maxlen);
-    fprintf(pf->gp, "set bmargin %d\n", maxlen / 2 + 3);
+                 340 + 3 * maxlen);
+    fprintf(pf->gp, "set bmargin %d\nset xrange [-0.6:%.1f]\n", maxlen / 3 + 2, nb - 0.4);
     fputs("set title \"training throughput\\n(solid: softmax attention, hatched: linear)\"\n"
           "set ylabel 'tokens / s'\nset yrange [0:*]\nset grid ytics lc rgb '#dddddd'\n"
           "set xtics rotate by 40 right scale 0 noenhanced\nunset key\n"
-          "set boxwidth 0.75\nset xrange [-0.6:*]\n"
+          "set boxwidth 0.75\n"
           "plot 'throughput.dat' using 1:($5 == 0 ? $3 : NaN):4:xtic(2) with boxes "
           "fs solid 0.8 border lc rgb '#333333' lc rgb variable, \\\n"
           "     '' using 1:($5 == 1 ? $3 : NaN):4 with boxes fs pattern 4 border "
