@@ -14,6 +14,9 @@
 #                      section may be reopened, a key given twice is an error)
 # The test ends with: echo "1..$n"; exit $failed
 n=0; failed=0
+# experiment files written under $tmp name data by absolute paths (relative ones would be
+# read against the file's own directory)
+[ -n "$top_srcdir" ] && top_srcdir=$(cd "$top_srcdir" && pwd)
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 
 scratch() {

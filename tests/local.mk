@@ -15,7 +15,7 @@ LDADD = $(TEST_LIBS)
 
 ## --- foundation tests ---
 check_PROGRAMS += tests/t_gemm tests/t_npy tests/t_rope
-check_PROGRAMS += tests/t_json
+check_PROGRAMS += tests/t_json tests/t_stats
 
 ## --- attention tests: softmax ---
 check_PROGRAMS += tests/t_attn_softmax
@@ -75,7 +75,7 @@ dist_check_DATA += \
 
 ## --- experiment tests ---
 check_PROGRAMS += tests/t_sweep
-dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh
+dist_check_SCRIPTS += tests/t_experiment.sh tests/t_eval.sh tests/t_interrupt.sh
 ## summary.md over seeds: mean ± std and the significance marks
 check_PROGRAMS += tests/t_report
 dist_check_SCRIPTS += tests/t_seeds.sh

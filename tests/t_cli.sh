@@ -109,7 +109,7 @@ bench --train --n 256,8|--n: expected an integer in [16, 65536], got '8' in '256
 bench --pe all --attention quadratic|--attention: expected one of softmax, linear, all, got 'quadratic'
 eval --rope-factor|option '--rope-factor' needs an argument
 generate ck --prompt a --seed -1|--seed: expected a non-negative integer, got '-1'
-run a.ini b.ini|one EXPERIMENT.ini expected, got 'a.ini' and 'b.ini'
+run a.ini b.ini|one EXPERIMENT.ini|NAME expected, got 'a.ini' and 'b.ini'
 report a b|one RUN_DIR expected, got 'a' and 'b'
 EOF_CASES
 # the help shows each choice's names and their help lines from the same tables

@@ -3,11 +3,13 @@
  * extension at evaluation time (eval.rope_extend) against a model built with the same
  * scaling; the factor auto = max(1, M/N); the checks that refuse impossible combinations;
  * [train] init_from (the new run's step-0 weights are the checkpoint's; a shape mismatch
- * names the tensor). */
+ * names the tensor); the 95 % intervals against their formulas applied to the per-row
+ * losses, and eval.batches = all reading every validation window once. */
 #include "config.h"
 #include "config/cfg.h"
 #include "experiment/train_impl.h"
 #include "model/checkpoint.h"
+#include "core/stats.h"
 #include "core/threads.h"
 #include "core/init.h"
 #include "core/util.h"
@@ -165,6 +167,99 @@ static void test_stride(void)
     free(c);
 }
 
+/* The intervals of one length recomputed here from the per-row losses of the validation
+ * batches, forward by forward: the mean over tokens and its clustered 95 % half-width
+ * (two passes in float64, one cluster per row), and the Wilson interval of exact match. */
+static void independent_interval(struct rl_trainer *t, int M, double *loss_h, double acc_h[2],
+                                 double *ex_lo, double *ex_hi)
+{
+    const struct rl_cfg *c    = t->c;
+    const int            rows = (int)fmax(1, lround((double)c->train.batch * c->task.length / M));
+    const int            R    = rows * c->eval.batches;
+    double              *y = malloc((size_t)R * sizeof *y), *h = malloc((size_t)R * sizeof *h);
+    double               N = 0, Y = 0, H = 0, ssy = 0, ssh = 0, exact = 0;
+    struct rl_batch      b;
+    if (!y || !h || rl_batch_alloc(&b, rows, M)) tap_bail("batch");
+    for (int i = 0; i < c->eval.batches; i++) {
+        double ls;
+        long   nt, nc;
+        if (rl_task_batch(t->task, &b, 1, i) || rl_model_forward(t->m, &b, &ls, &nt, &nc))
+            tap_bail("forward: %s", rl_last_error());
+        for (int r = 0; r < rows; r++) {
+            int all         = 1;
+            y[i * rows + r] = h[i * rows + r] = 0;
+            for (int p = 0; p < M; p++) {
+                y[i * rows + r] += rl_model_row_loss(t->m)[r * M + p];
+                h[i * rows + r] += rl_model_row_correct(t->m)[r * M + p];
+                all &= rl_model_row_correct(t->m)[r * M + p];
+            }
+            exact += all;
+        }
+    }
+    for (int r = 0; r < R; r++)
+        N += M, Y += y[r], H += h[r];
+    for (int r = 0; r < R; r++)
+        ssy += (y[r] - Y / N * M) * (y[r] - Y / N * M),
+            ssh += (h[r] - H / N * M) * (h[r] - H / N * M);
+    *loss_h = rl_t975(R - 1) * sqrt((double)R / (R - 1) * ssy) / N;
+    /* accuracy: Wilson at the effective size p (1 - p) / clustered variance */
+    double p = H / N, v = (double)R / (R - 1) * ssh / (N * N), lo, hi;
+    double neff = p > 0 && p < 1 && v > 0 ? fmin(N, fmax(1, p * (1 - p) / v)) : R;
+    rl_wilson95(p * neff, neff, &lo, &hi);
+    acc_h[0] = lo, acc_h[1] = hi;
+    rl_wilson95(exact, R, ex_lo, ex_hi);
+    rl_batch_free(&b);
+    free(y), free(h);
+}
+
+static void test_intervals(void)
+{
+    struct rl_cfg     *c = malloc(sizeof *c);
+    rl_task           *task;
+    struct rl_trainer  t;
+    struct rl_eval_row a[RL_EVAL_MAX_ROWS];
+    int                na = 0, ok = 1;
+    trainer(&t, c, &task, NULL);
+    if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
+    for (int i = 0; i < na; i++) {
+        double lh, ah[2], el, eh;
+        independent_interval(&t, a[i].length, &lh, ah, &el, &eh);
+        int good = fabs(a[i].loss_hi - a[i].loss - lh) <= 1e-9 * lh &&
+                   fabs(a[i].loss - a[i].loss_lo - lh) <= 1e-9 * lh &&
+                   fabs(a[i].ppl_hi - exp(a[i].loss_hi)) <= 1e-12 * a[i].ppl_hi &&
+                   fabs(a[i].acc_lo - ah[0]) <= 1e-9 && fabs(a[i].acc_hi - ah[1]) <= 1e-9 &&
+                   fabs(a[i].exact_lo - el) <= 1e-12 && fabs(a[i].exact_hi - eh) <= 1e-12;
+        if (!good)
+            tap_diag("length %d: loss +- %.9g vs %.9g, acc [%.9g, %.9g] vs [%.9g, %.9g]",
+                     a[i].length, a[i].loss_hi - a[i].loss, lh, a[i].acc_lo, a[i].acc_hi, ah[0],
+                     ah[1]);
+        ok &= good;
+    }
+    tap_ok(ok && na == 3, "95 %% intervals of loss, ppl, acc (rows as clusters; acc Wilson at the "
+                          "effective size) and exact match (Wilson) equal their formulas on the "
+                          "per-row losses, at 16, 32, 64");
+    /* batches = all: each validation row once, the last batch cut to what is left */
+    const double w64 = a[2].loss_hi - a[2].loss_lo;
+    c->eval.batches  = 0;
+    if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
+    int64_t W16 = rl_task_valid_rows(task, 16), W64 = rl_task_valid_rows(task, 64);
+    tap_ok(W16 > 100 && a[0].sequences == W16 && a[0].targets == W16 * 16 &&
+               a[2].sequences == W64 && a[2].targets == W64 * 64 &&
+               a[2].loss_hi - a[2].loss_lo < 0.5 * w64,
+           "batches = all: every validation window once (%lld at 16, %lld at 64), the interval at "
+           "64 narrower than with 2 batches (%.4f vs %.4f)",
+           (long long)W16, (long long)W64, a[2].loss_hi - a[2].loss_lo, w64);
+    c->eval.n_lengths = 1, c->eval.lengths[0] = 64, c->eval.stride = 16;
+    if (rl_trainer_evaluate(&t, a, &na) != RL_OK) tap_bail("%s", rl_last_error());
+    tap_ok(a[0].targets == W64 * 64,
+           "... and with sliding windows every target of the "
+           "stream of those windows once (%ld)",
+           a[0].targets);
+    rl_trainer_free(&t);
+    rl_task_free(task);
+    free(c);
+}
+
 static void test_extend(void)
 {
     struct rl_cfg     *c = malloc(sizeof *c), *c2 = malloc(sizeof *c2);
@@ -281,6 +376,21 @@ static void test_checks(void)
     refused(f, "expected auto or a number >= 1", "rope_factor < 1");
     const char *const g[] = {"eval.rope_extend=pi, pi", NULL};
     refused(g, "'pi' listed twice", "a method listed twice");
+    const char *const h[] = {"task.name=copy", "task.path=", "eval.lengths=16", "eval.batches=all",
+                             NULL};
+    refused(h,
+            "--set eval.batches=all: [eval] batches: all: the copy task generates its "
+            "validation data without end",
+            "batches = all on a generator task");
+    const char *const k[] = {"eval.batches=0", NULL};
+    refused(k, "expected a positive integer or all, got '0'", "batches = 0");
+    struct rl_cfg *c = malloc(sizeof *c);
+    char           buf[4096];
+    rl_cfg_defaults(c);
+    tap_ok(c && rl_cfg_set(c, "eval.batches=all") == RL_OK && c->eval.batches == 0 &&
+               rl_cfg_render(c, buf, sizeof buf, 0) > 0 && strstr(buf, "\nbatches = all\n"),
+           "batches = all is read and written back as all");
+    free(c);
 }
 
 static void load_params(const char *path, const struct rl_cfg *c, rl_task *task, float **p,
@@ -357,6 +467,7 @@ int main(void)
     tap_scratch(tmpdir, sizeof tmpdir, "t_eval");
     write_text();
     test_stride();
+    test_intervals();
     test_extend();
     test_checks();
     test_init_from();

@@ -31,15 +31,26 @@ EOF
 "$ROPELAB" run lm.ini --out runs -q >/dev/null 2>err; ok $? "a charlm sweep with stride 8 and rope_extend none, pi, ntk, yarn runs"
 d=runs/lm
 [ "$(grep -c '^rope,' $d/results.csv)" = 8 ] && [ "$(grep -c '^alibi,' $d/results.csv)" = 2 ] &&
-    grep -q '^rope,softmax,64,.*,pi,4,8$' $d/results.csv && grep -q '^rope,softmax,16,.*,ntk,1,8$' $d/results.csv &&
-    grep -q '^rope,softmax,64,.*,yarn,4,8$' $d/results.csv
+    grep -q '^rope,softmax,64,.*,pi,4,8,' $d/results.csv && grep -q '^rope,softmax,16,.*,ntk,1,8,' $d/results.csv &&
+    grep -q '^rope,softmax,64,.*,yarn,4,8,' $d/results.csv
 ok $? "results.csv: RoPE rows per method and length with factor auto = M/N, ALiBi once, stride 8"
-grep -q '^## charlm: perplexity by evaluation length, rope_extend = pi$' $d/summary.md &&
-    grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = none$' $d/summary.md | grep -q '^| alibi |' &&
-    ! grep -A8 '^## charlm: perplexity by evaluation length, rope_extend = yarn$' $d/summary.md | grep -q '^| alibi |'
-ok $? "summary.md: one table per method; ALiBi in the none table only"
-grep -q "'charlm-ppl.dat' index 1 using 1:2 with linespoints title 'rope pi', .* title 'alibi none'$" $d/plots/plots.gp
-ok $? "the ppl-vs-length plot has one line per method"
+grep -A10 '^## charlm: perplexity by evaluation length$' $d/summary.md >tbl &&
+    grep -q '^| pe | attention | rope_extend | 16 | 64 |$' tbl &&
+    [ "$(grep -c '^| rope | softmax | \(none\|pi\|ntk\|yarn\) | [0-9.]* ± [0-9.]* | [0-9.]* ± [0-9.]* |$' tbl)" = 4 ] &&
+    grep -q '^| alibi | softmax | none | ' tbl && [ "$(grep -c '^| alibi |' tbl)" = 1 ] &&
+    ! grep -q 'rope_extend = ' $d/summary.md &&
+    grep -q '^Best per length (the lowest perplexity): softmax — 16: [a-z]*/[a-z]* [0-9.]*, 64: [a-z]*/[a-z]* [0-9.]*\.$' $d/summary.md
+ok $? "summary.md: one table, a row per RoPE method and ALiBi's once (none); the best per length"
+# the ppl figure's legend: the encodings in order (alibi before rope), RoPE's methods in
+# theirs, then the training length and the baseline; each method dashed its own way
+awk "/set output 'charlm-ppl.svg'/ { on = 1; next } /set output/ { on = 0 } on" $d/plots/plots.gp | grep '^plot NaN with' >fig
+[ "$(grep -o 'title "[^"]*"' fig | sed -n 1,6p | tr '\n' '|')" = 'title "alibi none"|title "rope none"|title "rope pi"|title "rope ntk"|title "rope yarn"|title "training length 16"|' ] &&
+    grep -q 'title "unigram model [0-9.]*' fig
+r1=$?
+grep -q 'NaN with linespoints lc rgb .#1f77b4. dt 2 .* title "rope pi"' fig &&
+    grep -q 'NaN with linespoints lc rgb .#1f77b4. dt 4 .* title "rope yarn"' fig &&
+    grep -q 'NaN with linespoints lc rgb .#ff7f0e. dt 1 .* title "alibi none"' fig
+ok $(( r1 + $? )) "the ppl-vs-length plot: one line per point and method in the legend's order, rope blue, alibi orange, a dash per method"
 
 # --- eval of the run repeats its numbers (all but the timing column) ---
 "$ROPELAB" eval $d >out 2>err; ok $? "ropelab eval RUN_DIR exits 0"
@@ -49,7 +60,9 @@ ok $? "default output: RUN_DIR/eval with config.ini, results.csv, summary.md, th
 nots() { awk -F, -v OFS=, '{ $8 = ""; print }' "$1"; }
 nots $d/results.csv >a; nots $d/eval/results.csv >b
 cmp -s a b; ok $? "the evaluation's results.csv equals the run's (but ms_per_1k_tokens)"
-grep -q '^rope  *softmax' out && grep -q 'rope_extend = yarn' out; ok $? "the table is printed, per method"
+grep -q '^pe  *attention  *rope_extend  *16  *64$' out && grep -q '^rope  *softmax  *yarn  ' out &&
+    grep -q '^alibi  *softmax  *none  ' out
+ok $? "the table is printed, a row per method"
 "$ROPELAB" eval $d -q --lengths=16,64 --stride 8 --rope-extend=none,pi,ntk,yarn >/dev/null 2>err &&
     [ -d $d/eval-2 ] && nots $d/eval-2/results.csv >c && cmp -s a c
 ok $? "--opt=value and --opt value; a second evaluation goes to RUN_DIR/eval-2"
@@ -69,11 +82,11 @@ done
 # --- one checkpoint ---
 ck="$d/pe=rope/checkpoints/step-6.safetensors"
 "$ROPELAB" eval "$ck" -q --rope-extend pi --lengths 64 >/dev/null 2>err; ok $? "ropelab eval CHECKPOINT"
-grep '^rope,softmax,64,.*,pi,4,8$' $d/results.csv | cut -d, -f1-7 >a
+grep '^rope,softmax,64,.*,pi,4,8,' $d/results.csv | cut -d, -f1-7 >a
 grep '^rope,softmax,64' eval-lm/results.csv | cut -d, -f1-7 >b
 [ -s a ] && cmp -s a b; ok $? "./eval-lm: the checkpoint's config from its metadata, the run's pi row at 64"
 "$ROPELAB" eval "$ck" -q --stride 0 --rope-extend none --lengths 64 --out sl >/dev/null &&
-    [ "$(cut -d, -f6 sl/results.csv | tail -1)" != "$(grep '^rope,softmax,64,.*,none,1,8$' $d/results.csv | cut -d, -f6)" ]
+    [ "$(cut -d, -f6 sl/results.csv | tail -1)" != "$(grep '^rope,softmax,64,.*,none,1,8,' $d/results.csv | cut -d, -f6)" ]
 ok $? "--stride 0 (non-overlapping) gives another loss than the run's stride 8"
 
 # --- --set ---
@@ -119,7 +132,7 @@ ok $? "data that moved: exit 1 saying how to give its place"
 "$ROPELAB" eval $d -q --out y --set task.path="$tmp/moved.txt" >/dev/null 2>err; ok $? "--set task.path: the moved data"
 mv moved.txt text.txt
 "$ROPELAB" run lm.ini --out runs -q --set experiment.name=ln --set model.pe=learned --set eval.stride=0 >/dev/null 2>&1 &&
-    "$ROPELAB" eval runs/ln -q --lengths 16,32 >out 2>&1 && grep -q '^learned,softmax,32,n/a,.*,learned PE has max_len rows,none,1,0$' runs/ln/eval/results.csv &&
+    "$ROPELAB" eval runs/ln -q --lengths 16,32 >out 2>&1 && grep -q '^learned,softmax,32,n/a,.*,learned PE has max_len rows,none,1,0,' runs/ln/eval/results.csv &&
     grep -q 'n/a (learned PE has max_len rows)' out
 ok $? "learned PE beyond its rows: n/a with the reason"
 

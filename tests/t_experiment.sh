@@ -43,15 +43,15 @@ grep -q '^pe = rope$' "$d/pe=rope,attention=linear/config.ini" && grep -q '^atte
 ok $? "a point's config.ini holds its values and no [sweep]"
 grep -q '^\[sweep\]' "$d/config.ini" && grep -q '^model.pe = learned, rope$' "$d/config.ini"
 ok $? "the experiment's config.ini keeps the [sweep] section"
-[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride" ]
-ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note"
+[ "$(head -1 "$d/results.csv")" = "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,ref_acc" ]
+ok $? "results.csv header: swept keys, length, acc, exact, loss, ppl, ms_per_1k_tokens, den_le_eps, note, ..., the 95 % intervals and their sizes, the baseline"
 [ "$(wc -l <"$d/results.csv")" = 9 ]; ok $? "results.csv: 4 points x 2 lengths = 8 rows"
-grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0$' "$d/results.csv" &&
+grep -q '^learned,linear,16,n/a,n/a,n/a,n/a,n/a,n/a,learned PE has max_len rows,none,1,0\(,n/a\)\{10\},[0-9.]*,[0-9.]*$' "$d/results.csv" &&
     grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: learned PE beyond max_len is n/a with the reason; rope has numbers"
 # elu1 with an unrotated denominator: no denominator is <= eps; softmax rows leave it empty
-grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,,none,1,0$' "$d/results.csv" &&
-    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,,none,1,0$' "$d/results.csv"
+grep -q '^rope,linear,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,0,,none,1,0,' "$d/results.csv" &&
+    grep -q '^rope,softmax,16,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,,,none,1,0,' "$d/results.csv"
 ok $? "results.csv: den_le_eps is 0 for elu1 linear attention, empty for softmax"
 grep -A8 '^## copy: linear-attention denominators' "$d/summary.md" >"$tmp/den" &&
     [ "$(grep -c '^| \(learned\|rope\) | linear | ' "$tmp/den")" = 2 ] &&
@@ -64,8 +64,10 @@ ok $? "summary.md: the exact-match table (per sequence) has every point"
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
-grep -q '^pe  *attention  *8  *16$' "$tmp/out" && grep -q '^rope  *linear  *[0-9.]*  *[0-9.]*$' "$tmp/out"
-ok $? "the accuracy table is printed"
+grep -q '^pe  *attention  *8  *16$' "$tmp/out" &&
+    grep -q '^rope  *linear  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)$' "$tmp/out" &&
+    grep -q '^copy: accuracy by evaluation length (training length 8), ± half the 95 % interval$' "$tmp/out"
+ok $? "the accuracy table is printed, each cell with half its 95 % interval"
 grep -q '^\[1/4\] pe=learned,attention=softmax .*done' "$tmp/out"; ok $? "progress lines per point"
 if [ -n "$("$ROPELAB" --version | grep '^gnuplot: /')" ] && [ -z "${ROPELAB_GNUPLOT+x}" ]; then
     [ -s "$d/plots/copy-acc.svg" ] && [ -s "$d/plots/copy-loss.svg" ] && [ -s "$d/plots/throughput.svg" ]
@@ -82,7 +84,17 @@ ok $? "ropelab report exits 0"
 cmp -s "$d/summary.md" "$tmp/summary.run" && cmp -s "$d/results.csv" "$tmp/results.run"
 ok $? "report regenerates summary.md and results.csv byte for byte"
 # a run written before results.csv had den_le_eps, rope_extend, rope_factor and stride: the
-# report takes the denominator counts from eval.jsonl and reads the rest as none, 1, 0
+# report takes the denominator counts from eval.jsonl and reads the rest as none, 1, 0 (the
+# intervals, newer still, go first: the reference is the report without them)
+for f in "$d"/*/results.csv; do
+    cut -d, -f1-13 "$f" >"$f.old" && mv "$f.old" "$f"
+done
+ROPELAB_GNUPLOT=none "$ROPELAB" report "$d" >/dev/null 2>&1
+cut -d, -f1-13 "$tmp/results.run" >"$tmp/x"; cut -d, -f1-13 "$d/results.csv" >"$tmp/y"
+! grep -q ' ± ' "$d/summary.md" && cmp -s "$tmp/x" "$tmp/y" &&
+    [ "$(head -1 "$d/results.csv")" = "$(head -1 "$tmp/results.run")" ]
+ok $? "report of points without the interval columns: no intervals in summary.md, the other columns as they were"
+cp "$d/summary.md" "$tmp/summary.run"; cp "$d/results.csv" "$tmp/results.run"
 for f in "$d"/*/results.csv; do
     awk -F, -v OFS=, '{ print $1, $2, $3, $4, $5, $6, $7, $8, $10 }' "$f" >"$f.old"
     mv "$f.old" "$f"
@@ -117,8 +129,10 @@ ok $? "report of a results.csv with a header only: exit 1"
 ok $? "--stop-after 9: interrupted after 9 updates, exit 0"
 b="$tmp/b/tiny"; p1="$b/pe=learned,attention=softmax"; p2="$b/pe=learned,attention=linear"
 [ -f "$p1/results.csv" ] && [ ! -f "$p2/results.csv" ] && [ -f "$p2/checkpoints/step-2.safetensors" ] &&
-    [ ! -d "$b/pe=rope,attention=softmax" ] && [ ! -f "$b/summary.md" ]
-ok $? "point 1 finished, point 2 interrupted after its step-2 checkpoint, nothing else"
+    [ -f "$p2/checkpoints/step-3.safetensors" ] &&
+    [ ! -d "$b/pe=rope,attention=softmax" ] && [ ! -f "$b/summary.md" ] &&
+    grep -q "^stopped after 9 updates (--stop-after) at update 3 of 6 of pe=learned,attention=linear, saved in $p2/checkpoints/step-3.safetensors; continue with: ropelab run .*--resume$" "$tmp/out"
+ok $? "point 1 finished, point 2 stopped after update 3 with its checkpoint, said so, nothing else"
 t1=$(stat -c '%y' "$p1/results.csv" "$p1/metrics.jsonl" "$p1/checkpoints/step-6.safetensors")
 c1=$(cksum <"$p1/metrics.jsonl")
 sleep 0.05
@@ -128,8 +142,9 @@ ok $? "--resume completes the sweep"
     [ "$c1" = "$(cksum <"$p1/metrics.jsonl")" ] && grep -q '^\[1/4\] .*skipped' "$tmp/out"
 ok $? "the finished point is not redone (same file times and records)"
 [ "$(sed 's/^{"step": \([0-9]*\),.*/\1/' "$p2/metrics.jsonl" | tr '\n' ' ')" = "2 4 6 " ] &&
-    grep -q '^\[2/4\] .*done.*: 4 updates' "$tmp/out"
-ok $? "the interrupted point resumed from update 2: records 2, 4, 6 once each"
+    grep -q '^\[2/4\] .*done.*: 3 updates' "$tmp/out" &&
+    [ "$(ls "$p2/checkpoints")" = "$(printf 'step-2.safetensors\nstep-4.safetensors\nstep-6.safetensors')" ]
+ok $? "the interrupted point resumed from update 3: records 2, 4, 6 once each, the stop's checkpoint gone"
 cut -d, -f1-6 "$d/results.csv" >"$tmp/x"; cut -d, -f1-6 "$b/results.csv" >"$tmp/y"
 cmp -s "$tmp/x" "$tmp/y"; ok $? "resumed sweep: acc, loss, ppl equal the uninterrupted run's"
 "$ROPELAB" run "$tmp/tiny.ini" --out "$tmp/b" --resume --set train.lr=0.5 >/dev/null 2>"$tmp/err"; r=$?
@@ -160,11 +175,13 @@ EOF
 ROPELAB_GNUPLOT=none "$ROPELAB" run "$tmp/lm.ini" --out "$tmp/lm" >/dev/null 2>&1
 ok $? "a charlm sweep runs"
 l="$tmp/lm/lm"
-# 16 bins of 1 at length 16 and 64 bins of 1 at 64, per point; combined with the swept pe
-[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
-    [ "$(wc -l <"$l/pe=rope/positions.csv")" = 81 ] &&
-    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend" ] &&
-    [ "$(wc -l <"$l/positions.csv")" = 161 ] && grep -q '^alibi,softmax,64,63,64,[0-9.]*,[0-9]*,none$' "$l/positions.csv"
+# bins 0, 1, 2, 3, 4-5, 6-7, 8-10, 11-15 at length 16, and 16-22, 23-31, 32-44, 45-63
+# more at 64 (two an octave), per point; combined with the swept pe
+[ "$(head -1 "$l/pe=rope/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend,loss_lo,loss_hi" ] &&
+    [ "$(wc -l <"$l/pe=rope/positions.csv")" = 21 ] &&
+    [ "$(head -1 "$l/positions.csv")" = "pe,attention,length,position_start,position_end,loss,targets,rope_extend,loss_lo,loss_hi" ] &&
+    [ "$(wc -l <"$l/positions.csv")" = 41 ] && grep -q '^alibi,softmax,64,45,64,[0-9.]*,[0-9]*,none,[0-9.]*,[0-9.]*$' "$l/positions.csv" &&
+    grep -q '^rope,softmax,16,11,16,[0-9.]*,[0-9]*,none,' "$l/pe=rope/positions.csv"
 ok $? "positions.csv: per point and combined, one line per position bin and length"
 # the weighted mean of the bins of a length is that length's loss in results.csv
 awk -F, 'NR > 1 && $3 == 64 { s += $6 * $7; n += $7 } END { printf "%.4f\n", s / n }' "$l/pe=rope/positions.csv" >"$tmp/pm"

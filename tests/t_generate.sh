@@ -50,6 +50,17 @@ s1=$(G "$lin" --prompt "In the" --tokens 40 --temperature 1.5 --seed 5)
 s2=$(G "$lin" --seed=5 --temperature=1.5 --tokens=40 --prompt="In the")
 s3=$(G "$lin" --prompt "In the" --tokens 40 --temperature 1.5 --seed 6)
 [ "$s1" = "$s2" ] && [ "$s1" != "$s3" ]; ok $? "sampling is deterministic for a seed, and the seed matters"
+# a run or point directory stands for its latest checkpoint; a sweep's run directory needs
+# its point named
+e=$(G "$tmp/runs/lin" --prompt "In the" --tokens 24 --temperature 0)
+[ "$a" = "$e" ]; ok $? "a run directory generates as its latest checkpoint"
+printf '[experiment]\nname = sw\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n[task]\n%b\n[train]\nsteps = 1\nbatch = 2\n[eval]\nbatches = 1\n[sweep]\nmodel.pe = rope, alibi\n' "$text" >"$tmp/sw.ini"
+"$ROPELAB" run "$tmp/sw.ini" --out "$tmp/runs" --threads 1 -q >/dev/null 2>&1
+f=$(G "$tmp/runs/sw/pe=alibi" --prompt "In the" --tokens 8 --temperature 0) &&
+    g=$(G "$tmp/runs/sw/pe=alibi/checkpoints/step-1.safetensors" --prompt "In the" --tokens 8 --temperature 0) &&
+    [ "$f" = "$g" ]
+ok $? "a point directory generates as its latest checkpoint"
+expect 1 "runs/sw: a sweep of 2 points: name one, .*(its points: pe=rope, pe=alibi)" "$tmp/runs/sw" --prompt x
 printf 'In the' >"$tmp/prompt.txt"
 d=$(G "$lin" --prompt-file "$tmp/prompt.txt" --tokens 24 --temperature 0)
 [ "$a" = "$d" ]; ok $? "--prompt-file equals --prompt"

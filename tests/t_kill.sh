@@ -106,13 +106,13 @@ ok $? "resume removes the temporary files of interrupted writes, saying so"
 
 # a damaged latest checkpoint: resume names it and passes over it to the newest intact one
 d="$tmp/dmg/runs/k/pe=rope"
-rl "$tmp/dmg" --stop-after 15 >/dev/null 2>&1
-size=$(wc -c <"$d/checkpoints/step-14.safetensors")
-printf '\001' | dd of="$d/checkpoints/step-14.safetensors" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
+rl "$tmp/dmg" --stop-after 15 >/dev/null 2>&1 # its checkpoint of update 15 is the latest
+size=$(wc -c <"$d/checkpoints/step-15.safetensors")
+printf '\001' | dd of="$d/checkpoints/step-15.safetensors" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
 rl "$tmp/dmg" --resume >"$tmp/out" 2>"$tmp/err"
 rc=$?
-grep -q 'step-14.safetensors: tensor .* checksum mismatch' "$tmp/out" &&
-    grep -q 'trying .*step-12.safetensors' "$tmp/out"
+grep -q 'step-15.safetensors: tensor .* checksum mismatch' "$tmp/out" &&
+    grep -q 'trying .*step-14.safetensors' "$tmp/out"
 ok $? "a corrupt latest checkpoint is named and passed over for the previous one"
 [ $rc = 0 ] || sed 's/^/# /' "$tmp/err"
 normalise "$tmp/dmg/runs/k" "$tmp/dmg.norm"

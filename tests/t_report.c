@@ -6,8 +6,9 @@
  * marked like their higher-is-better mirror, the cells and the comparison table of
  * summary.md and of the printed table, error bars in the plot data, and a single-seed run
  * whose summary.md has the shape it has always had (no ±, no counts, no marks),
- * train.data_seed aggregated like train.seed, and a character-LM run (perplexity marked
- * lowest-best; the loss-by-position table over seeds against float64). */
+ * train.data_seed aggregated like train.seed, a character-LM run (perplexity marked
+ * lowest-best; the loss-by-position table over seeds against float64), the 95 % intervals
+ * over seeds and of a single run's rows, and RoPE extension methods as rows of one table. */
 #include "config.h"
 #include "config/cfg.h"
 #include "report/report.h"
@@ -254,8 +255,13 @@ static void test_summary(void)
     char *gp;
     snprintf(path, sizeof path, "%s/plots/plots.gp", dir);
     gp = slurp(path);
-    tap_ok(!strncmp(s, "8 0.5 0.02\n", 11) && strstr(gp, "using 1:2:3 with yerrorlines"),
-           "the accuracy plot: the mean with error bars of one std (data and script)");
+    /* the first curve is none, softmax (the encodings' order): 0.50, 0.52, 0.48 at 8 */
+    double x = 0, y = 0, lo = 0, hi = 0, h = 4.3027 * 0.02 / sqrt(3);
+    tap_ok(sscanf(strchr(s, '\n') + 1, "%lf %lf %lf %lf", &x, &y, &lo, &hi) == 4 && x == 8 &&
+               fabs(y - 0.5) < 1e-9 && fabs(lo - (0.5 - h)) < 1e-5 && fabs(hi - (0.5 + h)) < 1e-5 &&
+               !strncmp(s, "# none\n", 7) && strstr(gp, "using 1:2:3:4 with yerrorbars"),
+           "the accuracy plot: the mean with error bars of its 95 %% interval over the seeds "
+           "(data and script)");
     free(s), free(gp);
 }
 
@@ -292,7 +298,7 @@ static void test_single_seed(void)
     snprintf(path, sizeof path, "%s/plots/plots.gp", dir);
     s = slurp(path);
     tap_ok(strstr(s, "using 1:2 with linespoints") && !strstr(s, "yerror"),
-           "one seed: the accuracy plot has lines and points, no error bars");
+           "one seed without intervals in its results: lines and points, no error bars");
     free(s);
 }
 
@@ -374,8 +380,8 @@ static void test_lm(void)
     free(sw);
     char *s = report_summary(dir, NULL);
     /* none 9.9 +- 0.1, rope 7.3 +- 0.1 at 8; none 10.6 +- 0.1, rope 10.733 +- 0.289 at 16 */
-    tap_ok(strstr(s, "\n| none | softmax | 9.9 ± 0.1 (3) | 10.6 ± 0.1 (3) * |\n") &&
-               strstr(s, "\n| rope | softmax | 7.3 ± 0.1 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
+    tap_ok(strstr(s, "\n| none | softmax | 9.900 ± 0.100 (3) | 10.60 ± 0.10 (3) * |\n") &&
+               strstr(s, "\n| rope | softmax | 7.300 ± 0.100 (3) * | 10.73 ± 0.29 (3) ≈ |\n") &&
                strstr(s, "the lowest perplexity"),
            "perplexity: the lowest marked best, a difference within the spread marked ≈");
     /* position ranges 0-8 (bins 0, 1) and 8-16 (bin 2), target-weighted per point */
@@ -403,6 +409,113 @@ static void test_lm(void)
     free(s);
 }
 
+/* The 95 % intervals: over seeds, mean -+ t(0.975, n-1) std / sqrt(n) of this file's
+ * float64 statistics; for one seed, the interval of the point's results.csv row, in the
+ * cells of summary.md and of the printed table as "value ± half its width". */
+static void test_intervals(void)
+{
+    char              dir[300], path[400], text[1024];
+    struct rl_report *r;
+    snprintf(dir, sizeof dir, "%s/seeds", tmp);
+    if (rl_rep_load(&r, dir) != RL_OK) tap_bail("load: %s", rl_last_error());
+    int ok = 1, checked = 0;
+    for (int att = 0; att < NATT; att++)
+        for (int pe = 0; pe < NPE; pe++)
+            for (int j = 0; j < NL; j++) {
+                double m, s, lo = 0, hi = 0;
+                int    n = ref_stat(att, pe, j, &m, &s), g = group_of(r, pe, att);
+                int    k = rl_rep_interval(r, g, NULL, 'a', length[j], &lo, &hi);
+                double h = n == 3 ? 4.3027 * s / sqrt(3) : NAN;
+                if (n == 3)
+                    ok &= k == 3 && fabs(lo - (m - h)) < 1e-4 * s + 1e-12 &&
+                          fabs(hi - (m + h)) < 1e-4 * s + 1e-12;
+                else
+                    ok &= k == 0; /* one seed, no interval in its results.csv */
+                checked += n == 3;
+            }
+    rl_rep_free(r);
+    tap_ok(ok && checked == 10, "over 3 seeds: mean -+ 4.3027 std / sqrt(3) (%d rows x lengths)",
+           checked);
+    snprintf(dir, sizeof dir, "%s/ci", tmp);
+    if (rl_mkdir_p(dir) != RL_OK) tap_bail("mkdir %s", dir);
+    snprintf(path, sizeof path, "%s/config.ini", dir);
+    write_text(path, "[experiment]\nname = ci\n[model]\nattention = linear\n[task]\nname = "
+                     "copy\nlength = 8\n[eval]\nlengths = 8, 16\n");
+    snprintf(text, sizeof text,
+             "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
+             "rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,"
+             "ppl_lo,ppl_hi,targets,sequences\n"
+             "rope,linear,8,0.9,0.5,1.2,%.9g,1,0,,none,1,0,0.85,0.95,0.3,0.7,1.15,1.25,%.9g,%.9g,"
+             "400,100\n"
+             "rope,linear,16,0.4,0.1,2.2,%.9g,1,0,,none,1,0,0.38,0.42,0.05,0.2,2.1,2.3,%.9g,%.9g,"
+             "400,50\n",
+             exp(1.2), exp(1.15), exp(1.25), exp(2.2), exp(2.1), exp(2.3));
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_text(path, text);
+    FILE *table = tmpfile();
+    char *s     = report_summary(dir, table), line[512];
+    tap_ok(strstr(s, "\n| rope | linear | 0.900 ± 0.050 | 0.400 ± 0.020 |\n") &&
+               strstr(s, "\n| rope | linear | 1.2000 ± 0.0500 | 2.2000 ± 0.1000 |\n") &&
+               strstr(s, "\n| rope | linear | 0.500 ± 0.200 | 0.100 [0.050, 0.200] |\n") &&
+               strstr(s, "half its 95 % interval over the evaluated tokens"),
+           "one seed: accuracy, loss and exact match ± half their intervals ([low, high] when "
+           "far from symmetric), explained");
+    free(s);
+    int head = 0, row = 0;
+    rewind(table);
+    while (fgets(line, sizeof line, table)) {
+        head |= strstr(line, "(training length 8), ± half the 95 % interval\n") != NULL;
+        row |=
+            !strncmp(line, "rope  linear ", 13) && strstr(line, " 0.900 ± 0.050  0.400 ± 0.020\n");
+    }
+    fclose(table);
+    tap_ok(head && row, "the printed table: the same cells, the heading says what ± is");
+}
+
+/* rope_extend: one table with the method as a row key beside the encodings without RoPE,
+ * the marks and the best per length over every row of an attention kind. */
+static void test_methods(void)
+{
+    /* acc[pe][method][length][seed]: rope under none and pi, alibi under none only */
+    static const double a[2][2][NL][2] = {
+        {{{0.80, 0.82}, {0.30, 0.32}}, {{0.70, 0.72}, {0.60, 0.62}}},
+        {{{0.90, 0.92}, {0.50, 0.40}}, {{NAN}}}};
+    static const char *const pes[2] = {"rope", "alibi"}, *const ms[2] = {"none", "pi"};
+    char dir[300], path[500], text[1024];
+    snprintf(dir, sizeof dir, "%s/methods", tmp);
+    for (int pe = 0; pe < 2; pe++)
+        for (int seed = 1; seed <= 2; seed++) {
+            snprintf(path, sizeof path, "%s/pe=%s,seed=%d", dir, pes[pe], seed);
+            if (rl_mkdir_p(path) != RL_OK) tap_bail("mkdir %s", path);
+            size_t n = (size_t)snprintf(text, sizeof text,
+                                        "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_"
+                                        "tokens,den_le_eps,note,rope_extend,rope_factor,stride\n");
+            for (int m = 0; m < 2 - pe; m++)
+                for (int j = 0; j < NL; j++)
+                    n += (size_t)snprintf(text + n, sizeof text - n,
+                                          "%s,softmax,%d,%.6g,0,1,2.7,1,,,%s,%d,0\n", pes[pe],
+                                          length[j], a[pe][m][j][seed - 1], ms[m], m ? 2 : 1);
+            snprintf(path, sizeof path, "%s/pe=%s,seed=%d/results.csv", dir, pes[pe], seed);
+            write_text(path, text);
+        }
+    snprintf(path, sizeof path, "%s/config.ini", dir);
+    write_text(path, "[experiment]\nname = methods\n[task]\nname = copy\nlength = 8\n[eval]\n"
+                     "lengths = 8, 16\nrope_extend = none, pi\n[sweep]\nmodel.pe = rope, alibi\n"
+                     "train.seed = 1, 2\n");
+    char *s = report_summary(dir, NULL);
+    tap_ok(
+        strstr(s, "\n| pe | attention | rope_extend | 8 | 16 |\n") &&
+            strstr(s, "\n| rope | softmax | none | 0.810 ± 0.014 (2) | 0.310 ± 0.014 (2) |\n") &&
+            strstr(s, "\n| rope | softmax | pi | 0.710 ± 0.014 (2) | 0.610 ± 0.014 (2) * |\n") &&
+            strstr(s, "\n| alibi | softmax | none | 0.910 ± 0.014 (2) * | 0.450 ± 0.071 (2) |\n") &&
+            !strstr(s, "| alibi | softmax | pi |") && !strstr(s, "rope_extend = "),
+        "one table: a row per RoPE method, ALiBi once; marks over all rows of the kind");
+    tap_ok(strstr(s, "\nBest per length (the highest accuracy): softmax — 8: alibi/none 0.910, "
+                     "16: rope/pi 0.610.\n") != NULL,
+           "the best per length, named with its method");
+    free(s);
+}
+
 int main(void)
 {
     tap_scratch(tmp, sizeof tmp, "t_report");
@@ -411,6 +524,8 @@ int main(void)
     test_single_seed();
     test_data_seed();
     test_lm();
+    test_intervals();
+    test_methods();
     tap_scratch_remove(tmp);
     return tap_done();
 }

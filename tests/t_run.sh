@@ -8,6 +8,7 @@
 : "${PYTHON:=python3}"
 OMP_NUM_THREADS=1; export OMP_NUM_THREADS
 . "$(dirname "$0")/lib.sh"
+case "$ROPELAB" in /*) ;; *) ROPELAB="$(pwd)/$ROPELAB" ;; esac # some checks run elsewhere
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 scratch t_run
 
@@ -87,6 +88,55 @@ tensors "$tmp/over/tok/checkpoints/step-6.safetensors" >"$tmp/t16"
 tensors "$d/checkpoints/step-6.safetensors" >"$tmp/t1"
 [ -s "$tmp/t1" ] && cmp -s "$tmp/t16" "$tmp/t1"
 ok $? "... and its checkpoint's tensors are byte for byte the 1-thread run's"
+
+# relative paths: in an experiment file against the file's directory (data, init_from and
+# out), on the command line against the working directory; config.ini holds them resolved
+mkdir -p "$tmp/proj/exp" "$tmp/proj/data" "$tmp/elsewhere"
+cp "$top_srcdir/tests/data/i32_tokens.npy" "$tmp/proj/data/ids.npy"
+cp "$top_srcdir/tests/data/i32_tokens.npy" "$tmp/elsewhere/mine.npy"
+tiny_ini "$tmp/proj/exp/rel.ini" rel "name = tokens" "path = ../data/ids.npy" <<EOF
+[experiment]
+out = ../runs
+[train]
+steps = 2
+batch = 2
+EOF
+(cd "$tmp/elsewhere" && "$ROPELAB" run ../proj/exp/rel.ini -q >/dev/null 2>"$tmp/err") &&
+    grep -q "^path = $tmp/proj/data/ids.npy\$" "$tmp/proj/runs/rel/config.ini" &&
+    grep -q "^out = $tmp/proj/runs\$" "$tmp/proj/runs/rel/config.ini"
+r=$?; ok $r "paths of the file read against its directory, from elsewhere: data, out; config.ini holds them absolute"
+[ $r = 0 ] || sed 's/^/# /' "$tmp/err"
+(cd "$tmp/elsewhere" && "$ROPELAB" run ../proj/exp/rel.ini -q --set task.path=mine.npy --set experiment.name=rel2 \
+    --set train.init_from=../proj/runs/rel/checkpoints/step-2.safetensors >/dev/null 2>"$tmp/err") &&
+    grep -q "^path = $tmp/elsewhere/mine.npy\$" "$tmp/proj/runs/rel2/config.ini" &&
+    grep -q "^init_from = $tmp/proj/runs/rel/checkpoints/step-2.safetensors\$" "$tmp/proj/runs/rel2/config.ini"
+ok $? "--set paths read against the working directory"
+(cd / && "$ROPELAB" run "$tmp/proj/runs/rel/config.ini" --out "$tmp/again" -q >/dev/null 2>"$tmp/err")
+ok $? "a run's config.ini runs again from any directory"
+cp "$tmp/proj/data/ids.npy" "$tmp/proj/data/ids2.npy"
+tiny_ini "$tmp/proj/exp/sw.ini" sw "name = tokens" <<EOF
+[train]
+steps = 1
+batch = 2
+[sweep]
+task.path = ../data/ids.npy, ../data/ids2.npy
+EOF
+(cd "$tmp/elsewhere" && "$ROPELAB" run ../proj/exp/sw.ini -q --out "$tmp/swr" >/dev/null 2>"$tmp/err") &&
+    grep -q "^path = $tmp/proj/data/ids2.npy\$" "$tmp/swr/sw/path=.._data_ids2.npy/config.ini" &&
+    grep -q "^task.path = ../data/ids.npy, ../data/ids2.npy\$" "$tmp/swr/sw/config.ini"
+ok $? "a swept path: each point's read against the file's directory, the list kept as written (it names the points)"
+
+# a shipped experiment by its name (ROPELAB_DATADIR stands for the installation's
+# share/ropelab, which has the source tree's experiments/ and data/ layout)
+ROPELAB_DATADIR=$top_srcdir "$ROPELAB" run --list >"$tmp/list" 2>&1 &&
+    grep -q '^  quickstart  *the README.s main job: which position encodings' "$tmp/list" && grep -q "^Shipped experiments in $top_srcdir/experiments" "$tmp/list"
+ok $? "run --list names the shipped experiments with their question"
+(cd / && ROPELAB_DATADIR=$top_srcdir ROPELAB_GNUPLOT=none "$ROPELAB" run quickstart --out "$tmp/shipped" -q \
+    --set model.pe=rope --set model.attention=linear --set train.steps=1 --set eval.batches=1 \
+    --set eval.lengths=64 >"$tmp/out" 2>&1) &&
+    grep -q "^path = $top_srcdir/data/kjv-full.txt\$" "$tmp/shipped/quickstart/config.ini"
+ok $? "ropelab run quickstart from / runs the shipped file with its data"
+run_expect 2 "quickstrat: no such file, nor a shipped experiment in .*/experiments (ropelab run --list" quickstrat
 
 # PyTorch parity: the same step-0 weights, the same batches, per-update losses
 if "$PYTHON" -c 'import torch, numpy' 2>/dev/null; then

@@ -36,12 +36,14 @@ for pe in alibi rope; do for s in 1 2 3; do
     grep -q "^seed = $s\$" "$d/pe=$pe,seed=$s/config.ini" || all=0
 done; done
 [ $all = 1 ]; ok $? "one directory per PE and seed (pe=rope,seed=2), its config.ini holding its seed"
-[ "$(head -1 "$d/results.csv")" = "pe,seed,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride" ] &&
+[ "$(head -1 "$d/results.csv")" = "pe,seed,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,ref_acc" ] &&
     [ "$(wc -l <"$d/results.csv")" = 13 ] && grep -q '^rope,2,softmax,16,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: a seed column, one row per point and length (2 x 3 x 2 = 12)"
-[ "$(grep -c '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) ' "$d/summary.md")" = 6 ] &&
-    grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md"
-ok $? "summary.md: each PE once per table (accuracy, loss, exact match) with mean ± std (3)"
+[ "$(grep -c '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) ' "$d/summary.md")" = 10 ] &&
+    grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" &&
+    grep -q '^## copy: accuracy, 95 % intervals over the seeds$' "$d/summary.md" &&
+    grep -q '^## copy: loss, 95 % intervals over the seeds$' "$d/summary.md"
+ok $? "summary.md: each PE once per table (accuracy, loss, exact match: mean ± std (3); accuracy and loss: mean ± 95 % interval (3))"
 grep -q '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) \* |' "$d/summary.md" &&
     grep -q '≤ std + best std' "$d/summary.md" &&
     grep -q '^## copy: accuracy compared with the best of each attention kind$' "$d/summary.md"
@@ -49,7 +51,7 @@ ok $? "summary.md: a best row marked, the rule stated, the comparison table"
 grep -q 'mean ± std (number of seeds)$' "$tmp/out" && grep -q '^rope   softmax .*(3)' "$tmp/out" &&
     grep -q '^\* highest accuracy of its attention kind' "$tmp/out"
 ok $? "the printed table: mean ± std (3), marks and their legend"
-[ "$(awk 'NF == 3' "$d/plots/copy-acc.dat" | wc -l)" = 4 ] && grep -q 'yerrorlines' "$d/plots/plots.gp"
+[ "$(awk 'NF == 4 && $1 != "#"' "$d/plots/copy-acc.dat" | wc -l)" = 4 ] && grep -q 'yerrorbars' "$d/plots/plots.gp"
 ok $? "plot data: length, mean, std per PE; error bars in the script"
 cp "$d/summary.md" "$tmp/summary.run"; cp "$d/results.csv" "$tmp/results.run"
 rm "$d/summary.md" "$d/results.csv"

@@ -3,15 +3,19 @@
  * extension methods or other shape-keeping settings (evaluate.h), without training. */
 #include "config.h"
 #include "cli.h"
+#include "interrupt.h"
 #include "opts.h"
 #include "../config/cfg.h"
 #include "../experiment/evaluate.h"
 #include "../core/gemm.h"
 #include "../core/status.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 struct eval_args {
     const char              *path, *out;
@@ -66,7 +70,9 @@ static int set_any(void *args, const struct rl_opt *row, const char *value)
 static const struct rl_opt eval_opts[] = {
     RL_OPT_OPERAND("RUN_DIR or CHECKPOINT", A, path),
     RL_OPT_CALL("lengths", set_key, "M,...", "evaluation lengths (eval.lengths)"),
-    RL_OPT_CALL("batches", set_key, "B", "batches per length (eval.batches)"),
+    RL_OPT_CALL("batches", set_key, "B|all",
+                "batches per length, or all: the whole validation split of charlm and tokens "
+                "(eval.batches)"),
     RL_OPT_CALL("stride", set_key, "S",
                 "LM tasks: sliding windows advanced by S < M tokens, each scoring its last S "
                 "(eval.stride; 0 = non-overlapping)"),
@@ -88,14 +94,16 @@ static const struct rl_opt eval_opts[] = {
     RL_OPT_STRING("out", A, out, "DIR",
                   "output directory (default: RUN_DIR/eval, or ./eval-<name> for a checkpoint; "
                   "-2, -3, ... appended when it exists)"),
-    RL_OPT_FLAG("quiet", 'q', A, quiet, 1, "no progress lines (the table is still printed)"),
+    RL_OPT_FLAG("quiet", 'q', A, quiet, 1,
+                "no progress lines (the table is still printed); without it a long evaluation "
+                "shows its progress and the time left"),
     RL_OPT_HELP,
     RL_OPT_END};
 #undef A
 
 static const struct rl_command eval_command = {
     "eval", eval_opts,
-    "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B] [--stride S]\n"
+    "Usage: ropelab eval RUN_DIR|CHECKPOINT [--lengths M,...] [--batches B|all] [--stride S]\n"
     "                    [--rope-extend {rope-extend}] [--rope-factor auto|F]\n"
     "                    [--set section.key=value]... [--out DIR]\n"
     "\n"
@@ -108,8 +116,63 @@ static const struct rl_command eval_command = {
     "\n"
     "Options (each sets an [eval] key; docs/config.md, docs/evaluation.md):\n",
     "\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
+    "Every loss, accuracy and perplexity comes with its 95 % interval (results.csv; the\n"
+    "tables show ± half of it).  Ctrl-C stops after the current forward.\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error, 130 / 143\n"
+    "stopped by SIGINT / SIGTERM.\n",
     0};
+
+/* ---- the progress line of a long evaluation ---- */
+
+struct progress {
+    FILE  *f;
+    int    tty, shown;
+    char   point[256];
+    double t_point, t_length, last; /* ms: when the point and its length began, last line */
+    int    index;                   /* the (method, length) being evaluated */
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void fmt_secs(char *buf, size_t len, double s)
+{
+    if (!(s >= 0) || s > 1e7) s = 0;
+    if (s < 60)
+        snprintf(buf, len, "%.0fs", s);
+    else
+        snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+/* After every forward: nothing in the first 2 s of a point, then a line (redrawn in place on
+ * a terminal, every 10 s otherwise) with the length, its share done and the time left at
+ * the rate of its tokens so far, for it and for the point's whole evaluation. */
+static void on_progress(void *ctx, const char *point, const struct rl_eval_progress *p)
+{
+    struct progress *pr = ctx;
+    double           t  = now_ms();
+    if (!pr->t_point || strcmp(point, pr->point) || p->index < pr->index) {
+        snprintf(pr->point, sizeof pr->point, "%s", point);
+        pr->t_point = t - p->ms, pr->last = 0, pr->index = -1;
+    }
+    if (p->index != pr->index) pr->index = p->index, pr->t_length = t - p->ms;
+    if (t - pr->t_point < 2000 || t - pr->last < (pr->tty ? 250 : 10000)) return;
+    pr->last = t;
+    char   left[32], all[32];
+    double rate = p->tokens / (t - pr->t_length); /* tokens per ms at this length */
+    fmt_secs(left, sizeof left, (p->length_tokens - p->tokens) / rate / 1000);
+    /* the later lengths at this one's rate: an underestimate where they are longer */
+    fmt_secs(all, sizeof all, (p->total - p->done) / rate / 1000);
+    fprintf(pr->f, "%s%s%slength %d (%d of %d): %.0f %% of its tokens, eta %s (all %s)%s",
+            pr->tty ? "\r" : "", point, *point ? ": " : "", p->length, p->index + 1, p->count,
+            100 * p->tokens / p->length_tokens, left, all, pr->tty ? "\033[K" : "\n");
+    fflush(pr->f);
+    pr->shown = 1;
+}
 
 int rl_cmd_eval(int argc, char **argv)
 {
@@ -120,10 +183,22 @@ int rl_cmd_eval(int argc, char **argv)
     int rc  = a.ov && a.where ? rl_opts_parse(&eval_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
     if (rc == RL_OPTS_GO_ON) {
         rl_cli_threads("eval", 0);
-        struct rl_evaluate_opts o = {
-            .ov = a.ov, .n_ov = a.n, .out = a.out, .table = stdout, .log = a.quiet ? NULL : stdout};
-        rl_status st = rl_evaluate(a.path, &o, out, sizeof out);
-        if (st != RL_OK) {
+        struct progress         pr = {.f = stdout, .tty = isatty(STDOUT_FILENO), .index = -1};
+        struct rl_evaluate_opts o  = {.ov       = a.ov,
+                                      .n_ov     = a.n,
+                                      .out      = a.out,
+                                      .table    = stdout,
+                                      .log      = a.quiet ? NULL : stdout,
+                                      .progress = a.quiet ? NULL : on_progress,
+                                      .ctx      = &pr,
+                                      .stop     = rl_cli_interrupt_install("after this forward")};
+        rl_status               st = rl_evaluate(a.path, &o, out, sizeof out);
+        if (pr.shown && pr.tty) fputs("\r\033[K", stdout);
+        if (st == RL_EINTR) {
+            fprintf(stderr, "ropelab: evaluation interrupted: nothing written for the point it "
+                            "was evaluating\n");
+            rc = rl_cli_interrupt_status();
+        } else if (st != RL_OK) {
             fprintf(stderr, "ropelab: %s\n", rl_last_error());
             rc = st == RL_EINVAL ? RL_EXIT_USAGE : RL_EXIT_FAIL;
         } else {

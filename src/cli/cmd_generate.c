@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "../config/cfg.h"
+#include "../experiment/train.h"
 #include "../model/checkpoint.h"
 #include "../model/decode.h"
 #include "../model/sample.h"
@@ -17,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct gen_args {
+    char                ckpt_path[2300]; /* a directory's latest checkpoint */
     const char         *ckpt, *prompt, *prompt_file, *logits;
     int                 tokens, top_k, threads;
     double              temperature;
@@ -28,7 +31,7 @@ struct gen_args {
 
 #define A struct gen_args
 static const struct rl_opt gen_opts[] = {
-    RL_OPT_OPERAND("CHECKPOINT", A, ckpt),
+    RL_OPT_OPERAND("CHECKPOINT|RUN_DIR", A, ckpt),
     RL_OPT_STRING("prompt", A, prompt, "TEXT",
                   "the prompt (charlm: its bytes; others: ids such as '3 1 4')"),
     RL_OPT_STRING("prompt-file", A, prompt_file, "F",
@@ -59,12 +62,14 @@ static const struct rl_opt gen_opts[] = {
 
 static const struct rl_command gen_command = {
     "generate", gen_opts,
-    "Usage: ropelab generate CHECKPOINT [--prompt TEXT | --prompt-file F] [--tokens K]\n"
+    "Usage: ropelab generate CHECKPOINT|RUN_DIR [--prompt TEXT | --prompt-file F] [--tokens K]\n"
     "                        [--temperature T] [--top-k K] [--seed S] [--mode {mode}]\n"
     "                        [--logits OUT.npy] [--threads N]\n"
     "\n"
     "Continue a prompt with a trained causal model: the model is rebuilt from the\n"
     "configuration stored in the checkpoint (checkpoints/step-<k>.safetensors of a run).\n"
+    "A run or point directory stands for its latest checkpoint (a sweep's run directory\n"
+    "for its point when it has one; else name the point, runs/NAME/pe=rope,...).\n"
     "charlm models read the prompt as bytes and print text (bytes that are not valid\n"
     "UTF-8, and control characters other than newline, tab and carriage return, are\n"
     "printed as \\xNN); the other language-model tasks (tokens, copy, ...) read and print\n"
@@ -76,6 +81,12 @@ static const struct rl_command gen_command = {
     "Exit status: 0 success, 1 runtime failure, 2 usage error.\n",
     0};
 
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 /* Returns RL_OPTS_GO_ON, or an exit status. */
 static int parse_args(struct gen_args *a, int argc, char **argv)
 {
@@ -86,6 +97,13 @@ static int parse_args(struct gen_args *a, int argc, char **argv)
         return rl_usage_error("generate", "--prompt and --prompt-file exclude each other");
     if (!a->prompt && !a->prompt_file)
         return rl_usage_error("generate", "missing --prompt or --prompt-file");
+    if (is_dir(a->ckpt)) { /* a run or point directory: its latest checkpoint */
+        if (rl_train_dir_checkpoint(a->ckpt, a->ckpt_path, sizeof a->ckpt_path) != RL_OK) {
+            fprintf(stderr, "ropelab generate: %s\n", rl_last_error());
+            return RL_EXIT_FAIL;
+        }
+        a->ckpt = a->ckpt_path;
+    }
     return RL_OPTS_GO_ON;
 }
 

@@ -10,6 +10,8 @@
 #include "config.h"
 #include "../config/cfg.h"
 #include "cli.h"
+#include "datadir.h"
+#include "interrupt.h"
 #include "opts.h"
 #include "../experiment/experiment.h"
 #include "../core/threads.h"
@@ -23,9 +25,12 @@
 #include <unistd.h>
 
 struct run_args {
+    char         ini_path[4096]; /* the experiment file found (a shipped one by its name) */
     const char  *ini, *out;
-    int          threads, resume, quiet, n_set, stop_after;
-    const char **set; /* the --set assignments in order (argc entries) */
+    int          threads, resume, quiet, n_set, stop_after, list;
+    const char **set;  /* the --set assignments in order (argc entries) */
+    int          argc; /* the command line, for the command that resumes a stopped run */
+    char       **argv;
 };
 
 static int add_set(void *args, const struct rl_opt *row, const char *value)
@@ -38,7 +43,7 @@ static int add_set(void *args, const struct rl_opt *row, const char *value)
 
 #define A struct run_args
 static const struct rl_opt run_opts[] = {
-    RL_OPT_OPERAND("EXPERIMENT.ini", A, ini),
+    RL_OPT_OPERAND_OPTIONAL("EXPERIMENT.ini|NAME", A, ini),
     RL_OPT_STRING("out", A, out, "DIR",
                   "parent of the run directory (default: [experiment] out, 'runs')"),
     RL_OPT_INT("threads", A, threads, 1, 4096, "N",
@@ -49,32 +54,45 @@ static const struct rl_opt run_opts[] = {
                 "override one key of the file (repeatable), e.g. --set model.pe=alibi --set "
                 "train.steps=200; --set sweep.model.pe=none,rope adds a swept key"),
     RL_OPT_FLAG("resume", 0, A, resume, 1,
-                "continue an interrupted run: finished sweep points (those with results.csv) are "
-                "skipped, an interrupted one continues from its latest checkpoint (the "
-                "configuration must match, except out and threads)"),
+                "continue a stopped run: finished sweep points (those with results.csv) are "
+                "skipped, an interrupted one continues from its latest checkpoint, bit for bit "
+                "(the configuration must match, except out, threads and checkpoint_minutes)"),
     RL_OPT_INT("stop-after", A, stop_after, 1, 2147483647, "N",
-               "stop after N updates in all, as if interrupted (for tests and time-boxed runs; "
-               "continue with --resume)"),
+               "stop after N updates in all, as an interrupt does (for tests and time-boxed "
+               "runs; continue with --resume)"),
+    RL_OPT_FLAG("list", 0, A, list, 1, "list the shipped experiments and where they are"),
     RL_OPT_FLAG("quiet", 'q', A, quiet, 1,
-                "no progress lines (the accuracy table is still printed)"),
+                "no progress lines (the headline table is still printed)"),
     RL_OPT_HELP,
     RL_OPT_END};
 #undef A
 
 static const struct rl_command run_command = {
     "run", run_opts,
-    "Usage: ropelab run EXPERIMENT.ini [--out DIR] [--threads N] [--set section.key=value]... "
-    "[--resume]\n"
+    "Usage: ropelab run EXPERIMENT.ini|NAME [--out DIR] [--threads N] [--set "
+    "section.key=value]...\n"
+    "                   [--resume] [--stop-after N] [-q]\n"
+    "       ropelab run --list\n"
     "(every option with a value takes it as --opt VALUE or --opt=VALUE)\n"
     "\n"
     "Train and evaluate the models the experiment describes; the run lives in OUT/<name>/\n"
     "(name: [experiment] name, default the INI file's stem).  With a [sweep] section every\n"
     "point of the cross product is a sub-run OUT/<name>/<key=value,...>/ (config.ini,\n"
     "metrics.jsonl, checkpoints/, results.csv), and OUT/<name>/ gets the combined\n"
-    "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the accuracy\n"
-    "table is printed at the end.  Every point is checked before anything trains.\n"
+    "results.csv, summary.md and plots/ (SVG, when gnuplot is installed); the headline\n"
+    "table (accuracy, or perplexity for charlm and tokens) is printed at the end.  Every\n"
+    "point is checked before anything trains.  NAME without a '/' that is not a file names\n"
+    "a shipped experiment (ropelab run --list; e.g. ropelab run quickstart).\n"
+    "\n"
+    "Relative paths inside the file (data, init_from, out) are read against the file's\n"
+    "directory; those of --set and --out against the working directory.\n"
     "\n"
     "Options:\n",
+    "\n"
+    "Stopping: Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint\n"
+    "of it and prints where it is and the command that continues (exit 130 or 143); a\n"
+    "second signal stops at once.  A killed run (SIGKILL, a crash) loses at most\n"
+    "train.checkpoint_minutes of training (default 10).\n"
     "\n"
     "Under MPI (mpirun -np K ropelab run ..., when built with Open MPI) the sweep's points\n"
     "are shared out over the ranks, or with train.data_parallel = true every point is\n"
@@ -82,7 +100,8 @@ static const struct rl_command run_command = {
     "cores (docs/scale-out.md).\n"
     "\n"
     "Every key, its default and meaning: docs/config.md; outputs: docs/experiments.md.\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n",
+    "Exit status: 0 success (also after --stop-after), 1 runtime failure, 2 usage or\n"
+    "configuration error, 130 / 143 stopped by SIGINT / SIGTERM.\n",
     0};
 
 /* File, overrides, command-line options (the combination checks run per sweep point). */
@@ -172,8 +191,37 @@ static int check_launch(void)
     return RL_EXIT_USAGE;
 }
 
+/* One line: why the run stopped, where its work is, and the command that continues it. */
+static void print_stopped(const struct run_args *a, const struct rl_experiment_stop *w)
+{
+    char why[64], at[2900];
+    int  sig = rl_cli_interrupt_signal();
+    if (sig)
+        snprintf(why, sizeof why, "interrupted (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    else
+        snprintf(why, sizeof why, "stopped after %d updates (--stop-after%s)", a->stop_after,
+                 rl_mpi_size() > 1 ? ", per rank" : "");
+    const char *pt = w->point[0] ? w->point : "the run", *of = w->point[0] ? " of " : "";
+    if (w->between)
+        snprintf(at, sizeof at, "before %s started (the points before it are finished)", pt);
+    else if (!w->checkpoint[0])
+        snprintf(at, sizeof at, "before the first update of %s: nothing to save", pt);
+    else if (w->step == w->steps)
+        snprintf(at, sizeof at, "in the final evaluation of %s, whose training is complete (%s)",
+                 pt, w->checkpoint);
+    else
+        snprintf(at, sizeof at, "at update %lld of %lld%s%s, saved in %s", (long long)w->step,
+                 (long long)w->steps, of, w->point, w->checkpoint);
+    printf("%s %s; continue with: ", why, at);
+    rl_cli_print_resume(stdout, a->argc, a->argv);
+    fflush(stdout);
+}
+
 static int run(struct rl_cfg *c, const struct run_args *a)
 {
+    /* from the start: a signal while the points are checked stops before the first */
+    volatile sig_atomic_t *stop =
+        rl_cli_interrupt_install("at the end of this update to save a checkpoint");
     rl_experiment *e  = NULL;
     rl_status      st = load_config(c, a);
     int            rc = st == RL_OK ? RL_EXIT_OK : RL_EXIT_USAGE;
@@ -186,10 +234,16 @@ static int run(struct rl_cfg *c, const struct run_args *a)
     }
     if ((rc = agree(rc, rl_last_error())) != RL_EXIT_OK) return rl_experiment_free(e), rc;
     warn_threads(c->experiment.threads, c->train.data_parallel, rl_experiment_points(e));
-    struct rl_experiment_opts o = {
-        .resume = a->resume, .stop_after = a->stop_after, .out = stdout, .quiet = a->quiet};
-    int stopped = 0;
-    st          = rl_experiment_run(e, &o, &stopped);
+    struct rl_experiment_stop where;
+    memset(&where, 0, sizeof where);
+    struct rl_experiment_opts o       = {.resume     = a->resume,
+                                         .stop_after = a->stop_after,
+                                         .out        = stdout,
+                                         .quiet      = a->quiet,
+                                         .stop       = stop,
+                                         .where      = &where};
+    int                       stopped = 0;
+    st                                = rl_experiment_run(e, &o, &stopped);
     rl_experiment_free(e);
     if (st != RL_OK) {
         /* one failing rank ends the job: the others may be waiting for it */
@@ -202,10 +256,23 @@ static int run(struct rl_cfg *c, const struct run_args *a)
         rl_mpi_abort(RL_EXIT_FAIL);
         return RL_EXIT_FAIL;
     }
-    if (stopped && rl_mpi_rank() == 0)
-        printf("stopped after %d updates (--stop-after%s); continue with --resume\n", a->stop_after,
-               rl_mpi_size() > 1 ? ", per rank" : "");
-    return RL_EXIT_OK;
+    if (stopped && rl_mpi_rank() == 0) print_stopped(a, &where);
+    return stopped && rl_cli_interrupt_signal() ? rl_cli_interrupt_status() : RL_EXIT_OK;
+}
+
+/* After the options: --list lists, else the experiment file, or a shipped one by name. */
+static int find_experiment(struct run_args *a, int argc, char **argv)
+{
+    a->argc = argc, a->argv = argv;
+    if (a->list) return rl_cli_list_experiments(stdout) == RL_EXIT_OK ? RL_EXIT_OK : RL_EXIT_FAIL;
+    if (!a->ini) return rl_usage_error("run", "missing EXPERIMENT.ini");
+    if (!rl_cli_find_experiment(a->ini, a->ini_path, sizeof a->ini_path) && !strchr(a->ini, '/'))
+        return rl_usage_error("run",
+                              "%s: no such file, nor a shipped experiment in %s/experiments "
+                              "(ropelab run --list shows them)",
+                              a->ini, rl_cli_datadir());
+    a->ini = a->ini_path;
+    return RL_OPTS_GO_ON;
 }
 
 int rl_cmd_run(int argc, char **argv)
@@ -214,6 +281,7 @@ int rl_cmd_run(int argc, char **argv)
     a.set             = calloc((size_t)argc + 1, sizeof *a.set);
     struct rl_cfg *c  = malloc(sizeof *c);
     int rc = a.set && c ? rl_opts_parse(&run_command, &a, argc, argv, NULL) : RL_EXIT_FAIL;
+    if (rc == RL_OPTS_GO_ON) rc = find_experiment(&a, argc, argv);
     if (rc != RL_OPTS_GO_ON) {
         free(c), free(a.set);
         return rc;

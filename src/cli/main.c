@@ -1,6 +1,7 @@
 /* main.c -- the ropelab program: subcommand dispatch. */
 #include "config.h"
 #include "cli.h"
+#include "datadir.h"
 #include "opts.h"
 #include "../core/gemm.h"
 #include "../core/threads.h"
@@ -21,14 +22,16 @@ static const struct command {
     const char *args, *help;
 } commands[] = {
     {"run", rl_cmd_run, "EXPERIMENT.ini",
-     "train and evaluate the experiment (sweeps, evaluation lengths)"},
+     "train and evaluate the experiment (sweeps, evaluation lengths); run NAME: a shipped one "
+     "(run --list)"},
     {"attn", rl_cmd_attn, "", "run one attention kernel on .npy arrays (forward, backward)"},
     {"bench", rl_cmd_bench, "", "kernel and training throughput benchmarks"},
     {"report", rl_cmd_report, "RUN_DIR", "tables and plots from a finished run"},
     {"eval", rl_cmd_eval, "RUN_DIR|CKPT",
      "evaluate a finished run or a checkpoint again (lengths, sliding windows, RoPE extension "
      "by PI / NTK / YaRN)"},
-    {"generate", rl_cmd_generate, "CHECKPOINT", "continue a prompt with a trained language model"},
+    {"generate", rl_cmd_generate, "CHECKPOINT|RUN_DIR",
+     "continue a prompt with a trained language model"},
     {NULL, NULL, NULL, NULL}};
 
 struct main_args {
@@ -77,6 +80,7 @@ static int version(void)
     printf("BLIS paths: %s\n", rl_blis_sup_policy());
     printf("attention tile products: %s\n", rl_tile_kernel());
     printf("threads: %d\n", rl_threads_get());
+    printf("shipped experiments: %s/experiments (ropelab run --list)\n", rl_cli_datadir());
 #ifdef RL_GNUPLOT
     printf("gnuplot: %s\n", RL_GNUPLOT);
 #else

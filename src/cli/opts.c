@@ -223,7 +223,7 @@ static int take_operand(const struct rl_command *c, void *args, int argc, char *
         o++;
     if (!o->name && i < argc) return rl_usage_error(c->name, "unexpected argument '%s'", argv[i]);
     if (!o->name) return RL_OPTS_GO_ON;
-    if (i >= argc) return rl_usage_error(c->name, "missing %s", o->name);
+    if (i >= argc) return o->min ? rl_usage_error(c->name, "missing %s", o->name) : RL_OPTS_GO_ON;
     if (i + 1 < argc)
         return rl_usage_error(c->name, "one %s expected, got '%s' and '%s'", o->name, argv[i],
                               argv[i + 1]);

@@ -47,7 +47,7 @@ enum rl_opt_arg {
     RL_ARG_CALL,       /* call(args, row, value) takes it (repeatable options, overrides) */
     RL_ARG_HELP,       /* none: print the usage, the command exits 0 */
     RL_ARG_OPERAND,    /* not an option: the one argument that is not, its name in messages
-                          ("missing RUN_DIR"): const char * */
+                          ("missing RUN_DIR"): const char *; required when min is 1 */
 };
 
 struct rl_opt {
@@ -137,7 +137,8 @@ int rl_opts_wants_help(int argc, char **argv);
      .lo = RL_RANGE_LO_ range, .hi = RL_RANGE_HI_ range, .gt = RL_RANGE_GT_ range,              \
      .count_off = RL_OFF(T, count, int), .min = 1, .max = RL_LEN(T, f), .metavar = (m), .help = (h)}
 #define RL_OPT_CALL(n, fn, m, h) {.name = (n), .arg = RL_ARG_CALL, .call = (fn), .metavar = (m), .help = (h)}
-#define RL_OPT_OPERAND(n, T, f) {.name = (n), .arg = RL_ARG_OPERAND, .off = RL_OFF(T, f, const char *)}
+#define RL_OPT_OPERAND(n, T, f) {.name = (n), .arg = RL_ARG_OPERAND, .off = RL_OFF(T, f, const char *), .min = 1}
+#define RL_OPT_OPERAND_OPTIONAL(n, T, f) {.name = (n), .arg = RL_ARG_OPERAND, .off = RL_OFF(T, f, const char *)}
 #define RL_OPT_HELP {.name = "help", .letter = 'h', .arg = RL_ARG_HELP, .help = "show this help"}
 #define RL_OPT_END {.name = NULL}
 /* clang-format on */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "../core/util.h"
 
 const struct rl_choice rl_cfg_pes[] = {
@@ -135,6 +136,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "updates between metrics.jsonl records"},
     {"train", "checkpoint_every", RL_K_INT, OFF(train.checkpoint_every), 0, INT_MAX, NULL,
      "updates between checkpoints (0 = at the end only)"},
+    {"train", "checkpoint_minutes", RL_K_DBL, OFF(train.checkpoint_minutes), RL_D_NONNEG, 0, NULL,
+     "minutes of training between safety checkpoints, each kept until the next (0 = none)"},
     {"train", "checkpoint_initial", RL_K_BOOL, OFF(train.checkpoint_initial), 0, 0, NULL,
      "also save the step-0 weights"},
     {"train", "init_from",   RL_K_STR, OFF(train.init_from), 0, RL_CFG_PATH, NULL,
@@ -143,7 +146,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "under mpirun: every rank trains each point on its share of the rows"},
     {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
      "evaluation lengths (default: the task length)"},
-    {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},
+    {"eval", "batches", RL_K_BATCHES, OFF(eval.batches), 1, BIG, NULL,
+     "batches per length, or all (the whole validation split)"},
     {"eval", "every",   RL_K_INT, OFF(eval.every), 0, INT_MAX, NULL,
      "updates between evaluations (0 = at the end only)"},
     {"eval", "stride",  RL_K_INT, OFF(eval.stride), 0, BIG, NULL,
@@ -206,8 +210,8 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
-    c->train.log_every = 10;
-    c->eval.batches    = 8;
+    c->train.log_every = 10, c->train.checkpoint_minutes = 10;
+    c->eval.batches  = 8;
     c->eval.n_extend = 1, c->eval.extend[0] = RL_CFG_EXTEND_NONE;
 }
 
@@ -334,7 +338,7 @@ static int parse_extend(struct rl_cfg *c, const struct rl_cfg_key *k, const char
 /* A string value that rl_cfg_render writes as "key = value" and the INI reader gives back
  * unchanged: no surrounding blanks (trimmed), no control characters, no comment start
  * (';' or '#' first or after a blank). */
-static int reads_back(const char *v)
+int rl_cfg_reads_back(const char *v)
 {
     size_t n = strlen(v);
     if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) return 0;
@@ -351,7 +355,7 @@ static int parse_str(char *p, const struct rl_cfg_key *k, const char *value, cha
 {
     if (strlen(value) >= (size_t)k->hi)
         return snprintf(why, len, "value longer than %ld characters", k->hi - 1), 1;
-    if (!reads_back(value)) {
+    if (!rl_cfg_reads_back(value)) {
         snprintf(why, len,
                  "'%s' would not read back from an INI file (a leading or trailing space, "
                  "a control character, or ';' or '#' at the start or after a space, "
@@ -421,6 +425,12 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
         return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
     case RL_K_EXTEND:
         return parse_extend(c, k, value, why, len);
+    case RL_K_BATCHES: {
+        long long x;
+        if (!strcmp(value, "all")) return *(int *)p = 0, 0;
+        if (!parse_long(value, 1, BIG, &x)) return *(int *)p = (int)x, 0;
+        return snprintf(why, len, "expected a positive integer or all, got '%s'", value), 1;
+    }
     }
     return 1;
 }
@@ -452,8 +462,11 @@ static void sweep_remove(struct rl_cfg *c, int j)
 
 /* [sweep] model.pe = none, rope: the key must exist outside [experiment] and [sweep], and
  * every value must be valid for it (parsed into a scratch copy). */
+/* The list is kept as written (it names the points); a swept path value is resolved for
+ * each point against dir, the directory of the file that lists it (NULL: the command line,
+ * the working directory). */
 static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *values,
-                           const char *where, int line)
+                           const char *where, int line, const char *dir)
 {
     char        sec[64], why[512];
     const char *dot = strchr(name, '.');
@@ -490,25 +503,34 @@ static rl_status sweep_add(struct rl_cfg *c, const char *name, const char *value
     snprintf(s->values, sizeof s->values, "%s", values);
     s->n_values = n, s->line = line;
     snprintf(s->where, sizeof s->where, "%s", where);
+    snprintf(s->dir, sizeof s->dir, "%s", dir ? dir : "");
     c->sweep.n_keys++;
     return RL_OK;
 }
 
-rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
-                         const char *where)
+rl_status rl_cfg_set_key_at(struct rl_cfg *c, const char *section, const char *key,
+                            const char *value, const char *where, const char *dir)
 {
-    char why[512];
-    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0);
+    char why[512], path[RL_CFG_PATH + 1];
+    if (!strcmp(section, "sweep")) return sweep_add(c, key, value, where, 0, dir);
     if (!known_section(section)) RL_FAIL(RL_EINVAL, "%s: unknown section [%s]", where, section);
     int i = rl_cfg_find_key(section, key);
     if (i < 0) {
         unknown_key_msg(why, sizeof why, section, key);
         RL_FAIL(RL_EINVAL, "%s: [%s] %s", where, section, why);
     }
-    if (parse_value(c, i, value, why, sizeof why))
+    const char *v =
+        rl_cfg_resolve_path(&rl_cfg_keys[i], value, dir, path, sizeof path, why, sizeof why);
+    if (!v || parse_value(c, i, v, why, sizeof why))
         RL_FAIL(RL_EINVAL, "%s: [%s] %s: %s", where, section, key, why);
     snprintf(c->where[i], sizeof c->where[i], "%s", where);
     return RL_OK;
+}
+
+rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
+                         const char *where)
+{
+    return rl_cfg_set_key_at(c, section, key, value, where, NULL);
 }
 
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
@@ -541,16 +563,18 @@ rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment)
 struct parse_state {
     struct rl_cfg *c;
     const char    *name; /* file name for messages */
-    const char    *text; /* the remaining text (files are read whole: one reader for both) */
-    int            line; /* line the reader returned last */
-    int            continuation;
-    int            bad_section;  /* keys of an unknown section are not reported one by one */
-    int            sections;     /* known section headers seen */
-    int            need_section; /* a file: at least one section (else it is no INI file) */
-    int            seen[RL_CFG_MAX_KEYS];
-    int            n_err;
-    rl_status      st; /* first error */
-    char           msg[3000];
+    const char    *dir;  /* the absolute directory of the file, which its relative paths
+                            are read against (NULL: a string) */
+    const char *text;    /* the remaining text (files are read whole: one reader for both) */
+    int         line;    /* line the reader returned last */
+    int         continuation;
+    int         bad_section;  /* keys of an unknown section are not reported one by one */
+    int         sections;     /* known section headers seen */
+    int         need_section; /* a file: at least one section (else it is no INI file) */
+    int         seen[RL_CFG_MAX_KEYS];
+    int         n_err;
+    rl_status   st; /* first error */
+    char        msg[3000];
 };
 
 /* Every error is recorded (a file reports all its mistakes at once), one line each. */
@@ -642,7 +666,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!strcmp(section, "sweep")) {
         if (ps->continuation)
             return state_fail(ps, "%s: [sweep] %s: continue a list on one line", where, name), 1;
-        if (sweep_add(ps->c, name, val, where, ps->line) != RL_OK)
+        if (sweep_add(ps->c, name, val, where, ps->line, ps->dir) != RL_OK)
             state_fail(ps, "%s", rl_last_error());
         return 1;
     }
@@ -654,7 +678,7 @@ static int handler(void *user, const char *section, const char *name, const char
                           ps->seen[i]),
                1;
     }
-    if (rl_cfg_set_key(ps->c, section, name, val, where) != RL_OK)
+    if (rl_cfg_set_key_at(ps->c, section, name, val, where, ps->dir) != RL_OK)
         state_fail(ps, "%s", rl_last_error());
     else
         ps->seen[i] = ps->line;
@@ -697,6 +721,11 @@ static rl_status load_text(struct rl_cfg *c, const char *text, const char *name,
     if (!strncmp(text, "\xEF\xBB\xBF", 3))
         text += 3; /* a UTF-8 byte-order mark, as editors write */
     ps->c = c, ps->name = name, ps->text = text, ps->need_section = need_section;
+    char dir[RL_CFG_PATH];
+    if (need_section && rl_cfg_file_dir(dir, sizeof dir, name))
+        return free(ps), rl_error_report(RL_EINVAL, __FILE__, __LINE__,
+                                         "%s: its directory's path is too long", name);
+    ps->dir      = need_section ? dir : NULL;
     rl_status st = parse(ps);
     free(ps);
     return st;

@@ -68,6 +68,8 @@ struct rl_cfg_sweep_key {
     int  n_values;
     int  line;                /* 0 when the key came from --set */
     char where[RL_CFG_WHERE]; /* "exp.ini:12" or "--set sweep.model.pe=..." */
+    char dir[RL_CFG_PATH];    /* the directory of the file that lists it ("" for --set):
+                                 a relative swept path is read against it */
 };
 
 struct rl_cfg {
@@ -113,6 +115,7 @@ struct rl_cfg {
         uint64_t seed;
         uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
+        double   checkpoint_minutes;     /* safety checkpoints by training time (0 = none) */
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
         int      data_parallel;          /* every rank trains each point (MPI) */
     } train;
@@ -145,8 +148,14 @@ rl_status rl_cfg_load_string(struct rl_cfg *c, const char *text, const char *nam
 rl_status rl_cfg_from_checkpoint(struct rl_cfg *c, const char *path, int64_t *step);
 /* Apply one "section.key=value" override. */
 rl_status rl_cfg_set(struct rl_cfg *c, const char *assignment);
+/* Set one key from its text value given in a file in directory dir (absolute; NULL: on
+ * the command line): a relative path (task.path, valid_path, train.init_from; out from a
+ * file) is read against dir, or the working directory, and kept absolute.  A sweep
+ * expansion sets a point's values with the directory of the file that listed them. */
+rl_status rl_cfg_set_key_at(struct rl_cfg *c, const char *section, const char *key,
+                            const char *value, const char *where, const char *dir);
 /* Set one key from its text value; `where` names the origin in messages.  Used by
- * rl_cfg_set and by a sweep expansion (one point = the base config + one value per key). */
+ * rl_cfg_set and --out (the command line: rl_cfg_set_key_at with no directory). */
 rl_status rl_cfg_set_key(struct rl_cfg *c, const char *section, const char *key, const char *value,
                          const char *where);
 /* Combination checks that need no data. */
@@ -160,11 +169,12 @@ rl_status rl_cfg_resolve(struct rl_cfg *c, int task_length, int task_vocab, int 
                          int task_min_length);
 
 /* INI text of every key with its value.  flags: RL_CFG_RENDER_NO_RUNTIME leaves out the
- * keys that do not change results (experiment.out, experiment.threads) -- what a resume
- * compares.  Returns the length written (snprintf semantics: >= len means truncated). */
+ * keys that do not change results (experiment.out, experiment.threads,
+ * train.checkpoint_minutes) -- what a resume compares.  Returns the length written (snprintf
+ * semantics: >= len means truncated). */
 #define RL_CFG_RENDER_NO_RUNTIME 1
 int rl_cfg_render(const struct rl_cfg *c, char *buf, size_t len, int flags);
-/* Compare two rendered configurations ignoring experiment.out and .threads; a key absent
+/* Compare two rendered configurations ignoring the runtime keys (above); a key absent
  * from a (written by an older ropelab) whose value in b is its default is no difference.
  * On a difference writes "[section] key: 'a' vs 'b'" into msg and returns nonzero. */
 int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len);

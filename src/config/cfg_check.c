@@ -272,6 +272,12 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
                                   rl_choice_name(k->choices, (int)c->eval.extend[j]));
         return;
     }
+    case RL_K_BATCHES:
+        if (*(const int *)p == 0)
+            snprintf(buf, len, "all");
+        else
+            snprintf(buf, len, "%d", *(const int *)p);
+        return;
     case RL_K_FACTOR:
         if (*(const double *)p == 0)
             snprintf(buf, len, "auto");
@@ -283,6 +289,7 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
 
 static int is_runtime_key(const char *section, const char *key)
 {
+    if (!strcmp(section, "train")) return !strcmp(key, "checkpoint_minutes");
     return !strcmp(section, "experiment") && (!strcmp(key, "out") || !strcmp(key, "threads"));
 }
 
@@ -356,7 +363,7 @@ static int read_pairs(const char *text, struct kv *kv, int max)
                 v++;
             for (char *t = eq - 1; t >= k && *t == ' '; t--)
                 *t = 0;
-            if (!strcmp(section, "experiment") && is_runtime_key(section, k)) continue;
+            if (is_runtime_key(section, k)) continue;
             join3(kv[n].key, sizeof kv[n].key, section, ".", k);
             join3(kv[n].value, sizeof kv[n].value, v, "", "");
             n++;

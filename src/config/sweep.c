@@ -89,6 +89,7 @@ rl_status rl_sweep_init(struct rl_sweep *s, const struct rl_cfg *c)
         s->section[k][dot - sk->key] = 0;
         snprintf(s->key[k], sizeof s->key[k], "%s", dot + 1);
         snprintf(s->where[k], sizeof s->where[k], "%s", sk->where);
+        snprintf(s->dir[k], sizeof s->dir[k], "%s", sk->dir);
         s->n_keys = k + 1;
         RL_TRY(split_values(s, k, sk));
         RL_TRY(check_distinct(s, k));
@@ -142,6 +143,7 @@ rl_status rl_sweep_point_cfg(const struct rl_sweep *s, const struct rl_cfg *base
     *out              = *base;
     out->sweep.n_keys = 0;
     for (int k = 0; k < s->n_keys; k++)
-        RL_TRY(rl_cfg_set_key(out, s->section[k], s->key[k], rl_sweep_value(s, p, k), s->where[k]));
+        RL_TRY(rl_cfg_set_key_at(out, s->section[k], s->key[k], rl_sweep_value(s, p, k),
+                                 s->where[k], s->dir[k][0] ? s->dir[k] : NULL));
     return RL_OK;
 }

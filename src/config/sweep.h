@@ -32,6 +32,7 @@ struct rl_sweep {
     char section[RL_CFG_MAX_SWEEP][32], key[RL_CFG_MAX_SWEEP][64];
     char column[RL_CFG_MAX_SWEEP][96]; /* short or full name, as in directory names */
     char where[RL_CFG_MAX_SWEEP][RL_CFG_WHERE];
+    char dir[RL_CFG_MAX_SWEEP][RL_CFG_PATH]; /* paths' base directory ("": working dir) */
     int  n_values[RL_CFG_MAX_SWEEP];
     char values[RL_CFG_MAX_SWEEP][RL_SWEEP_MAX_VALUES][RL_SWEEP_VALUE];
 };

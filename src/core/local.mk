@@ -14,7 +14,8 @@ src_core_libcore_la_SOURCES = \
 	%D%/fft.c %D%/fft.h \
 	%D%/peak.c %D%/peak.h \
 	%D%/mpi.c %D%/mpi.h \
-	%D%/crc32c.c %D%/crc32c.h
+	%D%/crc32c.c %D%/crc32c.h \
+	%D%/stats.c %D%/stats.h
 ## <mpi.h> only for core/mpi.c (MPI_CFLAGS is empty without MPI)
 src_core_libcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 ropelab_coredir = $(pkgincludedir)/core

@@ -25,6 +25,8 @@ const char *rl_strerror(rl_status s)
         return "shape mismatch";
     case RL_EFFT:
         return "FFT plan failed";
+    case RL_EINTR:
+        return "interrupted";
     }
     return "unknown error";
 }

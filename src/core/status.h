@@ -19,6 +19,7 @@ typedef enum rl_status {
     RL_EFORMAT, /* malformed file (npy, safetensors, ini) */
     RL_ESHAPE,  /* tensor shape mismatch */
     RL_EFFT,    /* FFTW plan creation failed */
+    RL_EINTR,   /* stopped on request (a signal) before the work was done */
 } rl_status;
 
 const char *rl_strerror(rl_status s);

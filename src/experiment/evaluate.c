@@ -157,6 +157,18 @@ static rl_status check_data(const struct rl_cfg *c)
     return RL_OK;
 }
 
+/* The progress of one point's evaluation, named, for the caller. */
+struct named_progress {
+    const struct rl_evaluate_opts *o;
+    const char                    *label;
+};
+
+static void point_progress(void *ctx, const struct rl_eval_progress *p)
+{
+    const struct named_progress *np = ctx;
+    np->o->progress(np->o->ctx, np->label, p);
+}
+
 /* One point: c its trained configuration (loaded), ckpt its weights; results into odir. */
 static rl_status eval_point(struct rl_cfg *c, const char *ckpt, const char *odir,
                             const struct rl_evaluate_opts *o, const char *label)
@@ -174,8 +186,10 @@ static rl_status eval_point(struct rl_cfg *c, const char *ckpt, const char *odir
     if (st == RL_OK)
         rl_init(c->experiment.threads), rl_threads_fit(), st = rl_train_prepare(c, &task);
     if (st == RL_OK) st = check_shapes(trained, o, task);
-    double t0 = rl_now_ms();
-    if (st == RL_OK) st = rl_train_evaluate_checkpoint(c, task, ckpt, res, &step);
+    double                t0 = rl_now_ms();
+    struct named_progress np = {o, label};
+    struct rl_eval_hooks  h  = {o->stop, o->progress ? point_progress : NULL, &np};
+    if (st == RL_OK) st = rl_train_evaluate_checkpoint(c, task, ckpt, &h, res, &step);
     if (st == RL_OK) st = rl_mkdir_p(odir);
     if (st == RL_OK) {
         int n = rl_cfg_render(c, text, 1 << 16, 0);

@@ -19,10 +19,12 @@
 #ifndef RL_EVALUATE_H
 #define RL_EVALUATE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "../core/status.h"
+#include "train.h"
 
 struct rl_eval_override {
     const char *section, *key, *value;
@@ -35,6 +37,11 @@ struct rl_evaluate_opts {
     const char                    *out;   /* NULL: the default above */
     FILE                          *table; /* the printed table (NULL: none) */
     FILE                          *log;   /* one line per point and the files written */
+    /* After every forward (NULL: none): the point's name ("" for a checkpoint) and the
+     * work done (train.h); a nonzero *stop ends the evaluation with RL_EINTR. */
+    void (*progress)(void *ctx, const char *point, const struct rl_eval_progress *p);
+    void                  *ctx;
+    volatile sig_atomic_t *stop;
 };
 
 /* Evaluate path (a run directory or a .safetensors checkpoint); the output directory is

@@ -235,20 +235,40 @@ struct run_state {
     int                             *stopped;
 };
 
+/* Record where the run stopped (the first stop only). */
+static void stopped_at(const struct rl_experiment_opts *o, const char *name,
+                       const struct rl_train_result *res, int64_t steps)
+{
+    struct rl_experiment_stop *w = o->where;
+    if (!w || w->step || w->between) return;
+    snprintf(w->point, sizeof w->point, "%s", name);
+    if (!res) {
+        w->between = 1;
+        return;
+    }
+    w->step = res->steps_done, w->steps = steps;
+    snprintf(w->checkpoint, sizeof w->checkpoint, "%s", res->checkpoint);
+}
+
 static rl_status train_point(const rl_experiment *e, long p, struct run_state *rs,
                              struct rl_cfg *pc, rl_task *task, const char *pdir, const char *name)
 {
     const struct rl_experiment_opts *o  = rs->o;
     struct progress                 *pr = &rs->pr;
-    if (o->stop_after && rs->budget <= 0) return *rs->stopped = 1, RL_OK;
+    if ((o->stop_after && rs->budget <= 0) || (o->stop && *o->stop)) {
+        stopped_at(o, name, NULL, 0);
+        return *rs->stopped = 1, RL_OK;
+    }
     pr->point_no = (int)p + 1, pr->name = name;
     pr->t_point = pr->last = rl_now_ms(), pr->first_step = -1, pr->shown = 0;
     pr->tokens_per_update = (double)pc->train.batch * pc->task.length;
     pr->tokens_after      = 0;
     for (long q = p + 1; q < e->sw.n_points; q++)
         pr->tokens_after += rs->finished[q] ? 0 : e->tokens[q];
-    struct rl_train_opts to = {
-        .resume = o->resume, .max_updates = o->stop_after ? rs->budget : 0, .warn = o->out};
+    struct rl_train_opts to = {.resume      = o->resume,
+                               .max_updates = o->stop_after ? rs->budget : 0,
+                               .warn        = o->out,
+                               .stop        = o->stop};
     if (pr->show || pr->queue) to.on_update = on_update, to.ctx = pr;
     struct rl_train_result res;
     rl_status              st = rl_train_run(pc, task, pdir, &to, &res);
@@ -259,7 +279,7 @@ static rl_status train_point(const rl_experiment *e, long p, struct run_state *r
     }
     if (o->stop_after) rs->budget -= res.updates;
     if (res.steps_done == pc->train.steps) warn_diverged(o->out, &res, name);
-    if (res.steps_done < pc->train.steps) *rs->stopped = 1;
+    if (res.stopped) *rs->stopped = 1, stopped_at(o, name, &res, pc->train.steps);
     if (*rs->stopped && pr->tty && pr->shown) fputc('\n', o->out); /* end the \r line */
     if (pr->show && !*rs->stopped) {
         char t[32], r[32] = "";
@@ -304,10 +324,11 @@ static rl_status run_single(rl_experiment *e, const struct rl_experiment_opts *o
                                  .max_updates = o->stop_after,
                                  .log         = o->quiet ? NULL : o->out,
                                  .table       = o->out,
-                                 .warn        = o->out};
+                                 .warn        = o->out,
+                                 .stop        = o->stop};
     struct rl_train_result res;
     if (st == RL_OK) st = rl_train_run(pc, task, e->dir, &to, &res);
-    if (st == RL_OK && res.steps_done < pc->train.steps) *stopped = 1;
+    if (st == RL_OK && res.stopped) *stopped = 1, stopped_at(o, "", &res, pc->train.steps);
     if (st == RL_OK && !*stopped) warn_diverged(o->out, &res, e->base.experiment.name);
     if (st == RL_OK && !*stopped && rl_mpi_rank() == 0)
         st = rl_report_write(e->dir, NULL, o->quiet ? NULL : o->out);
@@ -407,7 +428,7 @@ static rl_status lock_dir(const char *dir, int *fd)
     if (*fd < 0) RL_FAIL(RL_EIO, "%s: cannot create: %s", path, strerror(errno));
     if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return RL_OK;
     int busy = errno == EWOULDBLOCK, err = errno;
-    close(*fd), *fd = -1;
+    close(*fd), *fd                      = -1;
     if (busy)
         RL_FAIL(RL_EINVAL,
                 "%s is in use by another ropelab process: wait for it to end, or choose "
@@ -425,7 +446,8 @@ rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o
     return st;
 }
 
-static rl_status experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts, int *stopped)
+static rl_status experiment_run(rl_experiment *e, const struct rl_experiment_opts *opts,
+                                int *stopped)
 {
     const int                 dp = e->base.train.data_parallel, rank = rl_mpi_rank();
     struct rl_experiment_opts mine = *opts, *o = &mine;

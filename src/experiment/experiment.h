@@ -28,16 +28,29 @@
 #ifndef RL_EXPERIMENT_H
 #define RL_EXPERIMENT_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "../config/cfg.h"
 #include "../core/status.h"
 
+/* Where a stopped experiment stopped. */
+struct rl_experiment_stop {
+    char    point[256];       /* the point's directory name ("" without a sweep) */
+    int64_t step, steps;      /* its updates done, and train.steps */
+    char    checkpoint[2300]; /* the checkpoint of update `step` ("" when none: no update) */
+    int     between;          /* 1: before a point started (the earlier ones are complete) */
+};
+
 struct rl_experiment_opts {
     int     resume;
     int64_t stop_after; /* > 0: stop after this many updates in all, as if interrupted */
-    FILE   *out;        /* progress lines and the accuracy table (NULL = quiet) */
+    FILE   *out;        /* progress lines and the headline table (NULL = quiet) */
     int     quiet;      /* no progress lines (the table is still printed) */
+    /* Nonzero *stop (a signal handler sets it) stops the experiment as stop_after does, at
+     * the end of the current update (train.h): the point's checkpoint is saved first. */
+    volatile sig_atomic_t     *stop;
+    struct rl_experiment_stop *where; /* filled when the run stops early (may be NULL) */
 };
 
 typedef struct rl_experiment rl_experiment;
@@ -46,7 +59,8 @@ typedef struct rl_experiment rl_experiment;
  * count set); nothing is written.  Errors here are configuration errors. */
 rl_status rl_experiment_prepare(rl_experiment **e, const struct rl_cfg *c);
 /* Train and evaluate the points, then write the outputs.  *stopped is set when
- * stop_after cut the run short (then the outputs wait for the resumed run). */
+ * stop_after or *stop cut the run short (then the outputs wait for the resumed run, and
+ * o->where says where it stopped). */
 rl_status rl_experiment_run(rl_experiment *e, const struct rl_experiment_opts *o, int *stopped);
 void      rl_experiment_free(rl_experiment *e);
 /* Points of the experiment (1 without a sweep). */

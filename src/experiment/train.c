@@ -219,6 +219,20 @@ static const char *task_error_where(const struct rl_cfg *c)
     return c->file[0] ? c->file : "(config)";
 }
 
+/* eval.batches = all reads the whole validation split: the generators have no end. */
+static rl_status check_all_batches(const struct rl_cfg *c, const rl_task *task)
+{
+    if (c->eval.batches || rl_task_valid_rows(task, c->task.length) > 0) return RL_OK;
+    const int i = rl_cfg_find_key("eval", "batches");
+    RL_FAIL(RL_EINVAL,
+            "%s: [eval] batches: all: the %s task generates its validation data without end; "
+            "give a number of batches (all applies to charlm and tokens)",
+            i >= 0 && c->where[i][0] ? c->where[i]
+            : c->file[0]             ? c->file
+                                     : "(config)",
+            rl_task_kind_name(c->task.name));
+}
+
 rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
 {
     struct rl_task_opts o;
@@ -235,6 +249,7 @@ rl_status rl_train_prepare(struct rl_cfg *c, rl_task **task)
     st = rl_cfg_resolve(c, rl_task_length(*task), rl_task_vocab(*task), rl_task_max_length(*task),
                         rl_task_min_length(*task));
     if (st == RL_OK) st = check_memory(c, *task);
+    if (st == RL_OK) st = check_all_batches(c, *task);
     if (st != RL_OK) {
         rl_task_free(*task);
         *task = NULL;

@@ -14,7 +14,12 @@
  *
  * Run directory (docs/experiments.md): config.ini (resolved), metrics.jsonl, checkpoints/step-<k>
  * .safetensors (every checkpoint_every updates, at the end, and step-0 with
- * checkpoint_initial), results.csv, eval.jsonl (with eval.every).
+ * checkpoint_initial), results.csv, eval.jsonl (with eval.every).  Two more kinds of
+ * checkpoint keep an interrupted run's work: one after every checkpoint_minutes of training
+ * since the last checkpoint, and one of the last update when the run is stopped (opts->stop,
+ * stop_after).  Neither is on the schedule above, so each is removed once a newer
+ * checkpoint is written: a finished run holds the scheduled checkpoints alone, whether it
+ * was interrupted or not.
  * Resume: the latest checkpoint's config must equal this one (but out/threads); weights,
  * moments, step and generator state are loaded, metrics.jsonl is cut back to the records
  * of updates <= that step, and training continues: the final weights are bit-identical
@@ -34,21 +39,44 @@
 #ifndef RL_TRAIN_H
 #define RL_TRAIN_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "../config/cfg.h"
 #include "../core/status.h"
 #include "../tasks/task.h"
 
+/* What a caller may ask of a long evaluation (NULL members: nothing): stop, when *stop
+ * becomes nonzero (a signal handler sets it), at the end of the current forward, with
+ * RL_EINTR; and a report of the work done, after every forward. */
+struct rl_eval_progress {
+    int    length, method;        /* the evaluation length and its rope_extend method */
+    int    index, count;          /* this (method, length) among the evaluation's, 0-based */
+    double tokens, length_tokens; /* tokens of this length's forwards so far, and in all */
+    double done, total;           /* the same over every length (this one's so far included) */
+    double ms;                    /* milliseconds spent on this length so far */
+};
+struct rl_eval_hooks {
+    volatile sig_atomic_t *stop;
+    void (*progress)(void *ctx, const struct rl_eval_progress *p);
+    void *ctx;
+};
+
 struct rl_train_opts {
     int     resume;      /* continue from the latest checkpoint in the run directory */
-    int64_t stop_after;  /* > 0: stop after this many updates as if killed (no checkpoint, no
-                            evaluation) -- for tests of resume and for time-boxed runs */
+    int64_t stop_after;  /* > 0: stop after this many updates as if interrupted there */
     int64_t max_updates; /* > 0: stop after this many updates in this call (as stop_after) */
-    FILE   *log;         /* progress lines; NULL = quiet */
-    FILE   *table;       /* the evaluation table; NULL = none */
-    FILE   *warn;        /* resume's warnings (a damaged checkpoint passed over, stale
-                            temporary files removed); NULL = none */
+    /* Nonzero *stop (a signal handler sets it) stops the run at the end of the current
+     * update, or the final evaluation at the end of its current forward.  Stopped for any
+     * of these reasons, the run first saves a checkpoint of its last completed update
+     * (unless one is there) and says so in rl_train_result. */
+    volatile sig_atomic_t *stop;
+    /* The evaluations' progress (the final one's; NULL: none). */
+    void (*on_eval)(void *ctx, const struct rl_eval_progress *p);
+    FILE *log;   /* progress lines; NULL = quiet */
+    FILE *table; /* the evaluation table; NULL = none */
+    FILE *warn;  /* resume's warnings (a damaged checkpoint passed over, stale
+                    temporary files removed); NULL = none */
     /* Called after every update when set (an experiment's progress line): updates done,
      * train.steps, and that update's loss. */
     void (*on_update)(void *ctx, int64_t step, int64_t steps, double loss);
@@ -58,22 +86,32 @@ struct rl_train_opts {
 /* Rows of one evaluation: lengths x rope_extend methods. */
 #define RL_EVAL_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
 
-/* Bins of the per-position loss curve of an evaluation length (LM tasks). */
-#define RL_EVAL_POS_BINS 64
+/* Bins of the per-position loss curve of an evaluation length (LM tasks), at most. */
+#define RL_EVAL_POS_BINS 96
 
 struct rl_eval_row {
-    int    length;
-    int                stride;           /* eval.stride it was made with (0: non-overlapping) */
-    enum rl_cfg_extend method;           /* RoPE extension at evaluation (none for other PEs) */
-    double             factor;           /* its factor s (1 for none) */
-    int    na;               /* 1: not applicable (learned PE beyond max_len); see note */
-    double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
-    double exact;            /* sequences whose every scored target is right (fraction) */
-    long   sequences;        /* the sequences counted (those with a scored target) */
-    /* LM tasks (charlm, tokens): mean loss of positions [b w, (b+1) w), b < pos_bins */
-    int    pos_width, pos_bins;
-    double pos_loss[RL_EVAL_POS_BINS];
+    int                length;
+    int                stride;         /* eval.stride it was made with (0: non-overlapping) */
+    enum rl_cfg_extend method;         /* RoPE extension at evaluation (none for other PEs) */
+    double             factor;         /* its factor s (1 for none) */
+    int                na;             /* 1: not applicable (learned PE beyond max_len); see note */
+    double             loss, acc, ppl; /* ppl = exp(loss) for LM tasks, NaN for classifiers */
+    double             exact;          /* sequences whose every scored target is right (fraction) */
+    long               sequences;      /* the sequences counted (those with a scored target) */
+    /* 95 % intervals (NaN with fewer than 2 sequences), with a sequence's tokens as one
+     * cluster (core/stats.h): loss, the t interval of its mean over the scored tokens; acc,
+     * the Wilson interval at their effective sample size; ppl, the exponentials of the
+     * loss's ends; exact, the Wilson interval over the sequences */
+    double loss_lo, loss_hi, acc_lo, acc_hi, ppl_lo, ppl_hi, exact_lo, exact_hi;
+    /* LM tasks (charlm, tokens): the loss by position in pos_bins bins, bin b holding the
+     * positions [pos_edge[b], pos_edge[b+1]) (rl_eval_pos_edges): their targets, mean loss
+     * and its 95 % interval over the sequences (a sequence's targets one cluster) */
+    int    pos_bins;
+    int    pos_edge[RL_EVAL_POS_BINS + 1];
+    double pos_loss[RL_EVAL_POS_BINS], pos_lo[RL_EVAL_POS_BINS], pos_hi[RL_EVAL_POS_BINS];
     long   pos_targets[RL_EVAL_POS_BINS];
+    /* the best guess without context (tasks/task.h: rl_task_reference) */
+    double ref_loss, ref_acc;
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
     long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */
@@ -81,9 +119,18 @@ struct rl_eval_row {
     char   note[64];
 };
 
+/* The bin edges of the loss by position at length M trained at length N into edge (room
+ * for RL_EVAL_POS_BINS + 1): 0, then two an octave (round(2^(k/2)): 1, 2, 3, 4, 6, 8, 11,
+ * 16, 23, ...), with an edge at every N 2^j below M, and M last -- bins of one width on a
+ * log scale of the 1-based position, and the ranges [0, N), [N, 2N), ... exact unions of
+ * them.  Returns the number of bins. */
+int rl_eval_pos_edges(int M, int N, int *edge);
+
 struct rl_train_result {
     int64_t            steps_done;
     int64_t            updates; /* done by this call (steps_done minus the resumed step) */
+    int                stopped; /* stopped before the results (stop, stop_after, max_updates) */
+    char               checkpoint[2300]; /* then: the checkpoint of update steps_done */
     double             last_loss, last_acc;
     double             tokens_per_s;                          /* mean over this process's updates */
     double             ms_forward, ms_backward, ms_optimizer; /* per update, same mean */
@@ -102,12 +149,18 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *run_di
                        const struct rl_train_opts *opts, struct rl_train_result *r);
 
 /* Evaluate the weights of checkpoint `path` (its other tensors and metadata ignored) under
- * c (resolved by rl_train_prepare): r->eval as at the end of a run.  step (may be NULL):
+ * c (resolved by rl_train_prepare): r->eval as at the end of a run.  hooks (may be NULL):
+ * progress and stop (RL_EINTR).  step (may be NULL):
  * the checkpoint's update count.  A tensor missing or of another shape is an error naming
  * it. */
 rl_status rl_train_evaluate_checkpoint(const struct rl_cfg *c, rl_task *task, const char *path,
-                                       struct rl_train_result *r, int64_t *step);
+                                       const struct rl_eval_hooks *hooks, struct rl_train_result *r,
+                                       int64_t *step);
 
+/* The checkpoint a directory stands for (ropelab generate): the latest of a point's
+ * directory, or of a run's without a sweep; a sweep's run directory stands for its point
+ * when it has one, else the error names its points.  An error when there is none. */
+rl_status rl_train_dir_checkpoint(const char *dir, char *path, size_t len);
 /* A run directory's latest checkpoints/step-<k>.safetensors with k < below into path;
  * *k = -1 when there is none (train_io.c). */
 rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k, char *path,

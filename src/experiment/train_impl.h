@@ -33,7 +33,8 @@ struct rl_trainer {
     char                 dir[2200]; /* run directory */
     int                  ranks;     /* data_parallel: the job's ranks, which share each
                                        update's rows; 1 otherwise */
-    float *dp_scratch;              /* ranks > 1: the gradient sum's receive buffer */
+    float                      *dp_scratch; /* ranks > 1: the gradient sum's receive buffer */
+    const struct rl_eval_hooks *hooks;      /* the evaluations' stop flag and progress (or NULL) */
 };
 
 rl_status rl_trainer_init(struct rl_trainer *t, const struct rl_cfg *c, rl_task *task);
@@ -56,11 +57,18 @@ rl_status rl_trainer_share(struct rl_trainer *t);
 
 /* train_io.c: the run directory's files. */
 rl_status rl_train_path(char *buf, size_t len, const char *dir, const char *name);
-rl_status rl_trainer_save(struct rl_trainer *t);                   /* checkpoints/step-<step> */
+/* checkpoints/step-<step>, then the unscheduled ones below it removed; path (may be NULL,
+ * else 2300 bytes) gets the file's name. */
+rl_status rl_trainer_save(struct rl_trainer *t, char *path);
 rl_status rl_trainer_load(struct rl_trainer *t, const char *path); /* weights, moments, step, rng */
 /* Remove the temporary files of interrupted writes (NAME.tmp and NAME.tmp.<pid>) in dir
  * and dir/checkpoints; *removed counts them. */
 rl_status rl_train_remove_stale(const char *dir, int *removed);
+/* Is checkpoint k one that c's schedule asks for (checkpoint_every, checkpoint_initial,
+ * the last update)?  The others are the safety checkpoints of an interrupted run. */
+int rl_train_scheduled(const struct rl_cfg *c, int64_t k);
+/* Remove dir's checkpoints below k that are not scheduled: a newer one holds their work. */
+rl_status rl_train_prune_checkpoints(const char *dir, const struct rl_cfg *c, int64_t k);
 /* Keep the records of a .jsonl file whose "step" <= k (a missing file is fine). */
 rl_status rl_jsonl_truncate(const char *path, int64_t k);
 rl_status rl_jsonl_append(const char *path, const char *line);

@@ -4,6 +4,8 @@
 #include "config.h"
 #include "train_impl.h"
 #include "../model/checkpoint.h"
+#include "../config/sweep.h"
+#include "../report/report_data.h"
 #include "../core/json.h"
 #include "../core/util.h"
 
@@ -51,6 +53,52 @@ rl_status rl_train_latest_checkpoint(const char *dir, int64_t below, int64_t *k,
     return *k >= 0 ? checkpoint_path(path, len, dir, *k) : RL_OK;
 }
 
+/* A sweep's run directory: its one point, or an error naming the points. */
+static rl_status sweep_point_dir(const char *dir, char *pdir, size_t len)
+{
+    char            cfg[2300], name[RL_SWEEP_NAME], list[4 * RL_SWEEP_NAME + 16] = "";
+    struct rl_cfg  *c = malloc(sizeof *c);
+    struct rl_sweep sw;
+    if (!c) RL_FAIL(RL_ENOMEM, "out of memory");
+    rl_status st = rl_train_path(cfg, sizeof cfg, dir, "config.ini");
+    if (st == RL_OK && !rl_path_exists(cfg))
+        st = rl_error_report(RL_EIO, __FILE__, __LINE__,
+                             "%s: no checkpoints/ and no config.ini: not a ropelab run or point "
+                             "directory",
+                             dir);
+    if (st == RL_OK) rl_cfg_defaults(c), st = rl_cfg_load(c, cfg);
+    if (st == RL_OK) st = rl_sweep_init(&sw, c);
+    free(c);
+    RL_TRY(st);
+    if (sw.n_points == 1 && sw.n_keys) {
+        rl_sweep_point_name(&sw, 0, name, sizeof name);
+        return rl_train_path(pdir, len, dir, name);
+    }
+    for (long p = 0; p < sw.n_points && p < 4; p++) {
+        rl_sweep_point_name(&sw, p, name, sizeof name);
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%s", p ? ", " : "", name);
+    }
+    RL_FAIL(RL_EINVAL, "%s: a sweep of %ld points: name one, %s/<point> (its points: %s%s)", dir,
+            sw.n_points, dir, list, sw.n_points > 4 ? ", ..." : "");
+}
+
+rl_status rl_train_dir_checkpoint(const char *dir, char *path, size_t len)
+{
+    char    sub[2300], pdir[2300];
+    int64_t k = -1;
+    RL_TRY(rl_train_path(sub, sizeof sub, dir, "checkpoints"));
+    if (rl_path_exists(sub))
+        snprintf(pdir, sizeof pdir, "%s", dir);
+    else
+        RL_TRY(sweep_point_dir(dir, pdir, sizeof pdir));
+    RL_TRY(rl_train_latest_checkpoint(pdir, INT64_MAX, &k, path, len));
+    if (k < 0)
+        RL_FAIL(RL_EIO, "%s/checkpoints: no checkpoint step-<k>.safetensors (not trained yet?)",
+                pdir);
+    return RL_OK;
+}
+
 rl_status rl_train_remove_stale(const char *dir, int *removed)
 {
     char sub[2300];
@@ -64,7 +112,26 @@ rl_status rl_train_remove_stale(const char *dir, int *removed)
     return RL_OK;
 }
 
-rl_status rl_trainer_save(struct rl_trainer *t)
+int rl_train_scheduled(const struct rl_cfg *c, int64_t k)
+{
+    const int every = c->train.checkpoint_every;
+    return k == c->train.steps || (k == 0 && c->train.checkpoint_initial) ||
+           (every > 0 && k % every == 0);
+}
+
+rl_status rl_train_prune_checkpoints(const char *dir, const struct rl_cfg *c, int64_t k)
+{
+    char    path[2300];
+    int64_t j = k;
+    for (;;) { /* newest first, each found below the previous */
+        RL_TRY(rl_train_latest_checkpoint(dir, j, &j, path, sizeof path));
+        if (j < 0) return RL_OK;
+        if (!rl_train_scheduled(c, j) && remove(path) != 0 && errno != ENOENT)
+            RL_FAIL(RL_EIO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+}
+
+rl_status rl_trainer_save(struct rl_trainer *t, char *out)
 {
     char path[2300], rng[RL_RNG_STRING_LEN];
     RL_TRY(checkpoint_path(path, sizeof path, t->dir, t->step));
@@ -74,6 +141,9 @@ rl_status rl_trainer_save(struct rl_trainer *t)
     rl_status st = rl_checkpoint_save(path, t->m, t->mom_m, t->mom_v, t->step, text,
                                       rl_rng_to_string(&t->rng, rng, sizeof rng));
     free(text);
+    /* the new file is complete (written and renamed) before the older extras go */
+    if (st == RL_OK) st = rl_train_prune_checkpoints(t->dir, t->c, t->step);
+    if (st == RL_OK && out) memcpy(out, path, sizeof path);
     return st;
 }
 
@@ -182,7 +252,7 @@ static rl_status commit_tmp(FILE *f, const char *path, const char *tmp)
 }
 
 /* LM tasks: positions.csv, the per-position loss curve of every evaluation length (one
- * line per bin of pos_width positions).  Other tasks write none. */
+ * line per bin, with its 95 % interval).  Other tasks write none. */
 static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
                                      const struct rl_eval_row *rows, int n)
 {
@@ -193,15 +263,18 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
     char  path[2300], tmp[2400];
     FILE *f;
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "positions.csv"));
-    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets,rope_extend\n");
+    fprintf(f, "pe,attention,length,position_start,position_end,loss,targets,rope_extend,"
+               "loss_lo,loss_hi\n");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < rows[i].pos_bins; k++) {
-            int p0 = k * rows[i].pos_width, p1 = p0 + rows[i].pos_width;
             fprintf(f, "%s,%s,%d,%d,%d", rl_cfg_pe_name(c->model.pe),
-                    rl_cfg_attention_name(c->model.attention), rows[i].length, p0,
-                    p1 < rows[i].length ? p1 : rows[i].length);
+                    rl_cfg_attention_name(c->model.attention), rows[i].length,
+                    rows[i].pos_edge[k], rows[i].pos_edge[k + 1]);
             csv_num(f, rows[i].pos_loss[k], 0);
-            fprintf(f, ",%ld,%s\n", rows[i].pos_targets[k], rl_cfg_extend_name(rows[i].method));
+            fprintf(f, ",%ld,%s", rows[i].pos_targets[k], rl_cfg_extend_name(rows[i].method));
+            csv_num(f, rows[i].pos_lo[k], 0);
+            csv_num(f, rows[i].pos_hi[k], 0);
+            fputc('\n', f);
         }
     return commit_tmp(f, path, tmp);
 }
@@ -214,8 +287,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     /* results.csv last: its presence marks a finished point (--resume skips it) */
     RL_TRY(write_positions_csv(dir, c, rows, n));
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
-    fprintf(f, "pe,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
-               "rope_extend,rope_factor,stride\n");
+    fprintf(f, "pe,attention," RL_REP_RESULT_COLUMNS "\n");
     for (int i = 0; i < n; i++) {
         const struct rl_eval_row *r = &rows[i];
         fprintf(f, "%s,%s,%d", rl_cfg_pe_name(c->model.pe),
@@ -226,8 +298,18 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
         csv_num(f, r->ppl, r->na);
         csv_num(f, r->ms_per_1k_tokens, r->na);
         csv_num(f, r->den_rows > 0 ? (double)r->bad_den / (double)r->den_rows : NAN, r->na);
-        fprintf(f, ",%s,%s,%.6g,%d\n", r->note, rl_cfg_extend_name(r->method), r->factor,
-                r->stride);
+        fprintf(f, ",%s,%s,%.6g,%d", r->note, rl_cfg_extend_name(r->method), r->factor, r->stride);
+        const double ci[8] = {r->acc_lo,  r->acc_hi,  r->exact_lo, r->exact_hi,
+                              r->loss_lo, r->loss_hi, r->ppl_lo,   r->ppl_hi};
+        for (int k = 0; k < 8; k++)
+            csv_num(f, ci[k], r->na);
+        if (r->na)
+            fputs(",n/a,n/a", f);
+        else
+            fprintf(f, ",%ld,%ld", r->targets, r->sequences);
+        csv_num(f, r->ref_loss, 0); /* the baseline is the task's: n/a rows have it too */
+        csv_num(f, r->ref_acc, 0);
+        fputc('\n', f);
     }
     return commit_tmp(f, path, tmp);
 }

@@ -5,6 +5,7 @@
 #include "../core/threads.h"
 #include "governor.h"
 #include "../core/json.h"
+#include "../core/mpi.h"
 #include "../core/util.h"
 
 #include <math.h>
@@ -27,7 +28,10 @@ struct run {
     struct interval             all; /* this process's updates, for the result */
     int64_t                     first_step;
     double                      t_start;
-    struct rl_governor          gov; /* the thread count under load: core/governor.h */
+    int64_t                     saved;   /* the step of the newest checkpoint on disk, or -1 */
+    double                      t_saved; /* when it was written (or training started), ms */
+    struct rl_eval_hooks        hooks;   /* the final evaluation's stop flag and progress */
+    struct rl_governor          gov;     /* the thread count under load: core/governor.h */
 };
 
 static void interval_add(struct interval *iv, const struct rl_update_stats *s, double tokens)
@@ -95,9 +99,11 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
                            rows[i].factor, rows[i].stride, rows[i].loss, rows[i].acc, rows[i].exact,
                            rows[i].sequences, rows[i].ms_per_1k_tokens, rows[i].bad_den,
                            rows[i].den_rows);
-        if (rows[i].pos_bins) { /* LM: the loss curve over positions, pos_width per bin */
-            rl_json_buf_printf(&b, ", \"position_width\": %d, \"position_loss\": [",
-                               rows[i].pos_width);
+        if (rows[i].pos_bins) { /* LM: the loss curve over positions, bins between edges */
+            rl_json_buf_puts(&b, ", \"position_edges\": [");
+            for (int k = 0; k <= rows[i].pos_bins; k++)
+                rl_json_buf_printf(&b, "%s%d", k ? ", " : "", rows[i].pos_edge[k]);
+            rl_json_buf_puts(&b, "], \"position_loss\": [");
             for (int k = 0; k < rows[i].pos_bins; k++) {
                 if (k) rl_json_buf_puts(&b, ", ");
                 if (isnan(rows[i].pos_loss[k]))
@@ -153,6 +159,7 @@ static rl_status open_run(struct run *r, const char *dir)
 {
     char    path[2300], ck[2300];
     int64_t k = -1;
+    r->saved  = -1;
     if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 keeps the files */
     RL_TRY(rl_mkdir_p(dir));
     RL_TRY(rl_train_path(path, sizeof path, dir, "checkpoints"));
@@ -166,6 +173,7 @@ static rl_status open_run(struct run *r, const char *dir)
                 "another --out or [experiment] name",
                 dir);
     if (r->o->resume) RL_TRY(resume_from(r, dir, &k, ck, sizeof ck));
+    r->saved = k;
     RL_TRY(rl_jsonl_truncate(r->metrics, r->tr.step));
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step));
     char *text = malloc(1 << 16);
@@ -177,7 +185,25 @@ static rl_status open_run(struct run *r, const char *dir)
     free(text);
     RL_TRY(st);
     if (k < 0) RL_TRY(rl_train_init_from(r->tr.m, r->tr.c)); /* a fresh run only */
-    if (k < 0 && r->tr.c->train.checkpoint_initial) RL_TRY(rl_trainer_save(&r->tr));
+    if (k < 0 && r->tr.c->train.checkpoint_initial) {
+        RL_TRY(rl_trainer_save(&r->tr, NULL));
+        r->saved = 0;
+    }
+    return RL_OK;
+}
+
+/* Checkpoints of an update: the scheduled ones, and a safety one after checkpoint_minutes
+ * of training since the last (kept until the next: train_io.c prunes it). */
+static rl_status save_due(struct run *r)
+{
+    const struct rl_cfg *c   = r->tr.c;
+    const double         now = rl_now_ms();
+    if (!rl_train_scheduled(c, r->tr.step) &&
+        !(c->train.checkpoint_minutes > 0 &&
+          now - r->t_saved >= c->train.checkpoint_minutes * 60000.0))
+        return RL_OK;
+    RL_TRY(rl_trainer_save(&r->tr, NULL));
+    r->saved = r->tr.step, r->t_saved = now;
     return RL_OK;
 }
 
@@ -202,9 +228,19 @@ static rl_status after_update(struct run *r, const struct rl_update_stats *s)
         free(rows);
         RL_TRY(st);
     }
-    if ((c->train.checkpoint_every && k % c->train.checkpoint_every == 0) || k == c->train.steps)
-        RL_TRY(rl_trainer_save(&r->tr));
-    return RL_OK;
+    return save_due(r);
+}
+
+/* Stop before the next update?  A stop flag raised on one rank of a data-parallel job
+ * stops every rank at the same update (else the others would wait for it forever). */
+static int stop_now(struct run *r)
+{
+    const struct rl_train_opts *o = r->o;
+    if (o->stop_after > 0 && r->tr.step >= o->stop_after) return 1;
+    if (o->max_updates > 0 && r->tr.step - r->first_step >= o->max_updates) return 1;
+    double v = o->stop && *o->stop;
+    if (r->tr.ranks > 1 && rl_mpi_sum_doubles(&v, 1) != RL_OK) return 1; /* aborts anyway */
+    return v > 0;
 }
 
 static rl_status train_loop(struct run *r, struct rl_train_result *res)
@@ -213,11 +249,9 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     const double           tokens = (double)c->train.batch * c->task.length;
     struct rl_update_stats s;
     r->first_step = r->tr.step;
-    r->t_start    = rl_now_ms();
+    r->t_start = r->t_saved = rl_now_ms();
     rl_governor_init(&r->gov, rl_threads_get());
-    while (r->tr.step < c->train.steps) {
-        if (r->o->stop_after > 0 && r->tr.step >= r->o->stop_after) break;
-        if (r->o->max_updates > 0 && r->tr.step - r->first_step >= r->o->max_updates) break;
+    while (r->tr.step < c->train.steps && !stop_now(r)) {
         double cpu0 = rl_cpu_ms(), threads = rl_threads_get();
         RL_TRY(rl_trainer_update(&r->tr, &s));
         double cpu = rl_cpu_ms() - cpu0;
@@ -241,11 +275,33 @@ static rl_status train_loop(struct run *r, struct rl_train_result *res)
     return RL_OK;
 }
 
+/* Stopped before the last update: a checkpoint of the last completed one, unless there is
+ * one (or no update was ever done). */
+static rl_status save_stopped(struct run *r, struct rl_train_result *res)
+{
+    res->stopped = 1;
+    if (!rl_trainer_writer(&r->tr) || r->tr.step == 0) return RL_OK;
+    if (r->saved == r->tr.step) {
+        int64_t k;
+        return rl_train_latest_checkpoint(r->tr.dir, r->tr.step + 1, &k, res->checkpoint,
+                                          sizeof res->checkpoint);
+    }
+    RL_TRY(rl_trainer_save(&r->tr, res->checkpoint));
+    r->saved = r->tr.step;
+    return RL_OK;
+}
+
 static rl_status finish(struct run *r, const char *dir, struct rl_train_result *res)
 {
     const struct rl_cfg *c = r->tr.c;
     if (!rl_trainer_writer(&r->tr)) return RL_OK; /* data parallel: rank 0 evaluates */
-    RL_TRY(rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval));
+    r->hooks     = (struct rl_eval_hooks){r->o->stop, r->o->on_eval, r->o->ctx};
+    r->tr.hooks  = &r->hooks;
+    rl_status st = rl_trainer_evaluate(&r->tr, res->eval, &res->n_eval);
+    r->tr.hooks  = NULL;
+    if (st == RL_EINTR) /* the final checkpoint is there: a resume evaluates again */
+        return save_stopped(r, res);
+    RL_TRY(st);
     rl_trainer_mark_diverged(c, r->tr.task, res->eval, res->n_eval);
     RL_TRY(rl_jsonl_truncate(r->evals, r->tr.step - 1)); /* a resumed finished run: no twin */
     RL_TRY(write_eval_record(r, res->eval, res->n_eval));
@@ -274,6 +330,7 @@ rl_status rl_train_run(const struct rl_cfg *c, rl_task *task, const char *dir,
     st = open_run(r, dir);
     if (st == RL_OK) st = rl_trainer_share(&r->tr);
     if (st == RL_OK) st = train_loop(r, res);
+    if (st == RL_OK && r->tr.step < c->train.steps) st = save_stopped(r, res);
     if (st == RL_OK && r->tr.step == c->train.steps) st = finish(r, dir, res);
     rl_governor_end(&r->gov); /* the count asked for, for the next run */
     rl_trainer_free(&r->tr);

@@ -27,8 +27,7 @@ static void combined_prefix(struct rl_json_buf *b, const struct rl_report *r, lo
         rl_json_buf_printf(b, "%s,", i < 0 ? "attention" : r->pt[i].attention);
 }
 
-static rl_status write_combined(const struct rl_report *r, const char *name,
-                                struct rl_json_buf *b)
+static rl_status write_combined(const struct rl_report *r, const char *name, struct rl_json_buf *b)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
@@ -43,8 +42,7 @@ static rl_status write_results(const struct rl_report *r)
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,"
-                         "rope_extend,rope_factor,stride\n");
+    rl_json_buf_puts(&b, RL_REP_RESULT_COLUMNS "\n");
     for (long i = 0; i < r->n_points; i++)
         for (int j = 0; r->pt[i].done && j < r->pt[i].n_rows; j++) {
             combined_prefix(&b, r, i);
@@ -63,16 +61,18 @@ static rl_status write_positions(const struct rl_report *r)
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend\n");
+    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend,loss_lo,"
+                         "loss_hi\n");
     for (long i = 0; i < r->n_points; i++)
         for (const char *l = r->pt[i].pos_text; l && *l;) {
             const char *e = strchr(l, '\n'), *t = strchr(l, ',');
-            t         = t ? strchr(t + 1, ',') : NULL; /* past the point's pe, attention */
-            size_t n  = e ? (size_t)(e - l) : strlen(l);
+            t        = t ? strchr(t + 1, ',') : NULL; /* past the point's pe, attention */
+            size_t n = e ? (size_t)(e - l) : strlen(l);
             if (t && t < l + n) {
                 combined_prefix(&b, r, i);
-                rl_json_buf_printf(&b, "%.*s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
-                                   r->pt[i].pos_method ? "" : ",none"); /* older runs */
+                rl_json_buf_printf(&b, "%.*s%s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
+                                   r->pt[i].pos_method ? "" : ",none", /* older runs */
+                                   r->pt[i].pos_ci ? "" : ",,");
             }
             l += n + (e != NULL);
         }

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "report_data.h"
 #include "../core/json.h"
+#include "../core/stats.h"
 #include "../tasks/task.h"
 #include "../core/util.h"
 
@@ -83,6 +84,7 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     int cl = hdr ? csv_col(hdr, "length") : -1, c0 = hdr ? csv_col(hdr, "position_start") : -1;
     int c1 = hdr ? csv_col(hdr, "position_end") : -1, cs = hdr ? csv_col(hdr, "loss") : -1;
     int ct = hdr ? csv_col(hdr, "targets") : -1, na = 0, bad = 0;
+    int clo = hdr ? csv_col(hdr, "loss_lo") : -1, chi = hdr ? csv_col(hdr, "loss_hi") : -1;
     int cm         = hdr ? csv_col(hdr, "rope_extend") : -1; /* absent in older runs */
     const char *pm = primary_method(p);
     if (cl < 0 || c0 < 0 || c1 < 0 || cs < 0 || ct < 0)
@@ -91,13 +93,17 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
                                           "position_end, loss, targets",
                                           path);
     p->pos_method  = cm >= 0;
+    p->pos_ci      = clo >= 0 && chi >= 0;
+    p->pos_lo      = malloc(lines * sizeof *p->pos_lo);
+    p->pos_hi      = malloc(lines * sizeof *p->pos_hi);
     p->pos_text    = strdup(data < text + len ? data : "");
     char **line    = malloc(lines * sizeof *line);
     p->pos0        = malloc(lines * sizeof *p->pos0);
     p->pos1        = malloc(lines * sizeof *p->pos1);
     p->pos_loss    = malloc(lines * sizeof *p->pos_loss);
     p->pos_targets = malloc(lines * sizeof *p->pos_targets);
-    if (!p->pos_text || !line || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets)
+    if (!p->pos_text || !line || !p->pos0 || !p->pos1 || !p->pos_loss || !p->pos_targets ||
+        !p->pos_lo || !p->pos_hi)
         return free(buf), free(line),
                rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -111,6 +117,8 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
         p->pos1[p->n_pos]        = atoi(csv_field(line[i], c1, f, sizeof f));
         p->pos_loss[p->n_pos]    = csv_num(line[i], cs, &na, &bad);
         p->pos_targets[p->n_pos] = csv_num(line[i], ct, &na, &bad);
+        p->pos_lo[p->n_pos]      = csv_num(line[i], clo, &na, &bad);
+        p->pos_hi[p->n_pos]      = csv_num(line[i], chi, &na, &bad);
         p->n_pos++;
     }
     free(line);
@@ -138,7 +146,7 @@ static const char *raw_field(const char *hdr, const char *line, const char *name
  * keep the text they were written with. */
 static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *line, const char *path)
 {
-    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64];
+    char a[64], e[64], l[64], p[64], m[64], d[64], f[64], st[64], iv[400];
     if (w->na)
         snprintf(d, sizeof d, "n/a");
     else if (isnan(w->den))
@@ -148,12 +156,22 @@ static rl_status row_tail(struct rl_rep_row *w, const char *hdr, const char *lin
     /* runs written before the evaluation columns: no extension, factor 1, stride 0 */
     if (!*raw_field(hdr, line, "rope_factor", f, sizeof f)) snprintf(f, sizeof f, "1");
     if (!*raw_field(hdr, line, "stride", st, sizeof st)) snprintf(st, sizeof st, "0");
+    /* the intervals and their sizes as written (empty in runs written before them) */
+    static const char *const ci[] = {"acc_lo",  "acc_hi",    "exact_lo", "exact_hi",
+                                     "loss_lo", "loss_hi",   "ppl_lo",   "ppl_hi",
+                                     "targets", "sequences", "ref_loss", "ref_acc"};
+    size_t                   k    = 0;
+    for (int i = 0; i < 12 && k < sizeof iv; i++) {
+        char v[64];
+        k += (size_t)snprintf(iv + k, sizeof iv - k, ",%s",
+                              raw_field(hdr, line, ci[i], v, sizeof v));
+    }
     int n = snprintf(
-        w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", w->length,
+        w->tail, sizeof w->tail, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s", w->length,
         raw_field(hdr, line, "acc", a, sizeof a),
         w->na ? "n/a" : raw_field(hdr, line, "exact", e, sizeof e),
         raw_field(hdr, line, "loss", l, sizeof l), raw_field(hdr, line, "ppl", p, sizeof p),
-        raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note, w->method, f, st);
+        raw_field(hdr, line, "ms_per_1k_tokens", m, sizeof m), d, w->note, w->method, f, st, iv);
     if (n < 0 || (size_t)n >= sizeof w->tail) RL_FAIL(RL_EFORMAT, "%s: line too long", path);
     return RL_OK;
 }
@@ -167,12 +185,20 @@ static rl_status parse_result_line(struct rl_rep_row *w, const char *hdr, const 
     memset(w, 0, sizeof *w);
     if (cl < 0 || !csv_field(line, cl, f, sizeof f) || (w->length = atoi(f)) <= 0)
         RL_FAIL(RL_EFORMAT, "%s: a line without a length: '%.60s'", path, line);
-    w->acc   = csv_num(line, csv_col(hdr, "acc"), &w->na, &bad);
-    w->exact = csv_num(line, csv_col(hdr, "exact"), &na, &bad);
-    w->loss  = csv_num(line, csv_col(hdr, "loss"), &w->na, &bad);
-    w->ppl   = csv_num(line, csv_col(hdr, "ppl"), &w->na, &bad);
-    w->ms    = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na, &bad);
-    w->den   = csv_num(line, csv_col(hdr, "den_le_eps"), &na, &bad);
+    w->acc                         = csv_num(line, csv_col(hdr, "acc"), &w->na, &bad);
+    w->exact                       = csv_num(line, csv_col(hdr, "exact"), &na, &bad);
+    w->loss                        = csv_num(line, csv_col(hdr, "loss"), &w->na, &bad);
+    w->ppl                         = csv_num(line, csv_col(hdr, "ppl"), &w->na, &bad);
+    w->ms                          = csv_num(line, csv_col(hdr, "ms_per_1k_tokens"), &w->na, &bad);
+    w->den                         = csv_num(line, csv_col(hdr, "den_le_eps"), &na, &bad);
+    double                  *ci[8] = {&w->acc_lo,  &w->acc_hi,  &w->exact_lo, &w->exact_hi,
+                                      &w->loss_lo, &w->loss_hi, &w->ppl_lo,   &w->ppl_hi};
+    static const char *const name[8] = {"acc_lo",  "acc_hi",  "exact_lo", "exact_hi",
+                                        "loss_lo", "loss_hi", "ppl_lo",   "ppl_hi"};
+    for (int i = 0; i < 8; i++)
+        *ci[i] = csv_num(line, csv_col(hdr, name[i]), &na, &bad);
+    w->ref_loss = csv_num(line, csv_col(hdr, "ref_loss"), &na, &bad);
+    w->ref_acc  = csv_num(line, csv_col(hdr, "ref_acc"), &na, &bad);
     if (bad)
         RL_FAIL(RL_EFORMAT, "%s: a line with a field that is not a number: '%.60s'", path, line);
     if (cn >= 0 && csv_field(line, cn, f, sizeof f)) snprintf(w->note, sizeof w->note, "%s", f);
@@ -416,7 +442,8 @@ void rl_rep_free(struct rl_report *r)
     if (!r) return;
     for (long i = 0; r->pt && i < r->n_points; i++)
         free(r->pt[i].step), free(r->pt[i].loss), free(r->pt[i].pos_text), free(r->pt[i].pos0),
-            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets);
+            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets),
+            free(r->pt[i].pos_lo), free(r->pt[i].pos_hi);
     free(r->pt);
     free(r->grp);
     free(r);
@@ -539,6 +566,36 @@ int rl_rep_stat(const struct rl_report *r, int g, const char *method, char f, in
     return n;
 }
 
+/* The interval ends of field f in a row (NaN where it has none). */
+static void row_interval(const struct rl_rep_row *w, char f, double *lo, double *hi)
+{
+    *lo = f == 'a' ? w->acc_lo : f == 'e' ? w->exact_lo : f == 'l' ? w->loss_lo : w->ppl_lo;
+    *hi = f == 'a' ? w->acc_hi : f == 'e' ? w->exact_hi : f == 'l' ? w->loss_hi : w->ppl_hi;
+    if (!strchr("aelp", f)) *lo = *hi = NAN;
+}
+
+int rl_rep_interval(const struct rl_report *r, int g, const char *method, char f, int L, double *lo,
+                    double *hi)
+{
+    double mean, sd;
+    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd);
+    if (n <= 0) return 0;
+    if (n > 1) {
+        const double h = rl_mean_halfwidth(n, sd);
+        *lo = mean - h, *hi = mean + h;
+        return n;
+    }
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].group == g && j < r->pt[i].n_rows; j++) {
+            const struct rl_rep_row *w = &r->pt[i].rows[j];
+            if (w->length != L || (method && strcmp(w->method, method)) || isnan(row_value(w, f)))
+                continue;
+            row_interval(w, f, lo, hi);
+            return isnan(*lo) || isnan(*hi) ? 0 : 1;
+        }
+    return 0;
+}
+
 int rl_rep_seeds(const struct rl_report *r)
 {
     return (r->seed_key >= 0 ? r->sw.n_values[r->seed_key] : 1) *
@@ -552,23 +609,27 @@ int rl_rep_higher_better(char f) { return f == 'a' || f == 'e'; }
 void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
                     struct rl_rep_cmp *c)
 {
-    double mean = 0, sd = 0, bm = 0, bsd = 0;
-    int    n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
-    c->mark = RL_REP_NONE, c->best = -1, c->diff = c->spread = NAN;
+    double    mean = 0, sd = 0, bm = 0, bsd = 0;
+    int       n = rl_rep_stat(r, g, method, f, L, &mean, &sd), bn = 0;
+    const int nm = method ? r->n_methods : 1;
+    c->mark = RL_REP_NONE, c->best = -1, c->best_method = NULL, c->diff = c->spread = NAN;
     if (n <= 0) return;
-    for (int k = 0; k < r->n_groups; k++) {
-        double m = 0, s = 0;
-        int    nk;
-        if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
-            continue;
-        if ((nk = rl_rep_stat(r, k, method, f, L, &m, &s)) <= 0) continue;
-        if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
-            c->best = k, bm = m, bsd = s, bn = nk;
-    }
-    c->diff   = mean - bm;
-    c->spread = sd + bsd;
-    c->mark   = c->best == g                 ? RL_REP_BEST
-                : n < 2 || bn < 2            ? RL_REP_FEW
-                : fabs(c->diff) <= c->spread ? RL_REP_NS
-                                             : RL_REP_SIG;
+    for (int k = 0; k < r->n_groups; k++)
+        for (int q = 0; q < nm; q++) {
+            const char *mq = method ? r->method[q] : NULL;
+            double      m = 0, s = 0;
+            int         nk;
+            if (r->grp[k].task != r->grp[g].task || strcmp(r->grp[k].col[1], r->grp[g].col[1]))
+                continue;
+            if ((nk = rl_rep_stat(r, k, mq, f, L, &m, &s)) <= 0) continue;
+            if (c->best < 0 || (rl_rep_higher_better(f) ? m > bm : m < bm))
+                c->best = k, c->best_method = mq, bm = m, bsd = s, bn = nk;
+        }
+    c->diff        = mean - bm;
+    c->spread      = sd + bsd;
+    const int same = c->best == g && (!method || !strcmp(c->best_method, method));
+    c->mark        = same                         ? RL_REP_BEST
+                     : n < 2 || bn < 2            ? RL_REP_FEW
+                     : fabs(c->diff) <= c->spread ? RL_REP_NS
+                                                  : RL_REP_SIG;
 }

@@ -12,6 +12,15 @@
 #include "../core/json.h"
 #include "../config/sweep.h"
 
+/* The columns of results.csv from `length` on (a point's file has pe and attention before
+ * them, a sweep's combined file the swept keys): the numbers, then how the row was
+ * evaluated, then the 95 % intervals and their sample sizes, then the task's baseline (the
+ * loss and accuracy of the best guess without context; train.h's rl_eval_row). */
+#define RL_REP_RESULT_COLUMNS                                                                      \
+    "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,"   \
+    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,"   \
+    "ref_acc"
+
 /* Lines of a point's results.csv: lengths x rope_extend methods. */
 #define RL_REP_MAX_ROWS (RL_CFG_MAX_LENGTHS * RL_CFG_EXTEND_MAX)
 
@@ -20,8 +29,11 @@ struct rl_rep_row {
     int    length, na;
     char   method[8];                 /* rope_extend ("none" in runs written before the column) */
     double acc, exact, loss, ppl, ms; /* NaN where empty or n/a */
+    /* 95 % intervals (NaN where empty: one sequence, n/a, or a run written before them) */
+    double acc_lo, acc_hi, exact_lo, exact_hi, loss_lo, loss_hi, ppl_lo, ppl_hi;
+    double ref_loss, ref_acc; /* the task's baseline (NaN in runs written before it) */
     double den;       /* linear attention: fraction of denominators <= eps, else NaN */
-    char   tail[320]; /* the line from its length field on, as the combined file has it */
+    char   tail[512]; /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 
@@ -42,9 +54,10 @@ struct rl_rep_point {
     char             *pos_text;     /* positions.csv's data lines (LM tasks), NULL if none */
     int               pos_len;      /* the longest length in them */
     int               pos_method;   /* they have the rope_extend column */
-    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets */
-    int              *pos0, *pos1;
-    double           *pos_loss, *pos_targets;
+    int               pos_ci;       /* they have loss_lo and loss_hi */
+    int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets, and */
+    int              *pos0, *pos1;  /* the 95 % interval (NaN in runs written before it) */
+    double           *pos_loss, *pos_targets, *pos_lo, *pos_hi;
 };
 
 #define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)
@@ -99,12 +112,20 @@ int rl_rep_seeds(const struct rl_report *r);
  * headline tables are marked and the plots have error bars. */
 int rl_rep_seeded(const struct rl_report *r);
 
+/* The 95 % interval of field f ('a', 'e', 'l', 'p') of group g at length L under method m:
+ * one point, the interval of its results.csv row (over its tokens or sequences); several
+ * (seeds), the t interval of their mean, mean +- t(0.975, n-1) std / sqrt(n).  Returns the
+ * number of values (0: none, or no interval there: an older run, a single sequence). */
+int rl_rep_interval(const struct rl_report *r, int g, const char *method, char f, int L, double *lo,
+                    double *hi);
+
 /* Is a higher value of field f better (accuracy, exact match)?  Else lower is (loss,
  * perplexity, time, denominators). */
 int rl_rep_higher_better(char f);
 
-/* How a row compares at one length with the best row of its attention kind (the groups
- * of the same task and attention whose field f has a mean there under method m):
+/* How a row (group g under method m) compares at one length with the best row of its
+ * attention kind (the groups of the same task and attention, under every method, whose
+ * field f has a mean there):
  * RL_REP_BEST it is that row (the first of equal means); RL_REP_NS the difference of the
  * means is not larger than the seeds' spread, |mean - best mean| <= std + best std (not
  * significant); RL_REP_SIG it is larger; RL_REP_FEW one of the two has fewer than 2
@@ -112,7 +133,8 @@ int rl_rep_higher_better(char f);
 enum { RL_REP_NONE, RL_REP_BEST, RL_REP_NS, RL_REP_SIG, RL_REP_FEW };
 struct rl_rep_cmp {
     int    mark;
-    int    best;         /* the best group, -1 for RL_REP_NONE */
+    int         best;        /* the best group, -1 for RL_REP_NONE */
+    const char *best_method; /* and its method (NULL: the rows have none) */
     double diff, spread; /* mean - best mean; std + best std */
 };
 void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,

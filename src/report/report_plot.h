@@ -1,5 +1,6 @@
-/* report_plot.h -- the plots of a run (SVG through gnuplot when it is installed) and the
- * RoPE long-term decay curve of RoFormer 3.4.3. */
+/* report_plot.h -- the plots of a run (SVG through gnuplot when it is installed: metric vs
+ * evaluation length, training loss, loss by position, throughput; docs/experiments.md) and
+ * the RoPE long-term decay curve of RoFormer 3.4.3. */
 #ifndef RL_REPORT_PLOT_H
 #define RL_REPORT_PLOT_H
 
@@ -7,15 +8,10 @@
 #include <stdio.h>
 #include "../core/status.h"
 #include "report_data.h"
+#include "report_gp.h"
 
 /* The plots of the run directory (returns after printing a line to log). */
 void rl_rep_plots(const struct rl_report *r, FILE *log);
-
-/* The gnuplot to run: $ROPELAB_GNUPLOT, else RL_GNUPLOT; NULL when none (or "none"). */
-const char *rl_gnuplot_path(void);
-/* Run `gnuplot script` inside dir, its output in dir/gnuplot.log.  Returns 0 on success,
- * else nonzero with the reason in why. */
-int rl_gnuplot_run(const char *dir, const char *script, char *why, size_t len);
 
 /* RoFormer 3.4.3: the relative upper bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| with
  * S_j = sum_{i<j} e^{i r theta_i}, theta_i = base^(-2i/d), at relative distance r.

@@ -10,13 +10,13 @@
 /* A grid of short strings, rendered as a Markdown table or as aligned text. */
 #define CELL 64
 struct table {
-    int rows, cols;
+    int rows, cols, labels; /* labels: the leading columns of names (left-aligned as text) */
     char (*cell)[CELL];
 };
 
 static int table_init(struct table *t, int rows, int cols)
 {
-    t->rows = rows, t->cols = cols;
+    t->rows = rows, t->cols = cols, t->labels = 2;
     t->cell = calloc((size_t)rows * (size_t)cols, CELL);
     return t->cell != NULL;
 }
@@ -54,7 +54,8 @@ static void table_text(struct table *t, FILE *f)
             const char *s   = cell(t, r, c);
             int         pad = w[c] - width(s);
             /* label columns left-aligned, numbers right-aligned */
-            fprintf(f, "%s%*s%s%*s", c ? "  " : "", c >= 2 ? pad : 0, "", s, c < 2 ? pad : 0, "");
+            fprintf(f, "%s%*s%s%*s", c ? "  " : "", c >= t->labels ? pad : 0, "", s,
+                    c < t->labels ? pad : 0, "");
         }
         fputc('\n', f);
     }
@@ -66,16 +67,46 @@ static void fmt_value(char *buf, size_t len, char f, double x)
         snprintf(buf, len, "%.3f", x);
     else if (f == 'l')
         snprintf(buf, len, "%.4f", x);
-    else if (f == 'p' || f == 'd')
+    else if (f == 'p') { /* 4 digits, trailing zeros kept (10.00, not 10) */
+        snprintf(buf, len, "%#.4g", x);
+        size_t n = strlen(buf);
+        if (n && buf[n - 1] == '.') buf[n - 1] = 0;
+    } else if (f == 'd')
         snprintf(buf, len, "%.4g", x);
     else
         snprintf(buf, len, "%.2f", x);
 }
 
+/* "m ± h" with h given the decimals of m (9.889 ± 0.064, not 9.889 ± 0.06438). */
+static void fmt_pm(char *buf, size_t len, char f, double m, double h)
+{
+    char a[28], b[28];
+    fmt_value(a, sizeof a, f, m);
+    const char *dot = strchr(a, '.');
+    if (dot && !strpbrk(a, "eE"))
+        snprintf(b, sizeof b, "%.*f", (int)strlen(dot + 1), h);
+    else
+        fmt_value(b, sizeof b, f, h);
+    snprintf(buf, len, "%s ± %s", a, b);
+}
+
+/* A value and its interval: "v ± h" (h half its width), or "v [lo, hi]" when the interval
+ * is far from symmetric about v (an accuracy near 0 or 1). */
+static void fmt_interval(char *buf, char f, double v, double lo, double hi)
+{
+    const double h = (hi - lo) / 2;
+    if (fabs((lo + hi) / 2 - v) <= 0.25 * h) {
+        fmt_pm(buf, CELL, f, v, h);
+        return;
+    }
+    char a[20], l[20], u[20];
+    fmt_value(a, sizeof a, f, v), fmt_value(l, sizeof l, f, lo), fmt_value(u, sizeof u, f, hi);
+    snprintf(buf, CELL, "%.19s [%.19s, %.19s]", a, l, u);
+}
+
 /* A cell: "-" (no value), "n/a", the value, or with seeds "mean ± std (n)". */
 static void fmt_cell(char *buf, int n, char f, double mean, double sd, int seeds)
 {
-    char a[28], b[28];
     if (n == 0) {
         snprintf(buf, CELL, "-");
         return;
@@ -84,18 +115,14 @@ static void fmt_cell(char *buf, int n, char f, double mean, double sd, int seeds
         snprintf(buf, CELL, "n/a");
         return;
     }
-    fmt_value(a, sizeof a, f, mean);
     if (n == 1) {
+        char a[28];
+        fmt_value(a, sizeof a, f, mean);
         snprintf(buf, CELL, seeds ? "%s (1)" : "%s", a);
         return;
     }
-    /* the std with the mean's decimals: 9.889 ± 0.064, not 9.889 ± 0.06438 */
-    const char *dot = strchr(a, '.');
-    if (dot && !strpbrk(a, "eE"))
-        snprintf(b, sizeof b, "%.*f", (int)strlen(dot + 1), sd);
-    else
-        fmt_value(b, sizeof b, f, sd);
-    snprintf(buf, CELL, seeds ? "%s ± %s (%d)" : "%s ± %s", a, b, n);
+    fmt_pm(buf, CELL, f, mean, sd);
+    if (seeds) snprintf(buf + strlen(buf), CELL - strlen(buf), " (%d)", n);
 }
 
 /* The mark of a headline cell (see mark_text). */
@@ -106,8 +133,8 @@ static const char *mark_suffix(int mark)
 
 /* Is group g a row of task t's table of field f and rope_extend method m (NULL: any)?
  * The denominator and exact-match tables have the groups whose points measured them
- * (linear attention; runs that recorded it); a method's table, the groups evaluated
- * under it. */
+ * (linear attention; runs that recorded it); a method's rows, the groups evaluated under
+ * it. */
 static int in_table(const struct rl_report *r, int g, int t, char f, const char *m)
 {
     if (r->grp[g].task != t) return 0;
@@ -120,39 +147,112 @@ static int in_table(const struct rl_report *r, int g, int t, char f, const char 
     return 0;
 }
 
-/* Rows: the groups of task t (under method m, NULL: any); columns: the row columns, then
- * the lengths.  marks: with seeds, each cell gets its comparison with the best row of its
- * attention kind (mark_suffix).  Returns the number of rows but the header, -1 without
- * memory. */
-static int metric_table(const struct rl_report *r, int t, char f, const char *m, int marks,
-                        struct table *tb)
+/* A row of a table: a group, and where some point was evaluated under RoPE extension
+ * methods, the method (one row per method the group has; the others' rows are "none"). */
+struct trow {
+    int         g;
+    const char *m;
+};
+
+/* The rows of task t's table of field f into rows (room for n_groups x methods); returns
+ * their number. */
+static int table_rows(const struct rl_report *r, int t, char f, struct trow *rows)
 {
-    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), rows = 1;
+    const int pm = rl_rep_per_method(r), nm = pm ? r->n_methods : 1;
+    int       n = 0;
     for (int g = 0; g < r->n_groups; g++)
-        rows += in_table(r, g, t, f, m);
-    if (!table_init(tb, rows, r->n_cols + nl)) return -1;
+        for (int k = 0; k < nm; k++)
+            if (in_table(r, g, t, f, pm ? r->method[k] : NULL))
+                rows[n].g = g, rows[n].m = pm ? r->method[k] : NULL, n++;
+    return n;
+}
+
+/* The label columns: the row columns, and rope_extend with extension methods. */
+static int label_cols(const struct rl_report *r) { return r->n_cols + rl_rep_per_method(r); }
+
+static void label_cells(const struct rl_report *r, struct table *tb, int row, const struct trow *w)
+{
     for (int c = 0; c < r->n_cols; c++)
-        snprintf(cell(tb, 0, c), CELL, "%s", r->colname[c]);
-    for (int j = 0; j < nl; j++)
-        snprintf(cell(tb, 0, r->n_cols + j), CELL, "%d", L[j]);
-    for (int g = 0, row = 1; g < r->n_groups; g++) {
-        if (!in_table(r, g, t, f, m)) continue;
-        for (int c = 0; c < r->n_cols; c++)
-            snprintf(cell(tb, row, c), CELL, "%s", r->grp[g].col[c]);
-        for (int j = 0; j < nl; j++) {
-            double mean = 0, sd = 0;
-            int    n = rl_rep_stat(r, g, m, f, L[j], &mean, &sd);
-            char  *c = cell(tb, row, r->n_cols + j);
-            fmt_cell(c, n, f, mean, sd, rl_rep_seeded(r));
-            if (marks && rl_rep_seeded(r)) {
-                struct rl_rep_cmp cmp;
-                rl_rep_compare(r, g, m, f, L[j], &cmp);
-                snprintf(c + strlen(c), CELL - strlen(c), "%s", mark_suffix(cmp.mark));
-            }
-        }
-        row++;
+        snprintf(cell(tb, row, c), CELL, "%s", w ? r->grp[w->g].col[c] : r->colname[c]);
+    if (rl_rep_per_method(r))
+        snprintf(cell(tb, row, r->n_cols), CELL, "%s", w ? w->m : "rope_extend");
+}
+
+/* What a table's cells hold: the metric (with seeds "mean ± std (n)", else "value ± half
+ * the 95 % interval" where the run has it), its marks, or the 95 % interval over seeds. */
+enum cells { CELLS_VALUE, CELLS_MARKED, CELLS_SEED_INTERVAL, CELLS_COMPARE };
+
+/* The difference of a row from the best row of its attention kind: "best", "+0.012 n.s."
+ * (within the seeds' spread), "-0.301" (beyond it), "-0.050 ?" (fewer than 2 seeds on a
+ * side); c keeps the "-" or "n/a" of a row without a value. */
+static void compare_cell(const struct rl_report *r, const struct trow *w, char f, int L, char *c)
+{
+    struct rl_rep_cmp cmp;
+    char              v[28];
+    rl_rep_compare(r, w->g, w->m, f, L, &cmp);
+    if (cmp.mark == RL_REP_NONE) return;
+    if (cmp.mark == RL_REP_BEST) {
+        snprintf(c, CELL, "best");
+        return;
     }
-    return rows - 1;
+    fmt_value(v, sizeof v, f, fabs(cmp.diff));
+    snprintf(c, CELL, "%s%s%s",
+             cmp.diff < 0   ? "-"
+             : cmp.diff > 0 ? "+"
+                            : "",
+             v,
+             cmp.mark == RL_REP_NS    ? " n.s."
+             : cmp.mark == RL_REP_FEW ? " ?"
+                                      : "");
+}
+
+static void fill_cell(const struct rl_report *r, const struct trow *w, char f, int L,
+                      enum cells what, char *c)
+{
+    double mean = 0, sd = 0, lo, hi;
+    int    n = rl_rep_stat(r, w->g, w->m, f, L, &mean, &sd);
+    if (what == CELLS_SEED_INTERVAL) {
+        if (n > 1 && rl_rep_interval(r, w->g, w->m, f, L, &lo, &hi) > 1) {
+            fmt_pm(c, CELL, f, mean, (hi - lo) / 2);
+            snprintf(c + strlen(c), CELL - strlen(c), " (%d)", n);
+        } else {
+            fmt_cell(c, n, f, mean, sd, 1);
+        }
+        return;
+    }
+    fmt_cell(c, n, f, mean, sd, rl_rep_seeded(r));
+    if (what == CELLS_COMPARE) {
+        compare_cell(r, w, f, L, c);
+        return;
+    }
+    if (!rl_rep_seeded(r) && n == 1 && rl_rep_interval(r, w->g, w->m, f, L, &lo, &hi) == 1)
+        fmt_interval(c, f, mean, lo, hi);
+    if (what == CELLS_MARKED && rl_rep_seeded(r)) {
+        struct rl_rep_cmp cmp;
+        rl_rep_compare(r, w->g, w->m, f, L, &cmp);
+        snprintf(c + strlen(c), CELL - strlen(c), "%s", mark_suffix(cmp.mark));
+    }
+}
+
+/* Rows: table_rows; columns: the label columns, then the lengths.  Returns the number of
+ * rows but the header, -1 without memory. */
+static int metric_table(const struct rl_report *r, int t, char f, enum cells what, struct table *tb)
+{
+    int          L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
+    struct trow *rows = malloc(((size_t)r->n_groups * RL_CFG_EXTEND_MAX + 1) * sizeof *rows);
+    int          n = rows ? table_rows(r, t, f, rows) : 0, lc = label_cols(r);
+    if (!rows || !table_init(tb, n + 1, lc + nl)) return free(rows), -1;
+    tb->labels = lc;
+    label_cells(r, tb, 0, NULL);
+    for (int j = 0; j < nl; j++)
+        snprintf(cell(tb, 0, lc + j), CELL, "%d", L[j]);
+    for (int i = 0; i < n; i++) {
+        label_cells(r, tb, i + 1, &rows[i]);
+        for (int j = 0; j < nl; j++)
+            fill_cell(r, &rows[i], f, L[j], what, cell(tb, i + 1, lc + j));
+    }
+    free(rows);
+    return n;
 }
 
 static double group_mean(const struct rl_report *r, int g, int which)
@@ -301,40 +401,6 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     return RL_OK;
 }
 
-/* The difference of each row from the best row of its attention kind at each length, under
- * the rows' columns: "best", "+0.012 n.s." (within the seeds' spread), "-0.301" (beyond
- * it), "-0.050 ?" (fewer than 2 seeds on a side), "-" (no value).  Returns as
- * metric_table. */
-static int compare_table(const struct rl_report *r, int t, char f, const char *m, struct table *tb)
-{
-    int rows = metric_table(r, t, f, m, 0, tb);
-    if (rows < 0) return -1;
-    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
-    for (int g = 0, row = 1; g < r->n_groups; g++) {
-        if (!in_table(r, g, t, f, m)) continue;
-        for (int j = 0; j < nl; j++) {
-            struct rl_rep_cmp c;
-            char             *out = cell(tb, row, r->n_cols + j), v[28];
-            rl_rep_compare(r, g, m, f, L[j], &c);
-            if (c.mark == RL_REP_NONE || c.mark == RL_REP_BEST) {
-                if (c.mark == RL_REP_BEST) snprintf(out, CELL, "best");
-                continue; /* else the "-" or "n/a" of metric_table */
-            }
-            fmt_value(v, sizeof v, f, fabs(c.diff));
-            snprintf(out, CELL, "%s%s%s",
-                     c.diff < 0   ? "-"
-                     : c.diff > 0 ? "+"
-                                  : "",
-                     v,
-                     c.mark == RL_REP_NS    ? " n.s."
-                     : c.mark == RL_REP_FEW ? " ?"
-                                            : "");
-        }
-        row++;
-    }
-    return rows;
-}
-
 /* The significance rule, under a headline table with seeds (docs/experiments.md). */
 static void mark_text(const struct rl_report *r, char f, struct rl_json_buf *b)
 {
@@ -350,46 +416,16 @@ static void mark_text(const struct rl_report *r, char f, struct rl_json_buf *b)
         rl_rep_higher_better(f) ? "highest" : "lowest", metric_name(f), rl_rep_seeds(r));
 }
 
-/* The comparison section of task t's headline field f under method m (seeds only). */
-static rl_status compare_section(const struct rl_report *r, int t, char f, const char *m,
-                                 const char *suf, struct rl_json_buf *b)
+/* A section: a heading, a text and the table of task t's field f with the given cells
+ * (nothing when the table has no row). */
+static rl_status table_section(const struct rl_report *r, int t, char f, enum cells what,
+                               const char *title, const char *text, struct rl_json_buf *b)
 {
     struct table tb;
-    if (compare_table(r, t, f, m, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
-    rl_json_buf_printf(b, "\n## %s: %s compared with the best of each attention kind%s\n\n",
-                       r->task[t], metric_name(f), suf);
-    rl_json_buf_printf(b,
-                       "Mean %s minus the best mean among the rows of the same attention "
-                       "kind at that length. `n.s.`: not significant, the difference is at "
-                       "most the sum of the two rows' standard deviations over the seeds; "
-                       "`?`: fewer than 2 finished seeds on one side.\n\n",
-                       metric_name(f));
-    table_markdown(&tb, b);
-    free(tb.cell);
-    return RL_OK;
-}
-
-/* The heading suffix of method m's table (nothing without extension methods). */
-static void method_suffix(char *buf, size_t len, const struct rl_report *r, const char *m)
-{
-    buf[0] = 0;
-    if (m && rl_rep_per_method(r)) snprintf(buf, len, ", rope_extend = %s", m);
-}
-
-/* A table of field f ('e' exact match, 'd' denominators) for the groups that measured it,
- * under a heading and a text; nothing when no group did. */
-static rl_status measured_table(const struct rl_report *r, int t, char f, const char *title,
-                                const char *text, struct rl_json_buf *b)
-{
-    struct table tb;
-    int          rows = metric_table(r, t, f, rl_rep_per_method(r) ? r->method[0] : NULL, 0, &tb);
+    int          rows = metric_table(r, t, f, what, &tb);
     if (rows < 0) RL_FAIL(RL_ENOMEM, "out of memory");
     if (rows > 0) {
-        char suf[48];
-        method_suffix(suf, sizeof suf, r, r->method[0]);
-        rl_json_buf_printf(b, "\n## %s: %s%s\n\n%s", r->task[t], title, suf, text);
-        if (rl_rep_seeded(r)) rl_json_buf_puts(b, " Cells: mean ± std over seeds (n).");
-        rl_json_buf_puts(b, "\n\n");
+        rl_json_buf_printf(b, "\n## %s: %s\n\n%s\n\n", r->task[t], title, text);
         table_markdown(&tb, b);
     }
     free(tb.cell);
@@ -404,12 +440,39 @@ static void method_text(const struct rl_report *r, struct rl_json_buf *b)
                         "evaluation length M, training length N): none; pi, position "
                         "interpolation (rope_scale = s); ntk, NTK-aware base scaling "
                         "(rope_ntk = s); yarn (rope_yarn = s, rope_yarn_orig = N). Points "
-                        "without RoPE are evaluated once, under none.\n");
+                        "without RoPE are evaluated once, under none. The tables have a row "
+                        "per point and method (the `rope_extend` column).\n");
 }
 
-/* What the cells of a table over seeds hold, and which seeds. */
-static void seed_text(const struct rl_report *r, struct rl_json_buf *b)
+/* Does any cell of task t's field f have a 95 % interval (runs written before them have
+ * none)? */
+static int has_intervals(const struct rl_report *r, int t, char f)
 {
+    int L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS);
+    for (int g = 0; g < r->n_groups; g++)
+        for (int k = 0; k < (rl_rep_per_method(r) ? r->n_methods : 1); k++)
+            for (int j = 0; j < nl; j++) {
+                double      lo, hi;
+                const char *m = rl_rep_per_method(r) ? r->method[k] : NULL;
+                if (r->grp[g].task == t && rl_rep_interval(r, g, m, f, L[j], &lo, &hi) > 0)
+                    return 1;
+            }
+    return 0;
+}
+
+/* What the cells of a table hold: with seeds, which seeds; else the interval (when the run
+ * has them). */
+static void cells_text(const struct rl_report *r, int t, char f, struct rl_json_buf *b)
+{
+    if (!rl_rep_seeded(r)) {
+        if (!has_intervals(r, t, f)) return;
+        rl_json_buf_puts(b, " Cells: the value ± half its 95 % interval over the evaluated "
+                            "tokens, a sequence's tokens counted as one cluster (perplexity: "
+                            "exp of the loss's interval, slightly asymmetric; accuracy: a "
+                            "Wilson interval, given as [low, high] where it is far from "
+                            "symmetric, as near 0 or 1; the exact ends are in results.csv).");
+        return;
+    }
     rl_json_buf_puts(b, " Cells: mean ± sample standard deviation (n − 1) over ");
     for (int k = 0; k < 2; k++) {
         int key = k ? r->data_seed_key : r->seed_key;
@@ -420,50 +483,126 @@ static void seed_text(const struct rl_report *r, struct rl_json_buf *b)
     rl_json_buf_puts(b, ", and in parentheses the number of seeds that finished.");
 }
 
-static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
+/* The label of table row w in running text: its columns but attention, and its method. */
+static void row_label(const struct rl_report *r, const struct trow *w, char *buf, size_t len)
 {
-    const char   fs[2] = {r->task_lm[t] ? 'p' : 'a', 'l'};
-    const int    nm    = rl_rep_per_method(r) ? r->n_methods : 1;
-    struct table tb;
-    char         suf[48];
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < nm; k++) {
-            const char *m = rl_rep_per_method(r) ? r->method[k] : NULL;
-            method_suffix(suf, sizeof suf, r, m);
-            rl_json_buf_printf(b, "\n## %s: %s by evaluation length%s\n\n", r->task[t],
-                               metric_name(fs[i]), suf);
-            if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
-            rl_json_buf_puts(b, fs[i] == 'a'   ? "Accuracy: the fraction of scored target tokens "
-                                                 "whose argmax prediction is right."
-                                : fs[i] == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
-                                               : "Loss: mean cross-entropy per scored target "
-                                                 "(nats).");
-            if (rl_rep_seeded(r)) seed_text(r, b);
-            rl_json_buf_puts(b, "\n\n");
-            if (metric_table(r, t, fs[i], m, i == 0, &tb) < 0) RL_FAIL(RL_ENOMEM, "out of memory");
-            table_markdown(&tb, b);
-            free(tb.cell);
-            const char *na = na_note(r, t);
-            if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
-            if (i == 0 && rl_rep_seeded(r)) {
-                mark_text(r, fs[i], b);
-                RL_TRY(compare_section(r, t, fs[i], m, suf, b));
+    snprintf(buf, len, "%s%s%s", r->grp[w->g].line, w->m ? "/" : "", w->m ? w->m : "");
+}
+
+/* "Best per length": for each attention kind, the best row at every length (the highest
+ * accuracy or lowest perplexity; with seeds the best mean), on one line. */
+static void best_line(const struct rl_report *r, int t, char f, struct rl_json_buf *b)
+{
+    int          L[RL_CFG_MAX_LENGTHS], nl = rl_rep_lengths(r, t, L, RL_CFG_MAX_LENGTHS), any = 0;
+    struct trow *rows = malloc(((size_t)r->n_groups * RL_CFG_EXTEND_MAX + 1) * sizeof *rows);
+    int          n    = rows ? table_rows(r, t, f, rows) : 0;
+    for (int i = 0; i < n; i++) {
+        const char *att   = r->grp[rows[i].g].col[1];
+        int         first = 1; /* each attention kind once, at its first row */
+        for (int k = 0; k < i && first; k++)
+            first = strcmp(r->grp[rows[k].g].col[1], att) != 0;
+        if (!first) continue;
+        if (!any++)
+            rl_json_buf_printf(b, "\nBest per length (the %s %s): ",
+                               rl_rep_higher_better(f) ? "highest" : "lowest", metric_name(f));
+        else
+            rl_json_buf_puts(b, "; ");
+        rl_json_buf_printf(b, "%s —", att);
+        for (int j = 0, sep = 0; j < nl; j++) {
+            struct rl_rep_cmp c;
+            rl_rep_compare(r, rows[i].g, rows[i].m, f, L[j], &c);
+            for (int k = 0; k < n && c.best >= 0; k++) { /* the best row of att */
+                if (rows[k].g != c.best || (c.best_method && strcmp(rows[k].m, c.best_method)))
+                    continue;
+                double m, sd;
+                char   lab[600], v[28];
+                row_label(r, &rows[k], lab, sizeof lab);
+                rl_rep_stat(r, rows[k].g, rows[k].m, f, L[j], &m, &sd);
+                fmt_value(v, sizeof v, f, m);
+                rl_json_buf_printf(b, "%s %d: %s %s", sep++ ? "," : "", L[j], lab, v);
+                break;
             }
         }
+    }
+    if (any) rl_json_buf_puts(b, ".\n");
+    free(rows);
+}
+
+/* With seeds, under a metric's table: the intervals of its means and, for the headline
+ * metric (first), the comparison with the best of each attention kind. */
+static rl_status seed_sections(const struct rl_report *r, int t, char f, int first,
+                               struct rl_json_buf *b)
+{
+    char title[96];
+    snprintf(title, sizeof title, "%s, 95 %% intervals over the seeds", metric_name(f));
+    RL_TRY(table_section(r, t, f, CELLS_SEED_INTERVAL, title,
+                         "The mean over the seeds ± half its 95 % interval, t(0.975, n − 1) "
+                         "std / √n (n seeds, in parentheses): the uncertainty of the mean "
+                         "itself, not the spread of single runs.",
+                         b));
+    if (!first) return RL_OK;
+    snprintf(title, sizeof title, "%s compared with the best of each attention kind",
+             metric_name(f));
+    return table_section(r, t, f, CELLS_COMPARE, title,
+                         "Mean minus the best mean among the rows of the same attention "
+                         "kind at that length. `n.s.`: not significant, the difference "
+                         "is at most the sum of the two rows' standard deviations over "
+                         "the seeds; `?`: fewer than 2 finished seeds on one side.",
+                         b);
+}
+
+/* One metric's table with its heading, text, notes and (headline) best-per-length line. */
+static rl_status metric_section(const struct rl_report *r, int t, char f, int first,
+                                struct rl_json_buf *b)
+{
+    struct table tb;
+    rl_json_buf_printf(b, "\n## %s: %s by evaluation length\n\n", r->task[t], metric_name(f));
+    if (r->task_length[t]) rl_json_buf_printf(b, "Training length %d. ", r->task_length[t]);
+    rl_json_buf_puts(b, f == 'a'   ? "Accuracy: the fraction of scored target tokens "
+                                     "whose argmax prediction is right."
+                        : f == 'p' ? "Perplexity: exp(mean cross-entropy per token)."
+                                   : "Loss: mean cross-entropy per scored target (nats).");
+    cells_text(r, t, f, b);
+    rl_json_buf_puts(b, "\n\n");
+    if (metric_table(r, t, f, first ? CELLS_MARKED : CELLS_VALUE, &tb) < 0)
+        RL_FAIL(RL_ENOMEM, "out of memory");
+    table_markdown(&tb, b);
+    free(tb.cell);
+    const char *na = na_note(r, t);
+    if (na) rl_json_buf_printf(b, "\nn/a (%s).\n", na);
+    if (first) best_line(r, t, f, b);
+    if (first && rl_rep_seeded(r)) mark_text(r, f, b);
+    return rl_rep_seeded(r) ? seed_sections(r, t, f, first, b) : RL_OK;
+}
+
+static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_buf *b)
+{
+    RL_TRY(metric_section(r, t, r->task_lm[t] ? 'p' : 'a', 1, b));
+    RL_TRY(metric_section(r, t, 'l', 0, b));
     if (r->task_lm[t])
         RL_TRY(position_table(r, t, b));
     else
-        RL_TRY(measured_table(r, t, 'e', "exact match by evaluation length",
-                              "The fraction of sequences whose every scored target is predicted "
-                              "right (ListOps: one target per sequence, the accuracy).",
-                              b));
+        RL_TRY(table_section(r, t, 'e', CELLS_VALUE, "exact match by evaluation length",
+                             rl_rep_seeded(r) ? "The fraction of sequences whose every scored "
+                                                "target is predicted right (ListOps: one target "
+                                                "per sequence, the accuracy). Cells: mean ± std "
+                                                "over the seeds (n)."
+                             : has_intervals(r, t, 'e')
+                                 ? "The fraction of sequences whose every scored target is "
+                                   "predicted right (ListOps: one target per sequence, the "
+                                   "accuracy) ± half its 95 % Wilson interval over the "
+                                   "sequences (the exact ends are in results.csv)."
+                                 : "The fraction of sequences whose every scored target is "
+                                   "predicted right (ListOps: one target per sequence, the "
+                                   "accuracy).",
+                             b));
     char den[320];
     snprintf(den, sizeof den,
              "The fraction of denominators, before eps = %g is added, that are <= eps, over "
              "every evaluated row, layer and head (0 for a positive feature map with an "
              "unrotated denominator; a rotated denominator can reach or cross 0).",
              r->base.model.eps);
-    return measured_table(r, t, 'd', "linear-attention denominators <= eps", den, b);
+    return table_section(r, t, 'd', CELLS_VALUE, "linear-attention denominators <= eps", den, b);
 }
 
 /* Points whose results say "diverged" (train_run.c: the loss at the training length is
@@ -533,28 +672,27 @@ rl_status rl_rep_summary(const struct rl_report *r, struct rl_json_buf *b)
 void rl_rep_print_table(const struct rl_report *r, FILE *f)
 {
     struct table tb;
-    const int    nm = rl_rep_per_method(r) ? r->n_methods : 1;
-    for (int t = 0; t < r->n_tasks; t++)
-        for (int k = 0; k < nm; k++) {
-            const char *m  = rl_rep_per_method(r) ? r->method[k] : NULL;
-            char        fm = r->task_lm[t] ? 'p' : 'a', suf[48];
-            method_suffix(suf, sizeof suf, r, m);
-            fprintf(f, "\n%s: %s by evaluation length%s", r->task[t], metric_name(fm), suf);
-            if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
-            if (rl_rep_seeded(r)) fputs(", mean ± std (number of seeds)", f);
-            fputs("\n", f);
-            if (metric_table(r, t, fm, m, 1, &tb) < 0) return;
-            table_text(&tb, f);
-            free(tb.cell);
-            const char *na = na_note(r, t);
-            if (na) fprintf(f, "n/a (%s)\n", na);
-            if (rl_rep_seeded(r))
-                fprintf(f,
-                        "* %s %s of its attention kind; ≈ within the seeds' spread of it "
-                        "(|mean − best| <= std + best std): not significant; ? fewer than "
-                        "2 seeds\n",
-                        rl_rep_higher_better(fm) ? "highest" : "lowest", metric_name(fm));
-        }
+    for (int t = 0; t < r->n_tasks; t++) {
+        char fm = r->task_lm[t] ? 'p' : 'a';
+        fprintf(f, "\n%s: %s by evaluation length", r->task[t], metric_name(fm));
+        if (r->task_length[t]) fprintf(f, " (training length %d)", r->task_length[t]);
+        if (rl_rep_seeded(r))
+            fputs(", mean ± std (number of seeds)", f);
+        else if (has_intervals(r, t, fm))
+            fputs(", ± half the 95 % interval", f);
+        fputs("\n", f);
+        if (metric_table(r, t, fm, CELLS_MARKED, &tb) < 0) return;
+        table_text(&tb, f);
+        free(tb.cell);
+        const char *na = na_note(r, t);
+        if (na) fprintf(f, "n/a (%s)\n", na);
+        if (rl_rep_seeded(r))
+            fprintf(f,
+                    "* %s %s of its attention kind; ≈ within the seeds' spread of it "
+                    "(|mean − best| <= std + best std): not significant; ? fewer than "
+                    "2 seeds\n",
+                    rl_rep_higher_better(fm) ? "highest" : "lowest", metric_name(fm));
+    }
     if (!r->n_tasks) fputs("\nno finished points yet\n", f);
     fflush(f);
 }

@@ -12,6 +12,7 @@
 #include "task_passkey.h"
 #include "../core/util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,48 @@ int rl_task_max_length(const rl_task *t)
     if (t->kind == RL_TASK_CHARLM) return rl_task_charlm_max_length(t);
     if (t->kind == RL_TASK_MQAR && !t->kv_pairs) /* D = max(1, M/16) <= vocab/2 - 1 keys */
         return 16 * (t->vocab / 2) - 1;
+    return 0;
+}
+
+rl_status rl_task_reference(const rl_task *t, double *loss, double *acc)
+{
+    int n = 0; /* the generators: a uniform guess over the n answers */
+    switch (t->kind) {
+    case RL_TASK_COPY:
+    case RL_TASK_REVERSE:
+    case RL_TASK_SORT:
+        n = t->symbols;
+        break;
+    case RL_TASK_MQAR:
+        n = t->vocab - t->vocab / 2; /* the values */
+        break;
+    case RL_TASK_LISTOPS:
+    case RL_TASK_PASSKEY:
+        n = 10; /* classes, digits */
+        break;
+    case RL_TASK_TOKENS:
+        return rl_task_tokens_unigram(t->tokens, loss, acc);
+    case RL_TASK_CHARLM: {
+        double count[256] = {0}, seen[256] = {0};
+        for (size_t i = 0; i < t->train_end; i++)
+            count[t->text[i]] += 1;
+        for (size_t i = t->valid_lo + 1; i < t->valid_hi; i++) /* every byte but the first */
+            seen[t->text[i]] += 1;
+        rl_task_unigram(count, seen, 256, loss, acc);
+        return RL_OK;
+    }
+    case RL_TASK_KIND_COUNT:
+        RL_FAIL(RL_EINVAL, "task: no reference for an unknown kind");
+    }
+    *loss = log(n), *acc = 1.0 / n;
+    return RL_OK;
+}
+
+int64_t rl_task_valid_rows(const rl_task *t, int N)
+{
+    if (t->kind == RL_TASK_TOKENS) return rl_task_tokens_rows(t->tokens, 1);
+    if (t->kind == RL_TASK_CHARLM && N > 0 && t->valid_hi - t->valid_lo > (size_t)N)
+        return (int64_t)((t->valid_hi - t->valid_lo - 1) / (size_t)N);
     return 0;
 }
 

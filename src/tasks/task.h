@@ -21,8 +21,6 @@
 #include "../model/batch.h"
 #include "task_opts.h"
 
-
-
 rl_status rl_task_create(rl_task **t, const struct rl_task_opts *o);
 void      rl_task_free(rl_task *t);
 
@@ -36,6 +34,19 @@ int rl_task_max_length(const rl_task *t);
 /* Smallest N it can generate (mqar with a fixed kv_pairs D: 4D - 1; passkey with k digits:
  * 2k + 2); 1 for the others. */
 int rl_task_min_length(const rl_task *t);
+
+/* The baseline a model has to beat, the best guess without context: the mean
+ * cross-entropy and the accuracy, on the validation targets, of the training data's
+ * unigram (charlm, tokens: add-one smoothed, its most frequent token as the guess), or of
+ * a uniform guess over the answers of a generator (copy, reverse, sort: the symbols; mqar:
+ * the values; passkey: the 10 digits; listops: the 10 classes). */
+rl_status rl_task_reference(const rl_task *t, double *loss, double *acc);
+
+/* The distinct rows of the validation split at length N, when it is finite (charlm: the
+ * non-overlapping windows of the validation text; tokens: the validation array's rows);
+ * 0 for the generators, whose validation stream has no end.  Validation batch i of B rows
+ * holds rows (i B + j) mod this count, so ceil(count / B) batches read each row once. */
+int64_t rl_task_valid_rows(const rl_task *t, int N);
 
 /* Fill b (b->B rows of b->N tokens) for the given split and step. */
 rl_status rl_task_batch(rl_task *t, struct rl_batch *b, int split, int64_t step);

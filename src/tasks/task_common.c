@@ -1,9 +1,10 @@
-/* task_common.c -- what every generator family shares: the per-row generator and the
- * scratch buffer. */
+/* task_common.c -- what every generator family shares: the per-row generator, the
+ * scratch buffer and the unigram baseline. */
 #include "config.h"
 #include "task_common.h"
 #include "../core/util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,3 +48,17 @@ rl_status rl_task_scratch(struct rl_task *t, size_t n)
 }
 
 /* ---- the task object ---- */
+
+void rl_task_unigram(const double *count, const double *seen, int V, double *loss, double *acc)
+{
+    double total = 0, n = 0, ce = 0;
+    int    best  = 0;
+    for (int v = 0; v < V; v++) {
+        total += count[v], n += seen[v];
+        if (count[v] > count[best]) best = v;
+    }
+    for (int v = 0; v < V; v++)
+        if (seen[v] > 0) ce -= seen[v] * log((count[v] + 1) / (total + V));
+    *loss = n > 0 ? ce / n : NAN;
+    *acc  = n > 0 ? seen[best] / n : NAN;
+}

@@ -44,6 +44,10 @@ void rl_task_row_rng(struct rl_rng *r, const struct rl_task *t, int split, int64
 /* Row `row` of b from a sequence s[0 .. N] of N + 1 tokens: inputs s[0 .. N), targets
  * s[1 .. N]; returns the row's loss mask, cleared, for the caller to mark. */
 uint8_t *rl_task_put_row(struct rl_batch *b, int row, const int32_t *s, int N);
+/* The unigram baseline: the mean cross-entropy and the accuracy of predicting targets
+ * whose ids occur `seen` times each from the add-one smoothed frequencies `count` of the
+ * training data, p(v) = (count[v] + 1) / (sum count + V); the argmax is the guess. */
+void rl_task_unigram(const double *count, const double *seen, int V, double *loss, double *acc);
 /* Make t->scratch hold at least n int32 (kept between calls). */
 rl_status rl_task_scratch(struct rl_task *t, size_t n);
 

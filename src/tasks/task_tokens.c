@@ -1,6 +1,7 @@
 /* task_tokens.c -- the `tokens` task: batches from user token arrays; see task_tokens.h. */
 #include "config.h"
 #include "task_tokens.h"
+#include "task_common.h"
 #include "../core/npy.h"
 
 #include <stdlib.h>
@@ -137,6 +138,23 @@ int rl_task_tokens_max_length(const struct rl_task_tokens *t)
 static const struct tokens_array *split_array(const struct rl_task_tokens *t, int split)
 {
     return split == 1 && t->valid.ids ? &t->valid : &t->train;
+}
+
+rl_status rl_task_tokens_unigram(const struct rl_task_tokens *t, double *loss, double *acc)
+{
+    double *count = calloc((size_t)t->vocab, sizeof *count);
+    if (!count) RL_FAIL(RL_ENOMEM, "tokens task: out of memory (%d ids)", t->vocab);
+    double *seen = calloc((size_t)t->vocab, sizeof *seen);
+    if (!seen) return free(count), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    const struct tokens_array *tr = &t->train, *va = split_array(t, 1);
+    for (size_t i = 0; i < (size_t)tr->S * (size_t)(tr->N + 1); i++)
+        count[tr->ids[i]] += 1;
+    for (int64_t r = 0; r < va->S; r++) /* the targets: every id of a row but its first */
+        for (int k = 1; k <= va->N; k++)
+            seen[va->ids[(size_t)r * (size_t)(va->N + 1) + (size_t)k]] += 1;
+    rl_task_unigram(count, seen, t->vocab, loss, acc);
+    free(count), free(seen);
+    return RL_OK;
 }
 
 int64_t rl_task_tokens_rows(const struct rl_task_tokens *t, int split)

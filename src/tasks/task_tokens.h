@@ -29,6 +29,8 @@ int       rl_task_tokens_length(const struct rl_task_tokens *t); /* training N *
 int rl_task_tokens_max_length(const struct rl_task_tokens *t);
 /* Rows of the array a split reads. */
 int64_t   rl_task_tokens_rows(const struct rl_task_tokens *t, int split);
+/* The training ids' unigram (add-one) scored on the validation targets (task.h). */
+rl_status rl_task_tokens_unigram(const struct rl_task_tokens *t, double *loss, double *acc);
 rl_status rl_task_tokens_batch(struct rl_task_tokens *t, struct rl_batch *b, int split,
                                int64_t step);
 
