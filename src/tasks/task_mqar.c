@@ -1,19 +1,22 @@
-/* task_mqar.c -- multi-query associative recall (docs/tasks.md), the layout of
- * Zoology (Arora et al. 2023, "Zoology: measuring and improving recall in efficient
- * language models", sec. 3): D key-value pairs, then every key queried once.
+/* task_mqar.c -- multi-query associative recall (docs/tasks.md) in the layout of Zoology
+ * (Arora et al. 2023, "Zoology: measuring and improving recall in efficient language
+ * models", sec. 3): D key-value pairs, then a query region that holds the keys only; the
+ * value bound to a query key is the target at that key's position, never an input.
  *
  * Vocabulary V (default 1024): 0 is the filler token, keys are 1 .. K-1 and values
  * K .. V-1 with K = V / 2 (Zoology's halves).  A row at length N is s[0 .. N]:
  *     k_1 v_1 k_2 v_2 .. k_D v_D | query region s[2D .. N]
  * with distinct keys and distinct values.  The query region holds floor((N + 1 - 2D) / 2)
- * two-token slots; D of them, chosen uniformly without replacement, hold "k_i v_i" (each
- * pair once, in random order), the rest filler.  inputs s[0 .. N-1], targets s[1 .. N]
- * (next token: the value follows its query key), mask 1 on the D positions whose input is
- * a query key.  D = kv_pairs, or max(1, N / 16) at every length N when kv_pairs = 0, so
- * longer evaluation sequences hold proportionally more pairs.
- * Deviation from Zoology: queries are placed uniformly rather than with its power-law gap
- * distribution, and filler is token 0 rather than random tokens, so that recall distance
- * grows with N (what a length-extrapolation study wants to measure). */
+ * two-token slots "k 0"; D of them, chosen uniformly without replacement, hold the D keys
+ * (each key once, in random order), the rest "0 0".  inputs s[0 .. N-1]; targets the next
+ * token s[i+1], except at a query key's position, whose target is the key's value; mask 1
+ * on those D positions only.  So no value appears among the inputs after the pairs, and an
+ * answer cannot be found by eliminating values already shown.  D = kv_pairs, or
+ * max(1, N / 16) at every length N when kv_pairs = 0, so longer evaluation sequences hold
+ * proportionally more pairs.
+ * Deviations from Zoology: the query slots are placed uniformly rather than with its
+ * power-law gap distribution, and filler is token 0 rather than random tokens, so that
+ * recall distance grows with N (what a length-extrapolation study wants to measure). */
 #include "config.h"
 #include "task_mqar.h"
 
@@ -65,7 +68,8 @@ static void sample_distinct(int32_t *pool, int n, int k, struct rl_rng *r)
     }
 }
 
-/* s[0 .. N] of one row; q[0 .. D-1] get the query positions.  pool: K-1 + nslots ints. */
+/* s[0 .. N] of one row; q[0 .. D-1] get the query positions, in increasing order, and
+ * q[D .. 2D-1] the values asked for there.  pool: max(V - 1, N) ints. */
 static void make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task *t, int N, int D,
                      struct rl_rng *r)
 {
@@ -83,15 +87,19 @@ static void make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task
     sample_distinct(vals, t->vocab - K, D, r);
     for (int i = 0; i < D; i++)
         s[2 * i + 1] = vals[i];
-    /* keys and values now sit in s; the pool is reused for the slots */
-    for (int i = 0; i < nslots; i++)
-        slots[i] = i;
+    /* keys and values now sit in s; the pool is reused for the slots (nslots ints) and
+     * the pair each slot asks for (owner, nslots more: 2 nslots <= N) */
+    int32_t *owner = pool + nslots;
+    for (int j = 0; j < nslots; j++)
+        slots[j] = j, owner[j] = -1;
     sample_distinct(slots, nslots, D, r);
-    for (int i = 0; i < D; i++) {
-        int p    = 2 * D + 2 * slots[i];
-        s[p]     = s[2 * i];
-        s[p + 1] = s[2 * i + 1];
-        q[i]     = p;
+    for (int i = 0; i < D; i++)
+        owner[slots[i]] = i;
+    /* the query region left to right: its keys, and their values as targets (never inputs) */
+    for (int j = 0, n = 0; j < nslots; j++) {
+        if (owner[j] < 0) continue;
+        int p = 2 * D + 2 * j, i = owner[j];
+        s[p] = s[2 * i], q[n] = p, q[D + n] = s[2 * i + 1], n++;
     }
 }
 
@@ -99,17 +107,18 @@ rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, i
 {
     int N = b->N, D = pairs_at(t, N);
     RL_TRY(check_fit(t, N, D, "length"));
-    /* keys and values (vocab - 1 ids), later the slots (< N) */
+    /* keys and values (vocab - 1 ids), later the slots and their owners (2 nslots <= N) */
     size_t npool = (size_t)(t->vocab - 1) > (size_t)N ? (size_t)(t->vocab - 1) : (size_t)N;
-    RL_TRY(rl_task_scratch(t, (size_t)N + 1 + (size_t)D + npool));
-    int32_t *s = t->scratch, *q = s + N + 1, *pool = q + D;
+    RL_TRY(rl_task_scratch(t, (size_t)N + 1 + 2 * (size_t)D + npool));
+    int32_t *s = t->scratch, *q = s + N + 1, *pool = q + 2 * D;
     for (int row = 0; row < b->B; row++) {
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
         make_row(s, q, pool, t, N, D, &r);
-        uint8_t *m = rl_task_put_row(b, row, s, N);
+        uint8_t *m  = rl_task_put_row(b, row, s, N);
+        int32_t *tg = b->targets + (size_t)row * (size_t)N;
         for (int i = 0; i < D; i++)
-            m[q[i]] = 1;
+            m[q[i]] = 1, tg[q[i]] = q[D + i];
     }
     return RL_OK;
 }
