@@ -81,13 +81,14 @@ static int seq_row_ok(enum rl_task_kind kind, const int32_t *in, const int32_t *
 
 /* One row checked from its tokens (Zoology's layout): D pairs with distinct keys and
  * distinct values, then a query region of two-token slots "key 0" or "0 0" from 2D on,
- * holding every key once and no value; the mask exactly on the query keys, whose targets
- * are their values; the other targets the next input.  order (may be NULL) gets, for
+ * holding no value and Q query keys: every key once when Q = D, every key at least once
+ * when Q > D (dense training rows); the mask exactly on the query keys, whose targets are
+ * their values; the other targets the next input.  order (may be NULL; Q = D) gets, for
  * pair i, its rank among the row's queries. */
 static int mqar_row_ok(const int32_t *in, const int32_t *tg, const uint8_t *m, int N, int D, int V,
-                       int *order)
+                       int Q, int *order)
 {
-    int K = V / 2, nmask = 0;
+    int K = V / 2, nmask = 0, keys_asked = 0;
     int val_of[2048] = {0}, pair_of[2048] = {0}, asked[2048] = {0}, seen_val[2048] = {0};
     if (V > 2048 || 4 * D - 1 > N) return 0;
     for (int i = 0; i < D; i++) {
@@ -102,13 +103,14 @@ static int mqar_row_ok(const int32_t *in, const int32_t *tg, const uint8_t *m, i
             continue;
         }
         int k = in[i];
-        if ((i - 2 * D) % 2 || k < 1 || k >= K || !val_of[k] || asked[k]++ || tg[i] != val_of[k])
-            return 0;
+        if ((i - 2 * D) % 2 || k < 1 || k >= K || !val_of[k] || tg[i] != val_of[k]) return 0;
+        if (asked[k]++ && Q == D) return 0;        /* each key once */
         if (i + 1 < N && in[i + 1] != 0) return 0; /* a query's slot ends with filler */
         if (order) order[pair_of[k]] = nmask;
+        keys_asked += asked[k] == 1;
         nmask++;
     }
-    return nmask == D;
+    return nmask == Q && keys_asked == D;
 }
 
 /* ---- ListOps: an evaluator of our own (0 PAD, 1..10 digits, 11 MAX 12 MIN 13 MED 14 SM,
@@ -173,9 +175,10 @@ static int bad_rows(rl_task *t, enum rl_task_kind kind, const struct rl_batch *b
         int            ok = 0, len = 0;
         if (kind <= RL_TASK_SORT)
             ok = seq_row_ok(kind, in, tg, m, N, V) && b->label[r] == -1;
-        else if (kind == RL_TASK_MQAR)
-            ok = mqar_row_ok(in, tg, m, N, N / 16 > 1 ? N / 16 : 1, V, NULL);
-        else
+        else if (kind == RL_TASK_MQAR) {
+            int D = N / 16 > 1 ? N / 16 : 1;
+            ok    = mqar_row_ok(in, tg, m, N, D, V, D, NULL);
+        } else
             ok = listops_row_ok(in, m, b->label[r], N, 10, 10, &len);
         total += len;
         bad += !ok;
@@ -270,34 +273,35 @@ static void test_mqar_fixed(void)
     fill(t, &x, 4, 160, 1, 1);
     int bad = 0;
     for (int r = 0; r < 16; r++)
-        bad +=
-            !mqar_row_ok(b.inputs + r * 40, b.targets + r * 40, b.mask + r * 40, 40, 8, 64, NULL);
+        bad += !mqar_row_ok(b.inputs + r * 40, b.targets + r * 40, b.mask + r * 40, 40, 8, 64, 8,
+                            NULL);
     for (int r = 0; r < 4; r++)
         bad += !mqar_row_ok(x.inputs + r * 160, x.targets + r * 160, x.mask + r * 160, 160, 8, 64,
-                            NULL);
+                            8, NULL);
     tap_ok(bad == 0, "mqar: 8 pairs at N = 40 and at 4N = 160, answers right (%d bad)", bad);
     rl_batch_free(&b), rl_batch_free(&x);
     rl_task_free(t);
 }
 
-static rl_task *make_mqar(int N, int vocab, int kv_pairs, uint64_t seed)
+static rl_task *make_mqar(int N, int vocab, int kv_pairs, int queries, uint64_t seed)
 {
     struct rl_task_opts o;
     rl_task_opts_default(&o);
     o.kind = RL_TASK_MQAR, o.length = N, o.vocab = vocab, o.kv_pairs = kv_pairs, o.seed = seed;
-    rl_task *t = NULL;
+    o.train_queries = queries;
+    rl_task *t      = NULL;
     if (rl_task_create(&t, &o) != RL_OK) tap_bail("mqar: %s", rl_last_error());
     return t;
 }
 
-/* Rows of b checked with D pairs; rank[i][r]++ when pair i is asked r-th (rank: D x D,
- * may be NULL). */
-static int mqar_bad(const struct rl_batch *b, int D, int V, int *rank)
+/* Rows of b checked with D pairs and Q queries; rank[i][r]++ when pair i is asked r-th
+ * (rank: D x D, may be NULL; Q = D). */
+static int mqar_bad(const struct rl_batch *b, int D, int V, int Q, int *rank)
 {
     int bad = 0, order[2048];
     for (int r = 0; r < b->B; r++) {
         size_t o  = (size_t)r * b->N;
-        int    ok = mqar_row_ok(b->inputs + o, b->targets + o, b->mask + o, b->N, D, V, order);
+        int    ok = mqar_row_ok(b->inputs + o, b->targets + o, b->mask + o, b->N, D, V, Q, order);
         bad += !ok;
         for (int i = 0; ok && rank && i < D; i++)
             rank[i * D + order[i]]++;
@@ -310,11 +314,11 @@ static int mqar_bad(const struct rl_batch *b, int D, int V, int *rank)
  * query keys; more pairs at longer evaluation lengths. */
 static void test_mqar_layout(void)
 {
-    rl_task        *t = make_mqar(64, 64, 0, 3);
+    rl_task        *t = make_mqar(64, 64, 0, RL_MQAR_QUERIES_ONCE, 3);
     struct rl_batch b;
     int             rank[16] = {0}, leaked = 0, first = 0, last = 0, nmask = 0;
     fill(t, &b, 4000, 64, 0, 5);
-    int bad = mqar_bad(&b, 4, 64, rank);
+    int bad = mqar_bad(&b, 4, 64, 4, rank);
     for (int r = 0; r < 4000; r++)
         for (int i = 8; i < 64; i++) {
             leaked += b.inputs[r * 64 + i] >= 32; /* a value id among the inputs */
@@ -340,7 +344,8 @@ static void test_mqar_layout(void)
     while (b.mask[r1 * 64 + 62]) /* a row whose last slot is filler */
         r1++;
     b.inputs[r1 * 64 + 63] = b.inputs[r1 * 64 + 1], b.targets[r1 * 64 + 62] = b.inputs[r1 * 64 + 1];
-    tap_ok(mqar_bad(&b, 4, 64, NULL) == 1, "mqar: a value leaked into the query region is caught");
+    tap_ok(mqar_bad(&b, 4, 64, 4, NULL) == 1,
+           "mqar: a value leaked into the query region is caught");
     rl_batch_free(&b);
     /* evaluation: D = M / 16 pairs at M = 128, 256, 496, up to vocab / 2 - 1 = 31 keys */
     int              ok        = rl_task_max_length(t) == 511;
@@ -351,7 +356,7 @@ static void test_mqar_layout(void)
         fill(t, &x, 16, M, 1, 2);
         for (int i = 0; i < 16 * M; i++)
             n += x.mask[i];
-        ok &= mqar_bad(&x, M / 16, 64, NULL) == 0 && n == 16 * (M / 16) && in_vocab(&x, 64);
+        ok &= mqar_bad(&x, M / 16, 64, M / 16, NULL) == 0 && n == 16 * (M / 16) && in_vocab(&x, 64);
         rl_batch_free(&x);
     }
     struct rl_batch y;
@@ -363,6 +368,43 @@ static void test_mqar_layout(void)
            rl_last_error());
     rl_batch_free(&y);
     rl_task_free(t);
+}
+
+/* train_queries = dense: training rows ask a key in every query slot (each key at least
+ * once, repeats drawn uniformly), still without a value among the inputs after the pairs;
+ * evaluation rows keep the layout of each key once. */
+static void test_mqar_dense(void)
+{
+    rl_task        *t = make_mqar(64, 64, 0, RL_MQAR_QUERIES_DENSE, 3);
+    rl_task        *u = make_mqar(64, 64, 0, RL_MQAR_QUERIES_ONCE, 3);
+    struct rl_batch b, e, f;
+    fill(t, &b, 500, 64, 0, 5);
+    fill(t, &e, 64, 64, 1, 5);
+    fill(u, &f, 64, 64, 1, 5);
+    int leaked = 0, nmask = 0, count[64] = {0}, keys = 0;
+    for (int i = 0; i < 500 * 64; i++) {
+        leaked += i % 64 >= 8 && b.inputs[i] >= 32;
+        nmask += b.mask[i];
+        if (b.mask[i]) count[b.inputs[i]]++;
+    }
+    for (int k = 1; k < 32; k++)
+        keys += count[k] > 0;
+    /* N = 64, D = 4: (64 + 1 - 8) / 2 = 28 slots, all asked */
+    tap_ok(mqar_bad(&b, 4, 64, 28, NULL) == 0 && leaked == 0 && nmask == 500 * 28 && keys == 31,
+           "mqar train_queries = dense: 500 training rows ask all 28 slots, every key at least "
+           "once, no value among the inputs after the pairs (%d seen), all 31 keys used",
+           leaked);
+    tap_ok(mqar_bad(&e, 4, 64, 4, NULL) == 0 && same_rows(&e, &f, 64),
+           "mqar train_queries = dense: evaluation rows are those of the default layout");
+    rl_batch_free(&b), rl_batch_free(&e), rl_batch_free(&f);
+    rl_task_free(t), rl_task_free(u);
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_MQAR, o.train_queries = 2;
+    const char *sec = NULL, *key = NULL;
+    TAP_CHECK(rl_task_create(&t, &o) != RL_OK && !t && rl_last_error_key(&sec, &key) &&
+                  !strcmp(key, "train_queries"),
+              "mqar: an unknown train_queries refused, naming the key -- %s", rl_last_error());
 }
 
 /* ListOps: the answer classes are all used, with depth and args limits honoured. */
@@ -779,6 +821,7 @@ int main(void)
     test_seq_options();
     test_mqar_fixed();
     test_mqar_layout();
+    test_mqar_dense();
     test_listops_limits();
     test_passkey();
     test_charlm();

@@ -30,6 +30,7 @@ static const char *const names_denom[]     = {"plain", "rotated", NULL};
 static const char *const names_task[]      = {"copy",   "reverse", "sort",    "mqar", "listops",
                                               "charlm", "tokens",  "passkey", NULL};
 static const char *const names_filler[]    = {"pattern", "random", NULL};
+static const char *const names_queries[]   = {"once", "dense", NULL};
 static const char *const names_extend[]    = {"none", "pi", "ntk", "yarn", NULL};
 
 #define OFF(f) offsetof(struct rl_cfg, f)
@@ -90,6 +91,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"task", "symbols",    RL_K_INT, OFF(task.symbols), 0, BIG, NULL,
      "copy/reverse/sort: content symbols"},
     {"task", "kv_pairs",   RL_K_INT, OFF(task.kv_pairs), 0, BIG, NULL, "mqar: key-value pairs"},
+    {"task", "train_queries", RL_K_ENUM, OFF(task.train_queries), 0, 0, names_queries,
+     "mqar: training rows ask each key once, or in every query slot (dense)"},
     {"task", "depth",      RL_K_INT, OFF(task.depth), 0, BIG, NULL, "listops: nesting depth"},
     {"task", "args",       RL_K_INT, OFF(task.args), 0, BIG, NULL,
      "listops: arguments per operator"},
@@ -184,6 +187,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->task.length = to.length, c->task.vocab = to.vocab, c->task.symbols = to.symbols;
     c->task.kv_pairs = to.kv_pairs, c->task.depth = to.depth, c->task.args = to.args;
     c->task.digits = to.digits, c->task.filler = to.filler;
+    c->task.train_queries = to.train_queries;
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;

@@ -94,6 +94,7 @@ struct rl_cfg {
         int               length, vocab, symbols, kv_pairs, depth, args;
         char              path[RL_CFG_PATH], valid_path[RL_CFG_PATH];
         int               digits, filler; /* passkey; filler: enum rl_passkey_filler */
+        int               train_queries;  /* mqar: enum rl_mqar_queries */
     } task;
     struct {
         int      steps, batch, accumulate;
@@ -104,7 +105,7 @@ struct rl_cfg {
         uint64_t data_seed; /* 0 = seed: initialisation and data vary independently */
         int      log_every, checkpoint_every, checkpoint_initial;
         char     init_from[RL_CFG_PATH]; /* "" = random initialisation */
-        int      data_parallel; /* every rank trains each point (MPI) */
+        int      data_parallel;          /* every rank trains each point (MPI) */
     } train;
     struct {
         int                n_lengths;

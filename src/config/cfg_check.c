@@ -380,7 +380,7 @@ int rl_cfg_text_diff(const char *a, const char *b, char *msg, size_t len)
 {
     enum { MAX = 256 };
     struct kv     *ka = calloc(3 * MAX, sizeof *ka), *kb = ka + MAX, *kd = kb + MAX;
-    struct rl_cfg *def = malloc(sizeof *def);
+    struct rl_cfg *def   = malloc(sizeof *def);
     char          *dtext = malloc(1 << 16);
     if (!ka || !def || !dtext)
         return free(ka), free(def), free(dtext), snprintf(msg, len, "out of memory"), 1;
@@ -417,7 +417,8 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
     o->digits = c->task.digits, o->filler = c->task.filler;
-    o->seed       = c->train.data_seed ? c->train.data_seed : c->train.seed;
+    o->train_queries = c->task.train_queries;
+    o->seed          = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

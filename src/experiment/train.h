@@ -60,20 +60,28 @@ struct rl_train_opts {
 
 /* Bins of the per-position loss curve of an evaluation length (LM tasks). */
 #define RL_EVAL_POS_BINS 64
+/* Scored-target orders kept by the accuracy-by-order breakdown (the last pools the rest). */
+#define RL_EVAL_ORDERS 64
 
 struct rl_eval_row {
-    int    length;
-    int                stride;           /* eval.stride it was made with (0: non-overlapping) */
-    enum rl_cfg_extend method;           /* RoPE extension at evaluation (none for other PEs) */
-    double             factor;           /* its factor s (1 for none) */
-    int    na;               /* 1: not applicable (learned PE beyond max_len); see note */
-    double loss, acc, ppl;   /* ppl = exp(loss) for LM tasks, NaN for classifiers */
-    double exact;            /* sequences whose every scored target is right (fraction) */
-    long   sequences;        /* the sequences counted (those with a scored target) */
+    int                length;
+    int                stride;         /* eval.stride it was made with (0: non-overlapping) */
+    enum rl_cfg_extend method;         /* RoPE extension at evaluation (none for other PEs) */
+    double             factor;         /* its factor s (1 for none) */
+    int                na;             /* 1: not applicable (learned PE beyond max_len); see note */
+    double             loss, acc, ppl; /* ppl = exp(loss) for LM tasks, NaN for classifiers */
+    double             exact;          /* sequences whose every scored target is right (fraction) */
+    long               sequences;      /* the sequences counted (those with a scored target) */
     /* LM tasks (charlm, tokens): mean loss of positions [b w, (b+1) w), b < pos_bins */
     int    pos_width, pos_bins;
     double pos_loss[RL_EVAL_POS_BINS];
     long   pos_targets[RL_EVAL_POS_BINS];
+    /* Causal tasks but LM ones: the accuracy by the order of a scored target within its row
+     * (MQAR: the k-th query; passkey: the k-th answer digit).  Order k + 1 has
+     * order_targets[k] targets, order_correct[k] of them right, k < n_orders; the last
+     * entry, k = RL_EVAL_ORDERS - 1, pools every target from that order on. */
+    int    n_orders;
+    long   order_targets[RL_EVAL_ORDERS], order_correct[RL_EVAL_ORDERS];
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
     long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */

@@ -17,23 +17,30 @@ struct eval_acc {
     long   correct, fwd_rows;
 };
 
-/* Per-sequence exact match and, for LM tasks, the loss by position, from the per-row
- * losses and predictions of the last forward on batch b (rows of N positions). */
+/* Per-sequence exact match, and for LM tasks the loss by position, for the others the
+ * accuracy by the order of a scored target within its row, from the per-row losses and
+ * predictions of the last forward on batch b (rows of N positions). */
 static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, struct rl_eval_row *r)
 {
     const double  *loss = rl_model_row_loss(m);
     const uint8_t *ok   = rl_model_row_correct(m);
     for (int row = 0; row < b->B; row++) {
-        int all = 1, any = 0;
+        int all = 1, k = 0;
         for (int n = 0; n < b->N; n++) {
             const size_t t = (size_t)row * b->N + n;
             if (b->mask && !b->mask[t]) continue;
-            all &= ok[t], any = 1;
+            all &= ok[t];
+            if (!lm) { /* the k-th scored target (orders from the last one pooled) */
+                const int o = k < RL_EVAL_ORDERS ? k : RL_EVAL_ORDERS - 1;
+                r->order_targets[o]++, r->order_correct[o] += ok[t];
+                if (o >= r->n_orders) r->n_orders = o + 1;
+            }
+            k++;
             if (!lm) continue;
             r->pos_loss[n / r->pos_width] += loss[t];
             r->pos_targets[n / r->pos_width]++;
         }
-        r->exact += any && all, r->sequences += any;
+        r->exact += k && all, r->sequences += k > 0;
     }
 }
 

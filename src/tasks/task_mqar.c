@@ -51,8 +51,11 @@ rl_status rl_task_mqar_setup(struct rl_task *t, const struct rl_task_opts *o)
         RL_TASK_FAIL(RL_EINVAL, "vocab", "mqar needs vocab >= 4 (filler, keys, values), got %d",
                      t->vocab);
     if (o->kv_pairs > (1 << 28)) RL_TASK_FAIL(RL_EINVAL, "kv_pairs", "%d is too many", o->kv_pairs);
-    t->kv_pairs = o->kv_pairs;
-    t->length   = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
+    if (o->train_queries != RL_MQAR_QUERIES_ONCE && o->train_queries != RL_MQAR_QUERIES_DENSE)
+        RL_TASK_FAIL(RL_EINVAL, "train_queries", "unknown query layout %d", o->train_queries);
+    t->kv_pairs      = o->kv_pairs;
+    t->train_queries = o->train_queries;
+    t->length        = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
     return check_fit(t, t->length, pairs_at(t, t->length), o->kv_pairs ? "kv_pairs" : "length");
 }
 
@@ -68,12 +71,14 @@ static void sample_distinct(int32_t *pool, int n, int k, struct rl_rng *r)
     }
 }
 
-/* s[0 .. N] of one row; q[0 .. D-1] get the query positions, in increasing order, and
- * q[D .. 2D-1] the values asked for there.  pool: max(V - 1, N) ints. */
-static void make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task *t, int N, int D,
-                     struct rl_rng *r)
+/* s[0 .. N] of one row asking Q queries (Q = D: each key once; Q = nslots: dense, each
+ * key once and the other slots a key drawn uniformly); q[0 .. Q-1] get the query
+ * positions, in increasing order, and q[Q .. 2Q-1] the values asked for there; returns Q.
+ * pool: max(V - 1, N) ints. */
+static int make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task *t, int N, int D,
+                    int dense, struct rl_rng *r)
 {
-    int K = t->vocab / 2, nslots = (N + 1 - 2 * D) / 2;
+    int K = t->vocab / 2, nslots = (N + 1 - 2 * D) / 2, Q = dense ? nslots : D;
     for (int i = 0; i <= N; i++)
         s[i] = MQAR_FILL;
     int32_t *keys = pool, *vals = pool + (K - 1), *slots = pool;
@@ -88,19 +93,21 @@ static void make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task
     for (int i = 0; i < D; i++)
         s[2 * i + 1] = vals[i];
     /* keys and values now sit in s; the pool is reused for the slots (nslots ints) and
-     * the pair each slot asks for (owner, nslots more: 2 nslots <= N) */
+     * the pair each slot asks for (owner, nslots more: 2 nslots <= N).  The first D of Q
+     * slots drawn ask pair 0 .. D-1, the others (dense rows) a pair drawn uniformly. */
     int32_t *owner = pool + nslots;
     for (int j = 0; j < nslots; j++)
         slots[j] = j, owner[j] = -1;
-    sample_distinct(slots, nslots, D, r);
-    for (int i = 0; i < D; i++)
-        owner[slots[i]] = i;
+    sample_distinct(slots, nslots, Q, r);
+    for (int i = 0; i < Q; i++)
+        owner[slots[i]] = i < D ? i : (int32_t)rl_rng_below(r, (uint64_t)D);
     /* the query region left to right: its keys, and their values as targets (never inputs) */
     for (int j = 0, n = 0; j < nslots; j++) {
         if (owner[j] < 0) continue;
         int p = 2 * D + 2 * j, i = owner[j];
-        s[p] = s[2 * i], q[n] = p, q[D + n] = s[2 * i + 1], n++;
+        s[p] = s[2 * i], q[n] = p, q[Q + n] = s[2 * i + 1], n++;
     }
+    return Q;
 }
 
 rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, int64_t step)
@@ -109,16 +116,18 @@ rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, i
     RL_TRY(check_fit(t, N, D, "length"));
     /* keys and values (vocab - 1 ids), later the slots and their owners (2 nslots <= N) */
     size_t npool = (size_t)(t->vocab - 1) > (size_t)N ? (size_t)(t->vocab - 1) : (size_t)N;
-    RL_TRY(rl_task_scratch(t, (size_t)N + 1 + 2 * (size_t)D + npool));
-    int32_t *s = t->scratch, *q = s + N + 1, *pool = q + 2 * D;
+    /* training rows with train_queries = dense ask every slot: at most N / 2 queries */
+    int dense = split == 0 && t->train_queries == RL_MQAR_QUERIES_DENSE;
+    RL_TRY(rl_task_scratch(t, 2 * (size_t)N + 1 + npool));
+    int32_t *s = t->scratch, *q = s + N + 1, *pool = q + N;
     for (int row = 0; row < b->B; row++) {
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
-        make_row(s, q, pool, t, N, D, &r);
+        int      Q  = make_row(s, q, pool, t, N, D, dense, &r);
         uint8_t *m  = rl_task_put_row(b, row, s, N);
         int32_t *tg = b->targets + (size_t)row * (size_t)N;
-        for (int i = 0; i < D; i++)
-            m[q[i]] = 1, tg[q[i]] = q[D + i];
+        for (int i = 0; i < Q; i++)
+            m[q[i]] = 1, tg[q[i]] = q[Q + i];
     }
     return RL_OK;
 }

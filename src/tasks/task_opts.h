@@ -18,24 +18,27 @@ enum rl_task_kind {
     RL_TASK_PASSKEY,
 };
 
+/* mqar: the queries of a training row (evaluation rows always ask each key once) */
+enum rl_mqar_queries { RL_MQAR_QUERIES_ONCE = 0, RL_MQAR_QUERIES_DENSE };
+
 /* passkey: the filler around the key */
 enum rl_passkey_filler { RL_PASSKEY_FILLER_PATTERN = 0, RL_PASSKEY_FILLER_RANDOM };
 
 struct rl_task_opts {
     enum rl_task_kind kind;
-    int               length;     /* training sequence length N (0: the task's default / data's) */
-    int               vocab;      /* 0: task default (tokens: largest id + 1) */
-    int               symbols;    /* copy/reverse/sort: number of content symbols */
-    int               kv_pairs;   /* mqar */
-    int               depth;      /* listops max nesting depth */
-    int               args;       /* listops max arguments per operator */
-    const char       *path;       /* charlm text file / tokens .npy */
-    const char       *valid_path; /* tokens: optional validation .npy */
-    int               digits;     /* passkey: digits of the key (0: the default, 5) */
-    int               filler;     /* passkey: enum rl_passkey_filler */
+    int               length;   /* training sequence length N (0: the task's default / data's) */
+    int               vocab;    /* 0: task default (tokens: largest id + 1) */
+    int               symbols;  /* copy/reverse/sort: number of content symbols */
+    int               kv_pairs; /* mqar */
+    int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               depth;         /* listops max nesting depth */
+    int               args;          /* listops max arguments per operator */
+    const char       *path;          /* charlm text file / tokens .npy */
+    const char       *valid_path;    /* tokens: optional validation .npy */
+    int               digits;        /* passkey: digits of the key (0: the default, 5) */
+    int               filler;        /* passkey: enum rl_passkey_filler */
     uint64_t          seed;
 };
-
 
 /* A failure about one [task] key: the message reads "[task] KEY: ..." and the key travels
  * with the error (rl_last_error_key), so the caller can point at the line that set it. */
