@@ -33,7 +33,8 @@ struct tcase {
     enum rl_fmap      fm;
     enum pe           pe;
     int               H, N, d, dv;
-    double            gate; /* log gates uniform in [-gate, 0] */
+    double            gate;      /* log gates uniform in [-gate, 0]; 0: no gate */
+    int               noncausal; /* (without the gate) */
 };
 
 enum { NB = 8, MAXN = 320 };
@@ -154,17 +155,22 @@ static void ref_head(double *o, const struct tcase *c, const struct data *D, int
     bias_vector(b, c, D, h);
     for (int m = 0; m < N; m++)
         cum[m] = (m ? cum[m - 1] : 0) + lf[m];
+    const int nc = c->noncausal;
+    for (int m = 0; nc && m < N; m++) /* non-causal Shen: the normaliser over every row */
+        for (int f = 0; f < d; f++)
+            Z[f] += F.ek[m][f];
     for (int m = 0; m < N; m++) {
-        double mx = -INFINITY, den = 0, sn, sd;
-        for (int f = 0; f < d; f++) /* Shen: the prefix normaliser, not decayed */
+        double    mx = -INFINITY, den = 0, sn, sd;
+        const int last = nc ? N - 1 : m;
+        for (int f = 0; !nc && f < d; f++) /* Shen: the prefix normaliser, not decayed */
             Z[f] += F.ek[m][f];
         memset(num, 0, sizeof num);
-        for (int n = 0; c->kind == RL_ATTN_SOFTMAX && n <= m; n++) {
+        for (int n = 0; c->kind == RL_ATTN_SOFTMAX && n <= last; n++) {
             ref_pair(&sn, &sd, c, &F, Z, m, n, d);
-            mx = fmax(mx, sn + b[m - n] + cum[m] - cum[n]);
+            mx = fmax(mx, sn + (n <= m ? b[m - n] + cum[m] - cum[n] : 0));
         }
-        for (int n = 0; n <= m; n++) {
-            double wgt = b[m - n] + cum[m] - cum[n];
+        for (int n = 0; n <= last; n++) {
+            double wgt = n <= m ? b[m - n] + cum[m] - cum[n] : 0; /* no bias PE when non-causal */
             ref_pair(&sn, &sd, c, &F, Z, m, n, d);
             if (c->kind == RL_ATTN_SOFTMAX)
                 sn = sd = exp(sn + wgt - mx);
@@ -211,8 +217,8 @@ static struct rl_attn_opts opts_of(const struct tcase *c)
     rl_attn_opts_default(&o);
     o.kind             = c->kind;
     o.fmap             = c->fm;
-    o.causal           = 1;
-    o.forget           = 1;
+    o.causal           = !c->noncausal;
+    o.forget           = c->gate > 0;
     o.pe               = c->pe == PE_T5      ? RL_ATTN_PE_T5
                          : c->pe == PE_ALIBI ? RL_ATTN_PE_ALIBI
                          : c->pe == PE_NONE  ? RL_ATTN_PE_NONE
@@ -238,8 +244,8 @@ static void run_kernel(struct run *r, const struct tcase *c, const struct data *
     if (rl_attn_create(&a, &o, c->H, D->N, D->d, D->dv) != RL_OK ||
         rl_attn_reserve(a, D->G) != RL_OK)
         tap_bail("create: %s", rl_last_error());
-    const struct rl_attn_in    in = {r->q, r->k, r->v, r->t5, r->lf};
-    const struct rl_attn_grads gr = {r->dq, r->dk, r->dv, r->dt5, r->dlf};
+    const struct rl_attn_in    in = {r->q, r->k, r->v, r->t5, c->gate > 0 ? r->lf : NULL};
+    const struct rl_attn_grads gr = {r->dq, r->dk, r->dv, r->dt5, c->gate > 0 ? r->dlf : NULL};
     if (rl_attn_forward(a, r->o, r->saved, &in, D->G, NULL) != RL_OK ||
         rl_attn_backward(a, &gr, r->w, r->o, r->saved, &in, D->G) != RL_OK)
         tap_bail("kernel: %s", rl_last_error());
@@ -310,6 +316,7 @@ static void check_case(const struct tcase *c, int nsample)
     size_t      ns[5] = {nq, nq, nv, nl, (size_t)c->H * NB};
     const char *tn[5] = {"dq", "dk", "dv", "dlogf", "dt5"};
     for (int t = 0; t < (c->pe == PE_T5 ? 5 : 4); t++) {
+        if (t == 3 && c->gate <= 0) continue; /* no gate: no dlogf */
         size_t  cnt = nsample && (size_t)nsample < ns[t] ? (size_t)nsample : ns[t];
         double *ref = malloc(sizeof(double) * cnt);
         float  *got = malloc(sizeof(float) * cnt);
@@ -339,7 +346,7 @@ static void check_case(const struct tcase *c, int nsample)
 /* A constant log gate -slope_h (per head) equals ALiBi without the gate. */
 static void check_constant_is_alibi(enum rl_attn_kind kind)
 {
-    const struct tcase c = {kind, RL_FMAP_ELU1, PE_NONE, 2, 300, 8, 8, 0.1};
+    const struct tcase c = {kind, RL_FMAP_ELU1, PE_NONE, 2, 300, 8, 8, 0.1, 0};
     struct data        D;
     struct run         r, ra;
     data_make(&D, &c, 2);
@@ -388,18 +395,27 @@ int main(void)
     tap_seed(20261126);
     for (int pe = PE_NONE; pe <= PE_ALIBI; pe++) {
         if (pe == PE_INPUT || pe == PE_ROTDEN) continue; /* linear attention only */
-        struct tcase c = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, (enum pe)pe, 2, 7, 4, 3, 0.7};
+        struct tcase c = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, (enum pe)pe, 2, 7, 4, 3, 0.7, 0};
         check_case(&c, 0);
         c.N = 300, c.d = 8, c.dv = 6, c.gate = 0.05;
         check_case(&c, 10);
     }
     for (int f = 0; f < 3; f++)
         for (int pe = PE_NONE; pe <= PE_ALIBI; pe++) {
-            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 7, 4, 3, 0.7};
+            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 7, 4, 3, 0.7, 0};
             check_case(&c, 0);
             c.N = 300, c.d = 8, c.dv = 6, c.gate = pe % 2 ? 2.0 : 0.05;
             check_case(&c, 10);
         }
+    /* without the gate: the split pieces (elu1, exp) and the per-head form (Shen); the
+     * rotated denominator, ill-conditioned where it nears 0, is t_attn_linear's */
+    for (int f = 0; f < 3; f++)
+        for (int pe = PE_NONE; pe <= PE_INPUT; pe++)
+            for (int nc = 0; nc < 2; nc++) {
+                struct tcase c = {
+                    RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 0, nc};
+                check_case(&c, 6);
+            }
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();

@@ -248,11 +248,17 @@ static void run_kernel(struct problem *p, const struct cfg *c, int n, int grads)
     const struct rl_rope *r = c->pe != PE_NONE ? &rope : NULL;
     float *s = rl_alloc(rl_attn_linear_scratch_floats(&o, n, p->d, p->dv) * sizeof(float));
     if (!s) tap_bail("out of memory");
-    const struct rl_lin_head h = {p->q, p->k, p->v, r, c->gate > 0 ? p->logf : NULL,
-                                  n,    p->d, p->dv};
+    const struct rl_lin_head h = {.q    = p->q,
+                                  .k    = p->k,
+                                  .v    = p->v,
+                                  .rope = r,
+                                  .logf = c->gate > 0 ? p->logf : NULL,
+                                  .N    = n,
+                                  .d    = p->d,
+                                  .dv   = p->dv};
     rl_attn_linear_forward(p->o, p->den, &p->bad, &h, &o, s);
     if (grads) {
-        const struct rl_lin_grads g = {p->dq, p->dk, p->dvv, p->dlogf};
+        const struct rl_lin_grads g = {.dq = p->dq, .dk = p->dk, .dv = p->dvv, .dlogf = p->dlogf};
         rl_attn_linear_backward(&g, p->w, p->o, p->den, &h, &o, s);
     }
     rl_free(s);

@@ -74,8 +74,8 @@ rl_status rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv)
     if (o->rope_place == RL_ROPE_PLACE_INPUT && o->pe != RL_ATTN_PE_ROPE)
         RL_FAIL(RL_EINVAL, "rope_place=input needs pe=rope");
     if (o->pe == RL_ATTN_PE_T5 && (o->t5_buckets < 2 || o->t5_max_distance < 1))
-        RL_FAIL(RL_EINVAL, "t5_buckets=%d must be >= 2 and t5_max_distance=%d >= 1",
-                o->t5_buckets, o->t5_max_distance);
+        RL_FAIL(RL_EINVAL, "t5_buckets=%d must be >= 2 and t5_max_distance=%d >= 1", o->t5_buckets,
+                o->t5_max_distance);
     if (o->pe == RL_ATTN_PE_T5 && o->t5_max_distance <= o->t5_buckets / (o->causal ? 2 : 4))
         RL_FAIL(RL_EINVAL, "t5_max_distance=%d must exceed the exact-bucket range %d",
                 o->t5_max_distance, o->t5_buckets / (o->causal ? 2 : 4));
@@ -93,7 +93,8 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len)
     static const char *pes[]   = {"none", "rope", "t5", "alibi"};
     static const char *fmaps[] = {"elu1", "softmax", "exp"};
     if (o->kind == RL_ATTN_SOFTMAX)
-        snprintf(buf, (size_t)len, "softmax %s %s", pes[o->pe], o->causal ? "causal" : "non-causal");
+        snprintf(buf, (size_t)len, "softmax %s %s", pes[o->pe],
+                 o->causal ? "causal" : "non-causal");
     else
         snprintf(buf, (size_t)len, "linear(%s) %s%s%s %s", fmaps[o->fmap], pes[o->pe],
                  o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_INPUT ? "/input" : "",
@@ -101,7 +102,6 @@ const char *rl_attn_describe(const struct rl_attn_opts *o, char *buf, int len)
                  o->causal ? "causal" : "non-causal");
     return buf;
 }
-
 
 static size_t kernel_scratch(const struct rl_attn *a)
 {
@@ -119,6 +119,7 @@ void rl_attn_free(rl_attn *a)
     free(a->scratch);
     rl_free(a->drel);
     rl_free(a->rowbuf);
+    rl_free(a->linst);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
@@ -138,7 +139,8 @@ static rl_status alloc_per_thread(rl_attn *a)
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the T5 gradient buffer");
     for (int t = 0; t < a->nthreads; t++) {
         if (a->scratch_floats && !(a->scratch[t] = rl_alloc(a->scratch_floats * sizeof(float))))
-            RL_FAIL(RL_ENOMEM, "attention: cannot allocate %zu floats of scratch", a->scratch_floats);
+            RL_FAIL(RL_ENOMEM, "attention: cannot allocate %zu floats of scratch",
+                    a->scratch_floats);
         if (rl_attn_linear_uses_toeplitz(a))
             RL_TRY(rl_toeplitz_create(&a->toeplitz[t], a->N, a->d, a->dv));
     }
@@ -171,9 +173,9 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     rl_attn *a = calloc(1, sizeof *a);
     if (!a) RL_FAIL(RL_ENOMEM, "attention: out of memory");
     a->o = *o, a->H = H, a->N = N, a->d = d, a->dv = dv;
-    a->nthreads = rl_threads_get();
-    a->has_rope = o->pe == RL_ATTN_PE_ROPE;
-    a->has_bias = o->pe == RL_ATTN_PE_T5 || o->pe == RL_ATTN_PE_ALIBI;
+    a->nthreads  = rl_threads_get();
+    a->has_rope  = o->pe == RL_ATTN_PE_ROPE;
+    a->has_bias  = o->pe == RL_ATTN_PE_T5 || o->pe == RL_ATTN_PE_ALIBI;
     rl_status st = RL_OK;
     if (a->has_rope) st = rl_rope_init(&a->rope, N, d, &o->rope);
     if (st == RL_OK && a->has_rope && o->kind == RL_ATTN_SOFTMAX) /* YaRN: a R_m q, a R_n k */
@@ -182,13 +184,16 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     if (st == RL_OK && a->has_bias) {
         a->rel    = rl_alloc((size_t)H * (2 * (size_t)N - 1) * sizeof(float));
         a->slopes = calloc((size_t)H, sizeof(double));
-        if (!a->rel || !a->slopes) st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "attention: out of memory");
+        if (!a->rel || !a->slopes)
+            st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "attention: out of memory");
         else if (o->pe == RL_ATTN_PE_ALIBI) {
             rl_alibi_slopes(a->slopes, H);
-            for (int h = 0; h < H; h++) rl_alibi_rel(a->rel + (size_t)h * (2 * N - 1), a->slopes[h], N);
+            for (int h = 0; h < H; h++)
+                rl_alibi_rel(a->rel + (size_t)h * (2 * N - 1), a->slopes[h], N);
         }
     }
     if (st == RL_OK) st = alloc_per_thread(a);
+    if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
     if (st == RL_OK) st = rl_attn_reserve(a, H);
     if (st != RL_OK) {
         rl_attn_free(a);
@@ -202,10 +207,15 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
-    float *r = rl_alloc((size_t)G * a->N * sizeof(float));
-    if (!r) RL_FAIL(RL_ENOMEM, "attention: cannot allocate the row buffers of %d heads", G);
-    rl_free(a->rowbuf);
-    a->rowbuf = r, a->G_max = G;
+    float  *r = rl_alloc((size_t)G * a->N * sizeof(float));
+    double *l = NULL;
+    if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
+    if (!r || (a->linst_head && !l)) {
+        rl_free(r), rl_free(l);
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
+    }
+    rl_free(a->rowbuf), rl_free(a->linst);
+    a->rowbuf = r, a->linst = l, a->G_max = G;
     return RL_OK;
 }
 
@@ -258,7 +268,8 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     double t0 = rl_now_ms();
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
-    if (G > a->G_max) RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    if (G > a->G_max)
+        RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -277,7 +288,8 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
 {
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
-    if (G > a->G_max) RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    if (G > a->G_max)
+        RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
     if (a->o.kind == RL_ATTN_SOFTMAX)
@@ -285,7 +297,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     else
         rl_attn_run_linear_backward(a, gr, dout, o, saved, in, G);
     for (int h = 0; t5 && h < a->H; h++) /* head h's relative gradient into the table */
-        rl_t5_rel_backward(gr->dt5, a->drel + (size_t)h * (2 * a->N - 1), h, a->N,
-                           a->o.t5_buckets, a->o.t5_max_distance, a->o.causal);
+        rl_t5_rel_backward(gr->dt5, a->drel + (size_t)h * (2 * a->N - 1), h, a->N, a->o.t5_buckets,
+                           a->o.t5_max_distance, a->o.causal);
     return RL_OK;
 }

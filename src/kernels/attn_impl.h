@@ -17,11 +17,13 @@ struct rl_attn {
     float              *xlam;   /* d (xpos): ln(zeta_f)/gamma per feature, 0 past rope_dims */
     float              *rel;    /* H x (2N-1): relative bias vectors */
     size_t              scratch_floats;
-    float             **scratch;  /* per thread */
-    double             *drel;     /* H x (2N-1) (t5 backward): head h's slice */
-    rl_toeplitz       **toeplitz; /* per thread (linear + bias) */
-    int                 G_max;    /* heads a call may have (rl_attn_reserve) */
-    float              *rowbuf;   /* G_max x N floats: per-row values shared by a call's pieces */
+    float             **scratch;    /* per thread */
+    double             *drel;       /* H x (2N-1) (t5 backward): head h's slice */
+    rl_toeplitz       **toeplitz;   /* per thread (linear + bias) */
+    int                 G_max;      /* heads a call may have (rl_attn_reserve) */
+    float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
+    double             *linst;      /* G_max heads' block states of split linear attention */
+    size_t              linst_head; /* doubles per head (0: linear attention not split) */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has

@@ -269,6 +269,13 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
     if (h->logf) rl_lin_cumsum(p->cum, h->logf, p->N);
 }
 
+void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h,
+                      const struct rl_attn_opts *o, float *scratch)
+{
+    call_plan(p, h->q, h->k, h->rope, o, h->N, h->d, h->dv, scratch);
+    gate_plan(p, h);
+}
+
 void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl_lin_head *h,
                             const struct rl_attn_opts *o, float *scratch)
 {

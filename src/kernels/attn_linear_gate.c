@@ -22,9 +22,7 @@
 
 static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->cum[m]; }
 
-/* The block's decays: ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] = e^{lambda_{t0+i+1}} (1 at
- * the end: no state follows). */
-static void gate_decays(struct lin_plan *p, int t0, int l)
+void rl_lin_gate_decays(struct lin_plan *p, int t0, int l)
 {
     for (int i = 0; i < l; i++) {
         int n     = t0 + i;
@@ -35,9 +33,7 @@ static void gate_decays(struct lin_plan *p, int t0, int l)
     }
 }
 
-/* Fold weights toward the block's last row (forward) or first row (reverse); returns the
- * decay of the state carried across the block. */
-static double gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
+double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
 {
     const int e = reverse ? t0 : t0 + l - 1;
     for (int i = 0; i < l; i++)
@@ -58,9 +54,9 @@ void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad,
         float       *o  = out + (size_t)t0 * p->dv;
         const float *vb = v + (size_t)t0 * p->dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        gate_decays(p, t0, l);
+        rl_lin_gate_decays(p, t0, l);
         rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
-        double bd = gate_fold_weights(p, t0, l, 0);
+        double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
         rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
         *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
     }
@@ -82,7 +78,7 @@ static void record_prefix_states_gated(struct lin_plan *p, const float *q, const
         memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
         memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K);
-        double       bd = gate_fold_weights(p, t0, l, 0);
+        double       bd = rl_lin_gate_fold_weights(p, t0, l, 0);
         const float *vb = v + (size_t)t0 * dv;
         for (size_t i = 0; i < Dv; i++)
             p->Sd[i] *= bd;
@@ -131,14 +127,14 @@ void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
         const float  *vb = v + (size_t)t0 * dv;
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        gate_decays(p, t0, l);
+        rl_lin_gate_decays(p, t0, l);
         rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
                                den + t0, l, dv);
         rl_lin_scan_init(&sA, p->scan[0], dv, D, ck);
         rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, p->af);
         rl_lin_scan_rows_decay(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, p->afn);
         rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, p->afn);
-        double bd = gate_fold_weights(p, t0, l, 1);
+        double bd = rl_lin_gate_fold_weights(p, t0, l, 1);
         rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
         if (p->sep) {
             memset(p->dB, 0, (size_t)l * Dd * sizeof(float));

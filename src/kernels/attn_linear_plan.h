@@ -39,6 +39,10 @@ struct lin_plan {
     float       *Af, *Cf, *dAf, *dCf, *tS, *tW, *tD;
 };
 
+struct rl_lin_head;
+/* The plan of one head in the caller's scratch (Shen: its column maxima; the gate: c). */
+void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                      float *scratch);
 /* Features of rows t0 .. t0+l-1 (side: SIDE_K and/or SIDE_Q; the Shen causal queries need
  * the keys of the same block and advance Zrun). */
 void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l,
@@ -49,12 +53,18 @@ void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const 
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE. */
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum);
 
-/* The forget gate (attn_linear_gate.c): causal forward and backward with p->logf, p->cum. */
-void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
-                          const float *k, const float *v, float eps);
-void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                           const float *dout, const float *out, const float *den, const float *q,
-                           const float *k, const float *v, float eps);
+/* The forget gate (attn_linear_gate.c): causal forward and backward with p->logf, p->cum.
+ * rl_lin_gate_decays: the block's decays ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] =
+ * e^{lambda_{t0+i+1}} (1 at the end: no state follows).  rl_lin_gate_fold_weights: p->wk,
+ * each row's decay to the block's last row (forward) or from its first row (reverse), and
+ * the decay of a state carried across the block (reverse: 0 past the last block). */
+void   rl_lin_gate_decays(struct lin_plan *p, int t0, int l);
+double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
+void   rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
+                            const float *k, const float *v, float eps);
+void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                             const float *dout, const float *out, const float *den, const float *q,
+                             const float *k, const float *v, float eps);
 
 /* T5 with the gate: every pair (m, n <= m) weighted by e^{rel(n-m) + c_m - c_n}, tile by
  * tile (O(N^2 D); the weight has no recurrence).  p->rel is set; p->drel accumulates. */

@@ -1,5 +1,9 @@
-/* attn_run_linear.c -- linear attention over G heads (attn_impl.h): one piece per head.
+/* attn_run_linear.c -- linear attention over G heads (attn_impl.h).
  *
+ * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
+ * with or without the gate, are cut into (head, block of rows) pieces run in phases
+ * (attn_linear_split.c): as many pieces as blocks, whatever the thread count.  Everything
+ * else runs one piece per head:
  *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
  *   ALiBi causal with alibi_scan                 attn_decay.c, the decayed scan
  *   T5, ALiBi                                    attn_toeplitz.c, FFT Toeplitz products
@@ -84,9 +88,105 @@ static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_att
     return bad;
 }
 
+/* ---- the split form: phases of (head, block) pieces ---- */
+
+/* One phase: fn(g, b) for every head and block (per_head: b = -1, one piece per head),
+ * booked as a region of that many pieces. */
+struct phase {
+    rl_attn                    *a;
+    const struct rl_attn_in    *in;
+    const struct rl_attn_grads *gr;
+    float                      *o, *saved;
+    const float                *dout;
+    int                         G, nb;
+};
+
+enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_GSUMS, B_SUFFIX, B_ROWS, B_GATE };
+
+static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, float *scr)
+{
+    rl_attn                 *a  = f->a;
+    struct rl_attn_opts      op = lin_opts(a);
+    const struct rl_lin_head h  = lin_head(a, f->in, g, scr);
+    const size_t             sv = (size_t)a->N * a->dv, sq = (size_t)a->N * a->d;
+    double                  *st = a->linst + (size_t)g * a->linst_head;
+    float                   *o = f->o + g * sv, *den = f->saved + (size_t)g * a->N;
+    const float             *dout = f->dout ? f->dout + g * sv : NULL;
+    switch (k) {
+    case F_SUMS:
+        rl_attn_linear_fwd_sums(st, &h, &op, b, scr);
+        break;
+    case F_PREFIX:
+        rl_attn_linear_fwd_prefix(st, &h, &op, scr);
+        break;
+    case F_ROWS:
+        return rl_attn_linear_fwd_rows(o, den, st, &h, &op, b, scr);
+    case B_SUMS:
+        rl_attn_linear_bwd_sums(st, dout, o, den, &h, &op, b, scr);
+        break;
+    case B_PREFIX:
+        rl_attn_linear_bwd_prefix(st, &h, &op, scr);
+        break;
+    case B_GSUMS:
+        rl_attn_linear_bwd_gsums(st, dout, o, den, &h, &op, b, scr);
+        break;
+    case B_SUFFIX:
+        rl_attn_linear_bwd_suffix(st, &h, &op, scr);
+        break;
+    case B_ROWS: {
+        const struct rl_lin_grads lg = {f->gr->dq + g * sq, f->gr->dk + g * sq, f->gr->dv + g * sv,
+                                        h.logf ? f->gr->dlogf + (size_t)g * a->N : NULL, NULL};
+        rl_attn_linear_bwd_rows(&lg, st, dout, o, den, &h, &op, b, scr);
+        break;
+    }
+    case B_GATE:
+        rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
+        break;
+    }
+    return 0;
+}
+
+static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
+{
+    const long np  = per_head ? f->G : (long)f->G * f->nb;
+    long       bad = 0;
+    double     t0  = rl_region_begin();
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad) num_threads(rl_attn_team(f->a, np))
+    for (long p = 0; p < np; p++) {
+        int g = per_head ? (int)p : (int)(p / f->nb), b = per_head ? -1 : (int)(p % f->nb);
+        bad += phase_piece(f, k, g, b, f->a->scratch[rl_thread_slot()]);
+    }
+    rl_region_end(t0, np);
+    return bad;
+}
+
+static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct phase f = {a, in, NULL, o, saved, NULL, G, rl_attn_linear_blocks(a->N)};
+    run_phase(&f, F_SUMS, 0);
+    run_phase(&f, F_PREFIX, 1);
+    return run_phase(&f, F_ROWS, 0);
+}
+
+static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                           const float *o, const float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct phase f = {
+        a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_linear_blocks(a->N)};
+    run_phase(&f, B_SUMS, 0);
+    run_phase(&f, B_PREFIX, 1);
+    if (a->o.causal) {
+        run_phase(&f, B_GSUMS, 0);
+        run_phase(&f, B_SUFFIX, 1);
+    }
+    run_phase(&f, B_ROWS, 0);
+    if (in->logf) run_phase(&f, B_GATE, 1);
+}
+
 long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
                                 int G)
 {
+    if (a->linst_head) return split_forward(a, o, saved, in, G);
     const size_t sv  = (size_t)a->N * a->dv;
     long         bad = 0;
     double       t0  = rl_region_begin();
@@ -129,6 +229,10 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
                                  const float *o, const float *saved, const struct rl_attn_in *in,
                                  int G)
 {
+    if (a->linst_head) {
+        split_backward(a, gr, dout, o, saved, in, G);
+        return;
+    }
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     const int np = t5 ? a->H : G; /* T5: head h's owner takes g = h, h + H, ... in order */
     double    t0 = rl_region_begin();

@@ -1,0 +1,354 @@
+/* attn_linear_split.c -- linear attention cut into pieces by the problem: blocks of
+ * RL_LIN_BLOCK rows of each head (attn_linear.h), for the feature maps without Shen's
+ * positional normaliser, with or without RoPE and the forget gate.
+ *
+ * A causal scan carries a state from row to row; its value at a block's start is the sum
+ * of the blocks before it.  So a call runs in phases, each a loop over pieces:
+ *   sums     (head, block)  the block's own increment of every state: C^T V and sum E for
+ *                           the forward (the gate weighs each term by its decay to the
+ *                           block's end), V^T C, A^T dnum, sum dden B for the backward;
+ *   prefix   (head)         the states at every block start (an exclusive prefix in block
+ *                           order, each carried state decayed across its block), or the
+ *                           suffixes at every block end for the backward's reverse scans,
+ *                           or the totals (non-causal);
+ *   rows     (head, block)  the block's rows from its start states: the scans of
+ *                           attn_linear_scan.c, the denominators, the chain rule.
+ * The float scan state of a block starts from the double state and the double states add
+ * the blocks' increments in block order, so the sums are fixed by N and not by the thread
+ * count.  With the gate, the rows leave dc_m in dlogf and the caller takes the suffix sums
+ * per head (rl_attn_gate_suffix).
+ *
+ * A head's states, st: nb + 1 slots (the last: non-causal totals) of
+ *   [S: D x dv | z: Dd | G: D x dv | g: Dd]  doubles
+ * (the backward keeps V^T C, dv x D, in S). */
+#include "config.h"
+#include "attn_linear.h"
+#include "attn_linear_impl.h"
+#include "attn_linear_plan.h"
+#include "../core/gemm.h"
+#include "../core/tilemm.h"
+
+#include <string.h>
+
+int rl_attn_linear_splits(const struct rl_attn_opts *o)
+{
+    return o->kind == RL_ATTN_LINEAR && o->fmap != RL_FMAP_SOFTMAX &&
+           (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE);
+}
+
+int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK; }
+
+static size_t slot_doubles(int D, int Dd, int dv) { return 2 * ((size_t)D * dv + (size_t)Dd); }
+
+size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv)
+{
+    int D = d, Dd = d; /* the split modes: features of width d (no Shen) */
+    (void)o;
+    return (size_t)(rl_attn_linear_blocks(N) + 1) * slot_doubles(D, Dd, dv);
+}
+
+struct slot {
+    double *S, *z, *G, *g;
+};
+
+static struct slot slot_of(const struct lin_plan *p, double *st, int b)
+{
+    const size_t Dv = (size_t)p->D * p->dv;
+    double      *x  = st + (size_t)b * slot_doubles(p->D, p->Dd, p->dv);
+    return (struct slot){x, x + Dv, x + Dv + p->Dd, x + 2 * Dv + p->Dd};
+}
+
+static int rows_of(const struct lin_plan *p, int b)
+{
+    int t0 = b * RL_LIN_BLOCK;
+    return p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+}
+
+/* X (l x nx) with its rows weighted by w into p->Kw (the gate), or X itself. */
+static const float *weighted(struct lin_plan *p, const float *X, int l, int nx, const double *w)
+{
+    if (!w) return X;
+    for (int n = 0; n < l; n++)
+        for (int x = 0; x < nx; x++)
+            p->Kw[(size_t)n * nx + x] = (float)((double)X[(size_t)n * nx + x] * w[n]);
+    return p->Kw;
+}
+
+/* The increments of block b: S += X^T Y (X weighted), z += sum E (weighted). */
+static void increment(struct lin_plan *p, struct slot s, const float *X, int nx, const float *Y,
+                      int ny, int l, const double *w)
+{
+    memset(s.S, 0, (size_t)nx * ny * sizeof(double));
+    memset(s.z, 0, (size_t)p->Dd * sizeof(double));
+    rl_lin_gemm_acc(s.S, p->Gf, weighted(p, X, l, nx, w), nx, Y, ny, l);
+    if (w)
+        rl_lin_sum_rows_decay(s.z, p->E, l, p->Dd, w, 1.0);
+    else
+        rl_lin_sum_rows(s.z, p->E, l, p->Dd);
+}
+
+/* ---- forward ---------------------------------------------------------------------------- */
+
+void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                             int b, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
+    if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
+    increment(&p, slot_of(&p, st, b), p.C, p.D, h->v + (size_t)t0 * p.dv, p.dv, l,
+              h->logf ? p.wk : NULL);
+}
+
+/* Exclusive prefix (causal; the gate decays a carried state across each block) or the
+ * totals into the last slot (non-causal), of the first nS doubles of each slot's S and z. */
+static void prefix(struct lin_plan *p, double *st, int causal, const float *logf)
+{
+    const int    nb = rl_attn_linear_blocks(p->N);
+    const size_t nS = (size_t)p->D * p->dv, nz = (size_t)p->Dd;
+    struct slot  run = slot_of(p, st, nb);
+    memset(run.S, 0, nS * sizeof(double));
+    memset(run.z, 0, nz * sizeof(double));
+    for (int b = 0; b < nb; b++) {
+        struct slot s  = slot_of(p, st, b);
+        double      bd = 1.0; /* the decay across block b (the gate) */
+        if (logf) bd = rl_lin_gate_fold_weights(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
+        for (size_t i = 0; i < nS; i++) {
+            double inc = s.S[i];
+            if (causal) s.S[i] = run.S[i];
+            run.S[i] = bd * run.S[i] + inc;
+        }
+        for (size_t i = 0; i < nz; i++) {
+            double inc = s.z[i];
+            if (causal) s.z[i] = run.z[i];
+            run.z[i] = bd * run.z[i] + inc;
+        }
+    }
+}
+
+void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    prefix(&p, st, o->causal, h->logf);
+}
+
+long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const struct rl_lin_head *h,
+                             const struct rl_attn_opts *o, int b, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int    t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    struct slot  s  = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
+    float       *ob = out + (size_t)t0 * dv;
+    const float *vb = h->v + (size_t)t0 * dv;
+    memcpy(p.z, s.z, (size_t)p.Dd * sizeof(double));
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    if (!o->causal) { /* num = A S with the totals */
+        for (size_t i = 0; i < (size_t)p.D * dv; i++)
+            p.Sf[i] = (float)s.S[i];
+        rl_tile_gemm(l, dv, p.D, 1.0f, p.A, p.D, 1, p.Sf, dv, 0.0f, ob, dv);
+        return rl_lin_den_rows(den + t0, ob, dv, p.B, p.E, l, p.Dd, 0, o->eps, p.z);
+    }
+    struct rl_lin_scan sc;
+    rl_lin_scan_init(&sc, p.scan[0], p.D, dv, s.S);
+    if (!h->logf) {
+        rl_lin_scan_rows(&sc, ob, p.A, p.C, vb, l, 0, 0);
+        return rl_lin_den_rows(den + t0, ob, dv, p.B, p.E, l, p.Dd, 1, o->eps, p.z);
+    }
+    rl_lin_gate_decays(&p, t0, l);
+    rl_lin_scan_rows_decay(&sc, ob, p.A, p.C, vb, l, 0, p.af);
+    return rl_lin_den_rows_decay(den + t0, ob, dv, p.B, p.E, l, p.Dd, o->eps, p.z, p.ad);
+}
+
+/* ---- backward --------------------------------------------------------------------------- */
+
+/* Causal: the increments of the dA state (V^T C, dv x D) and of z.  Non-causal: every total's
+ * increment (S = C^T V, z, G = A^T dnum, g = sum dden B). */
+void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, const float *den,
+                             const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
+                             float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int    t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    const float *vb = h->v + (size_t)t0 * dv;
+    struct slot  s  = slot_of(&p, st, b);
+    if (o->causal) {
+        rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
+        if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
+        increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
+        return;
+    }
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    increment(&p, s, p.C, p.D, vb, dv, l, NULL);
+    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
+                           l, dv);
+    memset(s.G, 0, (size_t)p.D * dv * sizeof(double));
+    memset(s.g, 0, (size_t)p.Dd * sizeof(double));
+    rl_lin_gemm_acc(s.G, p.Gf, p.A, p.D, p.dnum, dv, l);
+    rl_lin_wsum_rows(s.g, p.dden, p.B, l, p.Dd);
+}
+
+/* Non-causal: G and g totals into the last slot, in block order. */
+static void totals_g(struct lin_plan *p, double *st)
+{
+    const int    nb = rl_attn_linear_blocks(p->N);
+    const size_t nG = (size_t)p->D * p->dv;
+    struct slot  t  = slot_of(p, st, nb);
+    memset(t.G, 0, nG * sizeof(double));
+    memset(t.g, 0, (size_t)p->Dd * sizeof(double));
+    for (int b = 0; b < nb; b++) {
+        struct slot s = slot_of(p, st, b);
+        for (size_t i = 0; i < nG; i++)
+            t.G[i] += s.G[i];
+        for (int i = 0; i < p->Dd; i++)
+            t.g[i] += s.g[i];
+    }
+}
+
+void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    prefix(&p, st, o->causal, h->logf);
+    if (!o->causal) totals_g(&p, st);
+}
+
+/* Causal: the block's increments of the reverse states, G = sum A^T dnum and g = sum dden B
+ * (the gate weighs each row by its decay from the block's first row). */
+void rl_attn_linear_bwd_gsums(double *st, const float *dout, const float *out, const float *den,
+                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
+                              float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    struct slot s = slot_of(&p, st, b);
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
+                           l, dv);
+    const double *w = NULL;
+    if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 1), w = p.wk;
+    memset(s.G, 0, (size_t)p.D * dv * sizeof(double));
+    memset(s.g, 0, (size_t)p.Dd * sizeof(double));
+    rl_lin_gemm_acc(s.G, p.Gf, weighted(&p, p.A, l, p.D, w), p.D, p.dnum, dv, l);
+    for (int i = 0; w && i < l; i++) /* the weights of sum dden B */
+        p.eg[i] = p.dden[i] * w[i];
+    rl_lin_wsum_rows(s.g, w ? p.eg : p.dden, p.B, l, p.Dd);
+}
+
+/* Causal: the reverse states after every block (an exclusive suffix; the gate decays a
+ * carried state across each block). */
+void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int    nb  = rl_attn_linear_blocks(p.N);
+    const size_t nG  = (size_t)p.D * p.dv;
+    struct slot  run = slot_of(&p, st, nb);
+    memset(run.G, 0, nG * sizeof(double));
+    memset(run.g, 0, (size_t)p.Dd * sizeof(double));
+    for (int b = nb - 1; b >= 0; b--) {
+        struct slot s  = slot_of(&p, st, b);
+        double      bd = 1.0; /* the decay from block b + 1's first row to block b's */
+        if (h->logf) bd = rl_lin_gate_fold_weights(&p, b * RL_LIN_BLOCK, rows_of(&p, b), 1);
+        for (size_t i = 0; i < nG; i++) {
+            double inc = s.G[i];
+            s.G[i]     = run.G[i];
+            run.G[i]   = inc + bd * run.G[i];
+        }
+        for (int i = 0; i < p.Dd; i++) {
+            double inc = s.g[i];
+            s.g[i]     = run.g[i];
+            run.g[i]   = inc + bd * run.g[i];
+        }
+    }
+}
+
+/* dc of the block's rows into dlogf (summed per head afterwards). */
+static void gate_dc_rows(struct lin_plan *p, float *dlogf, const float *v, const float *dvg, int t0,
+                         int l, float eps)
+{
+    for (int i = 0; i < l; i++) {
+        const size_t r  = (size_t)(t0 + i) * p->dv;
+        double       kv = 0.0;
+        for (int j = 0; j < p->dv; j++)
+            kv += (double)v[r + j] * (double)dvg[r + j];
+        dlogf[t0 + i] = (float)(-p->dden[i] * (double)eps - kv - p->eg[i]);
+    }
+}
+
+/* Causal rows: the scans from the block's states, the denominators, the chain rule. */
+static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot s,
+                        const struct rl_lin_head *h, float eps, int t0, int l)
+{
+    const int          D = p->D, dv = p->dv, Dd = p->Dd;
+    const float       *vb = h->v + (size_t)t0 * dv;
+    const float       *af = NULL, *afn = NULL;
+    struct rl_lin_scan sA, sG, sGT;
+    for (int x = 0; x < D; x++) /* the transpose's state, for dC */
+        for (int y = 0; y < dv; y++)
+            p->Gd[(size_t)y * D + x] = s.G[(size_t)x * dv + y];
+    rl_lin_scan_init(&sA, p->scan[0], dv, D, s.S);
+    rl_lin_scan_init(&sG, p->scan[1], D, dv, s.G);
+    rl_lin_scan_init(&sGT, p->scan[2], dv, D, p->Gd);
+    if (h->logf) rl_lin_gate_decays(p, t0, l), af = p->af, afn = p->afn;
+    rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, af);
+    rl_lin_scan_rows_decay(&sG, g->dv + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, afn);
+    rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, afn);
+    if (p->sep) {
+        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+    }
+    memcpy(p->z, s.z, (size_t)Dd * sizeof(double));
+    memcpy(p->g, s.g, (size_t)Dd * sizeof(double));
+    if (!h->logf) {
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 1, p->z, p->g);
+        return;
+    }
+    rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
+                                   p->ad, p->adn);
+    gate_dc_rows(p, g->dlogf, h->v, g->dv, t0, l, eps);
+}
+
+/* Non-causal rows: num = A S  =>  dA = dnum S^T, dC = V Gs^T, dV = C Gs; den = B . z. */
+static void full_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot t,
+                      const struct rl_lin_head *h, int t0, int l)
+{
+    const int D = p->D, dv = p->dv, Dd = p->Dd;
+    for (size_t i = 0; i < (size_t)D * dv; i++)
+        p->Sf[i] = (float)t.S[i], p->Gf[i] = (float)t.G[i];
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
+    rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, h->v + (size_t)t0 * dv, dv, p->Gf, dv, 0.0f,
+             p->dC, D);
+    rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, g->dv + (size_t)t0 * dv, dv);
+    if (p->sep) {
+        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+    }
+    memcpy(p->z, t.z, (size_t)Dd * sizeof(double));
+    memcpy(p->g, t.g, (size_t)Dd * sizeof(double));
+    rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 0, p->z, p->g);
+}
+
+void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, const float *dout,
+                             const float *out, const float *den, const struct rl_lin_head *h,
+                             const struct rl_attn_opts *o, int b, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
+                           l, dv);
+    if (o->causal)
+        causal_rows(&p, g, slot_of(&p, (double *)st, b), h, o->eps, t0, l);
+    else
+        full_rows(&p, g, slot_of(&p, (double *)st, rl_attn_linear_blocks(p.N)), h, t0, l);
+    rl_lin_chain_block(&p, g->dq, g->dk, t0, l, NULL);
+}
