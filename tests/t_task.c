@@ -407,6 +407,53 @@ static void test_mqar_dense(void)
               "mqar: an unknown train_queries refused, naming the key -- %s", rl_last_error());
 }
 
+/* train_lengths: training row r is a row of length lengths[r mod k] (D = L / 16 pairs)
+ * followed by filler without loss; evaluation rows are full length; lengths that do not
+ * fit are refused, naming the key. */
+static void test_mqar_lengths(void)
+{
+    static const int    lengths[] = {16, 32, 64}, bad_long[] = {80}, bad_short[] = {14};
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_MQAR, o.length = 64, o.vocab = 64, o.seed = 4;
+    o.n_train_lengths = 3, o.train_lengths = lengths;
+    rl_task *t = NULL;
+    if (rl_task_create(&t, &o) != RL_OK) tap_bail("mqar train_lengths: %s", rl_last_error());
+    struct rl_batch b, e;
+    fill(t, &b, 300, 64, 0, 1);
+    fill(t, &e, 30, 64, 1, 1);
+    int bad = 0, scored[3] = {0};
+    for (int r = 0; r < 300; r++) {
+        const int L = lengths[r % 3], D = L / 16 > 1 ? L / 16 : 1;
+        size_t    o0 = (size_t)r * 64;
+        bad += !mqar_row_ok(b.inputs + o0, b.targets + o0, b.mask + o0, L, D, 64, D, NULL);
+        for (int i = L; i < 64; i++)
+            bad += b.inputs[o0 + i] != 0 || b.targets[o0 + i] != 0 || b.mask[o0 + i] != 0;
+        for (int i = 0; i < 64; i++)
+            scored[r % 3] += b.mask[o0 + i];
+    }
+    tap_ok(bad == 0 && scored[0] == 100 && scored[1] == 200 && scored[2] == 400,
+           "mqar train_lengths = 16, 32, 64 at N = 64: training rows of length 16, 32, 64 in turn "
+           "(1, 2, 4 queries), filler after them (%d bad)",
+           bad);
+    tap_ok(mqar_bad(&e, 4, 64, 4, NULL) == 0,
+           "mqar train_lengths: evaluation rows are full length (4 pairs at 64)");
+    rl_batch_free(&b), rl_batch_free(&e);
+    rl_task_free(t);
+    const int *const bads[]  = {bad_long, bad_short};
+    int              refused = 1;
+    for (int i = 0; i < 2; i++) {
+        const char *sec = NULL, *key = NULL;
+        o.n_train_lengths = 1, o.train_lengths = bads[i], o.kv_pairs = i ? 4 : 0;
+        t = NULL;
+        refused &= rl_task_create(&t, &o) != RL_OK && !t && rl_last_error_key(&sec, &key) &&
+                   !strcmp(key, "train_lengths");
+        tap_diag("%s", rl_last_error());
+    }
+    tap_ok(refused,
+           "mqar train_lengths: 80 > N = 64 and 14 < 4 D - 1 = 15 refused, naming the key");
+}
+
 /* ListOps: the answer classes are all used, with depth and args limits honoured. */
 static void test_listops_limits(void)
 {
@@ -822,6 +869,7 @@ int main(void)
     test_mqar_fixed();
     test_mqar_layout();
     test_mqar_dense();
+    test_mqar_lengths();
     test_listops_limits();
     test_passkey();
     test_charlm();

@@ -93,6 +93,8 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"task", "kv_pairs",   RL_K_INT, OFF(task.kv_pairs), 0, BIG, NULL, "mqar: key-value pairs"},
     {"task", "train_queries", RL_K_ENUM, OFF(task.train_queries), 0, 0, names_queries,
      "mqar: training rows ask each key once, or in every query slot (dense)"},
+    {"task", "train_lengths", RL_K_LENGTHS, OFF(task.train_lengths), OFF(task.n_train_lengths), 0,
+     NULL, "mqar: lengths of the training rows, row r the (r mod k)-th (default: the task length)"},
     {"task", "depth",      RL_K_INT, OFF(task.depth), 0, BIG, NULL, "listops: nesting depth"},
     {"task", "args",       RL_K_INT, OFF(task.args), 0, BIG, NULL,
      "listops: arguments per operator"},
@@ -132,7 +134,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "safetensors checkpoint whose weights start the model (empty or none = random)"},
     {"train", "data_parallel", RL_K_BOOL, OFF(train.data_parallel), 0, 0, NULL,
      "under mpirun: every rank trains each point on its share of the rows"},
-    {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
+    {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), OFF(eval.n_lengths), 0, NULL,
      "evaluation lengths (default: the task length)"},
     {"eval", "batches", RL_K_INT, OFF(eval.batches), 1, BIG, NULL, "batches per length"},
     {"eval", "every",   RL_K_INT, OFF(eval.every), 0, INT_MAX, NULL,
@@ -408,7 +410,7 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
         memcpy(p, value, strlen(value) + 1);
         return 0;
     case RL_K_LENGTHS:
-        return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
+        return parse_lengths(value, (int *)p, (int *)((char *)c + k->lo), why, len);
     case RL_K_EXTEND:
         return parse_extend(c, k, value, why, len);
     case RL_K_FACTOR: {

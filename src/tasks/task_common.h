@@ -27,6 +27,7 @@ struct rl_task {
     int               symbols;       /* copy/reverse/sort: content symbols */
     int               kv_pairs;      /* mqar: 0 = max(1, N / 16) at each length N */
     int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               n_train_lengths, train_lengths[RL_TASK_MAX_TRAIN_LENGTHS]; /* mqar */
     int               depth, args;   /* listops limits */
     int               digits;        /* passkey: digits of the key */
     int               filler;        /* passkey: enum rl_passkey_filler */

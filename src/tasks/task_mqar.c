@@ -56,7 +56,21 @@ rl_status rl_task_mqar_setup(struct rl_task *t, const struct rl_task_opts *o)
     t->kv_pairs      = o->kv_pairs;
     t->train_queries = o->train_queries;
     t->length        = o->length ? o->length : RL_TASK_DEFAULT_LENGTH;
-    return check_fit(t, t->length, pairs_at(t, t->length), o->kv_pairs ? "kv_pairs" : "length");
+    RL_TRY(check_fit(t, t->length, pairs_at(t, t->length), o->kv_pairs ? "kv_pairs" : "length"));
+    if (o->n_train_lengths > RL_TASK_MAX_TRAIN_LENGTHS)
+        RL_TASK_FAIL(RL_EINVAL, "train_lengths", "%d lengths, at most %d", o->n_train_lengths,
+                     RL_TASK_MAX_TRAIN_LENGTHS);
+    for (int i = 0; i < o->n_train_lengths; i++) {
+        int L = o->train_lengths[i];
+        if (L < 1 || L > t->length)
+            RL_TASK_FAIL(RL_EINVAL, "train_lengths",
+                         "%d must be in 1 .. length = %d (a training row holds at most N tokens)",
+                         L, t->length);
+        RL_TRY(check_fit(t, L, pairs_at(t, L), "train_lengths"));
+        t->train_lengths[i] = L;
+    }
+    t->n_train_lengths = o->n_train_lengths;
+    return RL_OK;
 }
 
 /* Partial Fisher-Yates: pool[0 .. k-1] becomes k distinct values of pool[0 .. n-1] in
@@ -112,8 +126,8 @@ static int make_row(int32_t *s, int32_t *q, int32_t *pool, const struct rl_task 
 
 rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, int64_t step)
 {
-    int N = b->N, D = pairs_at(t, N);
-    RL_TRY(check_fit(t, N, D, "length"));
+    int N = b->N;
+    RL_TRY(check_fit(t, N, pairs_at(t, N), "length"));
     /* keys and values (vocab - 1 ids), later the slots and their owners (2 nslots <= N) */
     size_t npool = (size_t)(t->vocab - 1) > (size_t)N ? (size_t)(t->vocab - 1) : (size_t)N;
     /* training rows with train_queries = dense ask every slot: at most N / 2 queries */
@@ -123,7 +137,13 @@ rl_status rl_task_mqar_batch(struct rl_task *t, struct rl_batch *b, int split, i
     for (int row = 0; row < b->B; row++) {
         struct rl_rng r;
         rl_task_row_rng(&r, t, split, step, N, row);
-        int      Q  = make_row(s, q, pool, t, N, D, dense, &r);
+        /* a training row of length L < N (train_lengths): its s[0 .. L], then filler, which
+         * no scored position sees (the model is causal and the queries sit before L) */
+        int L = split == 0 && t->n_train_lengths ? t->train_lengths[row % t->n_train_lengths] : N;
+        if (L > N) L = N;
+        int Q = make_row(s, q, pool, t, L, pairs_at(t, L), dense, &r);
+        for (int i = L + 1; i <= N; i++)
+            s[i] = MQAR_FILL;
         uint8_t *m  = rl_task_put_row(b, row, s, N);
         int32_t *tg = b->targets + (size_t)row * (size_t)N;
         for (int i = 0; i < Q; i++)

@@ -18,6 +18,9 @@ enum rl_task_kind {
     RL_TASK_PASSKEY,
 };
 
+/* mqar: the most training row lengths (train_lengths) */
+#define RL_TASK_MAX_TRAIN_LENGTHS 32
+
 /* mqar: the queries of a training row (evaluation rows always ask each key once) */
 enum rl_mqar_queries { RL_MQAR_QUERIES_ONCE = 0, RL_MQAR_QUERIES_DENSE };
 
@@ -31,6 +34,8 @@ struct rl_task_opts {
     int               symbols;  /* copy/reverse/sort: number of content symbols */
     int               kv_pairs; /* mqar */
     int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               n_train_lengths; /* mqar: lengths of the training rows (0: all N) */
+    const int        *train_lengths;   /* ... row r the (r mod n)-th; at most 32 */
     int               depth;         /* listops max nesting depth */
     int               args;          /* listops max arguments per operator */
     const char       *path;          /* charlm text file / tokens .npy */
