@@ -306,7 +306,8 @@ static void test_round_trip(void)
         "[sweep]\nmodel.pe = none, rope\ntrain.seed = 1, 2, 3\n",
         "[model]\npe = t5\nt5_buckets = 16\nt5_max_distance = 64\nt5_per_layer = true\n"
         "attention = linear\nalibi_scan = true\n[task]\nname = listops\ndepth = 3\nargs = 4\n",
-        "[model]\npe = learned\nmax_len = 300\n[task]\nname = mqar\nkv_pairs = 8\nlength = 100\n",
+        "[model]\npe = learned\nmax_len = 300\n[task]\nname = mqar\nkv_pairs = 8\nlength = 100\n"
+        "train_queries = dense\ntrain_lengths = 40,100\n",
     };
     for (int t = 0; t < 3; t++) {
         struct rl_cfg *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -324,6 +325,10 @@ static void test_round_trip(void)
         same     = same && a->train.seed == b->train.seed && a->train.lr == b->train.lr &&
                a->model.rope_ntk == b->model.rope_ntk && a->model.eps == b->model.eps &&
                a->eval.n_lengths == b->eval.n_lengths && a->sweep.n_keys == b->sweep.n_keys &&
+               a->task.n_train_lengths == b->task.n_train_lengths &&
+               (t != 2 ||
+                (strstr(ra, "train_lengths = 40, 100\n") && strstr(ra, "train_queries = dense\n") &&
+                 b->task.n_train_lengths == 2 && b->task.train_lengths[1] == 100)) &&
                !strcmp(a->experiment.out, b->experiment.out);
         tap_ok(same, "round trip %d: render -> parse -> render is identical", t);
         if (!same)

@@ -4,7 +4,8 @@
  * scaling; the factor auto = max(1, M/N); the checks that refuse impossible combinations;
  * [train] init_from (the new run's step-0 weights are the checkpoint's; a shape mismatch
  * names the tensor); the 95 % intervals against their formulas applied to the per-row
- * losses, and eval.batches = all reading every validation window once. */
+ * losses, eval.batches = all reading every validation window once, and the accuracy by
+ * order of the scored targets in a row, recounted. */
 #include "config.h"
 #include "config/cfg.h"
 #include "experiment/train_impl.h"
@@ -461,6 +462,77 @@ static void test_init_from(void)
     free(c);
 }
 
+/* The accuracy by order of the scored targets, recounted forward by forward: row r of a
+ * batch, its k-th masked target, right or not (the last order pools the rest). */
+static int orders_match(struct rl_trainer *t, const struct rl_eval_row *row)
+{
+    const struct rl_cfg *c    = t->c;
+    const int            M    = row->length;
+    const int            rows = (int)fmax(1, lround((double)c->train.batch * c->task.length / M));
+    long                 nt[RL_EVAL_ORDERS] = {0}, nc[RL_EVAL_ORDERS] = {0}, correct = 0;
+    int                  K = 0, same = 1;
+    struct rl_batch      b;
+    if (rl_batch_alloc(&b, rows, M)) tap_bail("batch");
+    for (int i = 0; i < c->eval.batches; i++) {
+        double ls;
+        long   n, ok;
+        if (rl_task_batch(t->task, &b, 1, i) || rl_model_forward(t->m, &b, &ls, &n, &ok))
+            tap_bail("%s", rl_last_error());
+        for (int r = 0; r < rows; r++)
+            for (int p = 0, k = 0; p < M; p++) {
+                if (!b.mask[r * M + p]) continue;
+                int o = k < RL_EVAL_ORDERS ? k : RL_EVAL_ORDERS - 1;
+                nt[o]++, nc[o] += rl_model_row_correct(t->m)[r * M + p];
+                K = o + 1 > K ? o + 1 : K, k++;
+            }
+        correct += ok;
+    }
+    rl_batch_free(&b);
+    for (int k = 0; k < RL_EVAL_ORDERS; k++)
+        same &= row->order_targets[k] == nt[k] && row->order_correct[k] == nc[k];
+    long sum = 0;
+    for (int k = 0; k < row->n_orders; k++)
+        sum += row->order_correct[k];
+    return same && row->n_orders == K && sum == correct &&
+           fabs((double)sum / (double)row->targets - row->acc) < 1e-12;
+}
+
+static void test_orders(void)
+{
+    const char        *mqar[] = {"task.name=mqar", "task.vocab=64", "task.kv_pairs=3", NULL};
+    const char        *copy[] = {"task.name=copy", "eval.lengths=16, 160", NULL};
+    const char *const *sets[] = {mqar, copy, NULL};
+    const int          want[] = {3, 3, 3, 8, RL_EVAL_ORDERS};
+    int                ok = 1, w = 0;
+    for (int s = 0; s <= 2; s++) {
+        struct rl_cfg     *c = malloc(sizeof *c);
+        rl_task           *task;
+        struct rl_trainer  t;
+        struct rl_eval_row rows[RL_EVAL_MAX_ROWS];
+        int                n = 0;
+        trainer(&t, c, &task, sets[s]);
+        if (rl_trainer_evaluate(&t, rows, &n) != RL_OK) tap_bail("%s", rl_last_error());
+        for (int i = 0; i < n; i++) {
+            if (s == 2) { /* charlm: a loss curve over positions, no orders */
+                ok &= rows[i].n_orders == 0 && rows[i].pos_bins > 0;
+                continue;
+            }
+            int good = orders_match(&t, &rows[i]) && rows[i].n_orders == want[w++];
+            if (!good)
+                tap_diag("%s at %d: %d orders", c->task.name == RL_TASK_MQAR ? "mqar" : "copy",
+                         rows[i].length, rows[i].n_orders);
+            ok &= good;
+        }
+        rl_trainer_free(&t);
+        rl_task_free(task);
+        free(c);
+    }
+    tap_ok(ok && w == 5,
+           "accuracy by order of the scored target: mqar (3 queries at 16, 32, 64), copy (8 at "
+           "16; 80 at 160, orders from the 64th pooled) recounted forward by forward; charlm has "
+           "none");
+}
+
 int main(void)
 {
     rl_init(1);
@@ -471,6 +543,7 @@ int main(void)
     test_extend();
     test_checks();
     test_init_from();
+    test_orders();
     tap_scratch_remove(tmpdir);
     return tap_done();
 }

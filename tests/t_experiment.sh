@@ -60,10 +60,22 @@ ok $? "summary.md: the denominator table has the linear-attention rows only"
 grep -A10 '^## copy: exact match by evaluation length' "$d/summary.md" >"$tmp/exact" &&
     [ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) | ' "$tmp/exact")" = 4 ]
 ok $? "summary.md: the exact-match table (per sequence) has every point"
-[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 18 ] &&
+[ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) |' "$d/summary.md")" = 22 ] &&
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" && grep -q '^## copy: accuracy' "$d/summary.md" &&
     grep -q '^## Timing' "$d/summary.md" && grep -q 'train tok/s' "$d/summary.md"
 ok $? "summary.md: accuracy, loss and timing tables with 4 rows each, lengths as columns"
+# accuracy by order of the scored target: per point and combined, and its table at N = 8
+[ "$(head -1 "$d/pe=rope,attention=linear/orders.csv")" = "pe,attention,length,order,acc,targets,rope_extend" ] &&
+    [ "$(wc -l <"$d/pe=rope,attention=linear/orders.csv")" = 13 ] &&
+    [ "$(head -1 "$d/orders.csv")" = "pe,attention,length,order,acc,targets,rope_extend" ] &&
+    [ "$(wc -l <"$d/orders.csv")" = 33 ] && grep -q '^rope,linear,16,8,[0-9.]*,[0-9]*,none$' "$d/orders.csv" &&
+    grep -A9 '^## copy: accuracy by order in the row at the training length 8' "$d/summary.md" >"$tmp/ord" &&
+    grep -q '^| pe | attention | 1 | 2 | 3 | 4 |$' "$tmp/ord" &&
+    [ "$(grep -c '^| \(learned\|rope\) | \(softmax\|linear\) | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |$' "$tmp/ord")" = 4 ]
+ok $? "orders.csv per point (4 + 8 orders; learned PE none at 16) and combined; summary.md's accuracy by order at the training length"
+awk -F, 'NR > 1 && $3 == 8 { c += $5 * $6; n += $6 } END { printf "%.4f\n", c / n }' "$d/pe=rope,attention=linear/orders.csv" >"$tmp/oa"
+awk -F, 'NR > 1 && $3 == 8 { printf "%.4f\n", $4 }' "$d/pe=rope,attention=linear/results.csv" >"$tmp/ra"
+cmp -s "$tmp/oa" "$tmp/ra"; ok $? "orders.csv averages to results.csv's accuracy ($(cat "$tmp/oa") vs $(cat "$tmp/ra"))"
 grep -q '^pe  *attention  *8  *16$' "$tmp/out" &&
     grep -q '^rope  *linear  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)  *[0-9.]* \(± [0-9.]*\|\[[0-9.]*, [0-9.]*\]\)$' "$tmp/out" &&
     grep -q '^copy: accuracy by evaluation length (training length 8), ± half the 95 % interval$' "$tmp/out"

@@ -79,31 +79,38 @@ static int seq_row_ok(enum rl_task_kind kind, const int32_t *in, const int32_t *
 
 /* ---- MQAR: 0 filler, keys 1 .. K-1, values K .. V-1 ---- */
 
-static int mqar_row_ok(const int32_t *in, const int32_t *tg, const uint8_t *m, int N, int D, int V)
+/* One row checked from its tokens (Zoology's layout): D pairs with distinct keys and
+ * distinct values, then a query region of two-token slots "key 0" or "0 0" from 2D on,
+ * holding no value and Q query keys: every key once when Q = D, every key at least once
+ * when Q > D (dense training rows); the mask exactly on the query keys, whose targets are
+ * their values; the other targets the next input.  order (may be NULL; Q = D) gets, for
+ * pair i, its rank among the row's queries. */
+static int mqar_row_ok(const int32_t *in, const int32_t *tg, const uint8_t *m, int N, int D, int V,
+                       int Q, int *order)
 {
-    int K = V / 2, nmask = 0;
-    int val_of[2048] = {0}, asked[2048] = {0};
-    if (V > 2048) return 0;
+    int K = V / 2, nmask = 0, keys_asked = 0;
+    int val_of[2048] = {0}, pair_of[2048] = {0}, asked[2048] = {0}, seen_val[2048] = {0};
+    if (V > 2048 || 4 * D - 1 > N) return 0;
     for (int i = 0; i < D; i++) {
         int k = in[2 * i], v = in[2 * i + 1];
-        if (k < 1 || k >= K || v < K || v >= V || val_of[k]) return 0; /* distinct keys */
-        val_of[k] = v;
+        if (k < 1 || k >= K || v < K || v >= V || val_of[k] || seen_val[v]++) return 0;
+        val_of[k] = v, pair_of[k] = i;
     }
     for (int i = 0; i < N; i++) {
-        if (i + 1 < N && tg[i] != in[i + 1]) return 0;
-        if (i < 2 * D) {
-            if (m[i]) return 0;
+        if (i < 2 * D || !m[i]) {
+            if (m[i] || (i + 1 < N && tg[i] != in[i + 1]) || tg[i] < 0 || tg[i] >= V) return 0;
+            if (i >= 2 * D && in[i] != 0) return 0; /* after the pairs: filler or a query */
             continue;
         }
-        if (m[i]) {
-            int k = in[i];
-            if (k < 1 || k >= K || !val_of[k] || asked[k]++ || tg[i] != val_of[k]) return 0;
-            nmask++;
-        } else if (in[i] != 0 && !(i > 2 * D && m[i - 1])) {
-            return 0; /* outside the pairs: filler, query keys and their values only */
-        }
+        int k = in[i];
+        if ((i - 2 * D) % 2 || k < 1 || k >= K || !val_of[k] || tg[i] != val_of[k]) return 0;
+        if (asked[k]++ && Q == D) return 0;        /* each key once */
+        if (i + 1 < N && in[i + 1] != 0) return 0; /* a query's slot ends with filler */
+        if (order) order[pair_of[k]] = nmask;
+        keys_asked += asked[k] == 1;
+        nmask++;
     }
-    return nmask == D;
+    return nmask == Q && keys_asked == D;
 }
 
 /* ---- ListOps: an evaluator of our own (0 PAD, 1..10 digits, 11 MAX 12 MIN 13 MED 14 SM,
@@ -168,9 +175,10 @@ static int bad_rows(rl_task *t, enum rl_task_kind kind, const struct rl_batch *b
         int            ok = 0, len = 0;
         if (kind <= RL_TASK_SORT)
             ok = seq_row_ok(kind, in, tg, m, N, V) && b->label[r] == -1;
-        else if (kind == RL_TASK_MQAR)
-            ok = mqar_row_ok(in, tg, m, N, N / 16 > 1 ? N / 16 : 1, V);
-        else
+        else if (kind == RL_TASK_MQAR) {
+            int D = N / 16 > 1 ? N / 16 : 1;
+            ok    = mqar_row_ok(in, tg, m, N, D, V, D, NULL);
+        } else
             ok = listops_row_ok(in, m, b->label[r], N, 10, 10, &len);
         total += len;
         bad += !ok;
@@ -265,12 +273,185 @@ static void test_mqar_fixed(void)
     fill(t, &x, 4, 160, 1, 1);
     int bad = 0;
     for (int r = 0; r < 16; r++)
-        bad += !mqar_row_ok(b.inputs + r * 40, b.targets + r * 40, b.mask + r * 40, 40, 8, 64);
+        bad += !mqar_row_ok(b.inputs + r * 40, b.targets + r * 40, b.mask + r * 40, 40, 8, 64, 8,
+                            NULL);
     for (int r = 0; r < 4; r++)
-        bad += !mqar_row_ok(x.inputs + r * 160, x.targets + r * 160, x.mask + r * 160, 160, 8, 64);
+        bad += !mqar_row_ok(x.inputs + r * 160, x.targets + r * 160, x.mask + r * 160, 160, 8, 64,
+                            8, NULL);
     tap_ok(bad == 0, "mqar: 8 pairs at N = 40 and at 4N = 160, answers right (%d bad)", bad);
     rl_batch_free(&b), rl_batch_free(&x);
     rl_task_free(t);
+}
+
+static rl_task *make_mqar(int N, int vocab, int kv_pairs, int queries, uint64_t seed)
+{
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_MQAR, o.length = N, o.vocab = vocab, o.kv_pairs = kv_pairs, o.seed = seed;
+    o.train_queries = queries;
+    rl_task *t      = NULL;
+    if (rl_task_create(&t, &o) != RL_OK) tap_bail("mqar: %s", rl_last_error());
+    return t;
+}
+
+/* Rows of b checked with D pairs and Q queries; rank[i][r]++ when pair i is asked r-th
+ * (rank: D x D, may be NULL; Q = D). */
+static int mqar_bad(const struct rl_batch *b, int D, int V, int Q, int *rank)
+{
+    int bad = 0, order[2048];
+    for (int r = 0; r < b->B; r++) {
+        size_t o  = (size_t)r * b->N;
+        int    ok = mqar_row_ok(b->inputs + o, b->targets + o, b->mask + o, b->N, D, V, Q, order);
+        bad += !ok;
+        for (int i = 0; ok && rank && i < D; i++)
+            rank[i * D + order[i]]++;
+    }
+    return bad;
+}
+
+/* The layout that makes MQAR measure recall: no value is an input after the pairs, every
+ * key is asked once in a uniformly random order, the mask and targets sit exactly on the
+ * query keys; more pairs at longer evaluation lengths. */
+static void test_mqar_layout(void)
+{
+    rl_task        *t = make_mqar(64, 64, 0, RL_MQAR_QUERIES_ONCE, 3);
+    struct rl_batch b;
+    int             rank[16] = {0}, leaked = 0, first = 0, last = 0, nmask = 0;
+    fill(t, &b, 4000, 64, 0, 5);
+    int bad = mqar_bad(&b, 4, 64, 4, rank);
+    for (int r = 0; r < 4000; r++)
+        for (int i = 8; i < 64; i++) {
+            leaked += b.inputs[r * 64 + i] >= 32; /* a value id among the inputs */
+            nmask += b.mask[r * 64 + i];
+            first += i == 8 && b.mask[r * 64 + i];
+            last += i == 62 && b.mask[r * 64 + i];
+        }
+    tap_ok(bad == 0 && leaked == 0 && nmask == 4 * 4000,
+           "mqar N=64, vocab 64, 4 pairs: 4000 rows checked; no value among the inputs after the "
+           "pairs (%d seen), 4 scored query keys per row (%d bad rows)",
+           leaked, bad);
+    /* pair i asked r-th: 1000 expected per cell; a permutation matrix has (D-1)^2 = 9 degrees
+     * of freedom, and 27.9 is the 0.999 quantile of chi-square with 9 */
+    double chi2 = 0;
+    for (int i = 0; i < 16; i++)
+        chi2 += (rank[i] - 1000.0) * (rank[i] - 1000.0) / 1000.0;
+    tap_ok(chi2 < 27.9 && first > 0 && last > 0,
+           "mqar: the order of the queries is uniform over the pairs (chi2 %.1f, 9 dof); the first "
+           "and last query slots are used (%d, %d rows)",
+           chi2, first, last);
+    /* the check can fail: a value shown after the pairs, a query asked twice */
+    int r1 = 0;
+    while (b.mask[r1 * 64 + 62]) /* a row whose last slot is filler */
+        r1++;
+    b.inputs[r1 * 64 + 63] = b.inputs[r1 * 64 + 1], b.targets[r1 * 64 + 62] = b.inputs[r1 * 64 + 1];
+    tap_ok(mqar_bad(&b, 4, 64, 4, NULL) == 1,
+           "mqar: a value leaked into the query region is caught");
+    rl_batch_free(&b);
+    /* evaluation: D = M / 16 pairs at M = 128, 256, 496, up to vocab / 2 - 1 = 31 keys */
+    int              ok        = rl_task_max_length(t) == 511;
+    static const int lengths[] = {128, 256, 496};
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+        int             M = lengths[k], n = 0;
+        struct rl_batch x;
+        fill(t, &x, 16, M, 1, 2);
+        for (int i = 0; i < 16 * M; i++)
+            n += x.mask[i];
+        ok &= mqar_bad(&x, M / 16, 64, M / 16, NULL) == 0 && n == 16 * (M / 16) && in_vocab(&x, 64);
+        rl_batch_free(&x);
+    }
+    struct rl_batch y;
+    rl_batch_alloc(&y, 1, 512);
+    ok &= rl_task_batch(t, &y, 1, 0) != RL_OK;
+    tap_ok(ok,
+           "mqar: evaluation at 128, 256, 496 with 8, 16, 31 pairs checked; 512 (32 pairs, 31 "
+           "keys) refused -- %s",
+           rl_last_error());
+    rl_batch_free(&y);
+    rl_task_free(t);
+}
+
+/* train_queries = dense: training rows ask a key in every query slot (each key at least
+ * once, repeats drawn uniformly), still without a value among the inputs after the pairs;
+ * evaluation rows keep the layout of each key once. */
+static void test_mqar_dense(void)
+{
+    rl_task        *t = make_mqar(64, 64, 0, RL_MQAR_QUERIES_DENSE, 3);
+    rl_task        *u = make_mqar(64, 64, 0, RL_MQAR_QUERIES_ONCE, 3);
+    struct rl_batch b, e, f;
+    fill(t, &b, 500, 64, 0, 5);
+    fill(t, &e, 64, 64, 1, 5);
+    fill(u, &f, 64, 64, 1, 5);
+    int leaked = 0, nmask = 0, count[64] = {0}, keys = 0;
+    for (int i = 0; i < 500 * 64; i++) {
+        leaked += i % 64 >= 8 && b.inputs[i] >= 32;
+        nmask += b.mask[i];
+        if (b.mask[i]) count[b.inputs[i]]++;
+    }
+    for (int k = 1; k < 32; k++)
+        keys += count[k] > 0;
+    /* N = 64, D = 4: (64 + 1 - 8) / 2 = 28 slots, all asked */
+    tap_ok(mqar_bad(&b, 4, 64, 28, NULL) == 0 && leaked == 0 && nmask == 500 * 28 && keys == 31,
+           "mqar train_queries = dense: 500 training rows ask all 28 slots, every key at least "
+           "once, no value among the inputs after the pairs (%d seen), all 31 keys used",
+           leaked);
+    tap_ok(mqar_bad(&e, 4, 64, 4, NULL) == 0 && same_rows(&e, &f, 64),
+           "mqar train_queries = dense: evaluation rows are those of the default layout");
+    rl_batch_free(&b), rl_batch_free(&e), rl_batch_free(&f);
+    rl_task_free(t), rl_task_free(u);
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_MQAR, o.train_queries = 2;
+    const char *sec = NULL, *key = NULL;
+    TAP_CHECK(rl_task_create(&t, &o) != RL_OK && !t && rl_last_error_key(&sec, &key) &&
+                  !strcmp(key, "train_queries"),
+              "mqar: an unknown train_queries refused, naming the key -- %s", rl_last_error());
+}
+
+/* train_lengths: training row r is a row of length lengths[r mod k] (D = L / 16 pairs)
+ * followed by filler without loss; evaluation rows are full length; lengths that do not
+ * fit are refused, naming the key. */
+static void test_mqar_lengths(void)
+{
+    static const int    lengths[] = {16, 32, 64}, bad_long[] = {80}, bad_short[] = {14};
+    struct rl_task_opts o;
+    rl_task_opts_default(&o);
+    o.kind = RL_TASK_MQAR, o.length = 64, o.vocab = 64, o.seed = 4;
+    o.n_train_lengths = 3, o.train_lengths = lengths;
+    rl_task *t = NULL;
+    if (rl_task_create(&t, &o) != RL_OK) tap_bail("mqar train_lengths: %s", rl_last_error());
+    struct rl_batch b, e;
+    fill(t, &b, 300, 64, 0, 1);
+    fill(t, &e, 30, 64, 1, 1);
+    int bad = 0, scored[3] = {0};
+    for (int r = 0; r < 300; r++) {
+        const int L = lengths[r % 3], D = L / 16 > 1 ? L / 16 : 1;
+        size_t    o0 = (size_t)r * 64;
+        bad += !mqar_row_ok(b.inputs + o0, b.targets + o0, b.mask + o0, L, D, 64, D, NULL);
+        for (int i = L; i < 64; i++)
+            bad += b.inputs[o0 + i] != 0 || b.targets[o0 + i] != 0 || b.mask[o0 + i] != 0;
+        for (int i = 0; i < 64; i++)
+            scored[r % 3] += b.mask[o0 + i];
+    }
+    tap_ok(bad == 0 && scored[0] == 100 && scored[1] == 200 && scored[2] == 400,
+           "mqar train_lengths = 16, 32, 64 at N = 64: training rows of length 16, 32, 64 in turn "
+           "(1, 2, 4 queries), filler after them (%d bad)",
+           bad);
+    tap_ok(mqar_bad(&e, 4, 64, 4, NULL) == 0,
+           "mqar train_lengths: evaluation rows are full length (4 pairs at 64)");
+    rl_batch_free(&b), rl_batch_free(&e);
+    rl_task_free(t);
+    const int *const bads[]  = {bad_long, bad_short};
+    int              refused = 1;
+    for (int i = 0; i < 2; i++) {
+        const char *sec = NULL, *key = NULL;
+        o.n_train_lengths = 1, o.train_lengths = bads[i], o.kv_pairs = i ? 4 : 0;
+        t = NULL;
+        refused &= rl_task_create(&t, &o) != RL_OK && !t && rl_last_error_key(&sec, &key) &&
+                   !strcmp(key, "train_lengths");
+        tap_diag("%s", rl_last_error());
+    }
+    tap_ok(refused,
+           "mqar train_lengths: 80 > N = 64 and 14 < 4 D - 1 = 15 refused, naming the key");
 }
 
 /* ListOps: the answer classes are all used, with depth and args limits honoured. */
@@ -625,7 +806,8 @@ static void test_bad_options(void)
         {RL_TASK_LISTOPS, 0, 17, 0, 0, 0, 0, NULL, "listops vocab 17", "vocab"},
         {RL_TASK_LISTOPS, 3, 0, 0, 0, 0, 0, NULL, "listops N = 3", "length"},
         {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, NULL, "charlm without path", "path"},
-        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "/nonexistent/t_task.txt", "charlm missing file", "path"},
+        {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "/nonexistent/t_task.txt", "charlm missing file",
+         "path"},
         {RL_TASK_CHARLM, 0, 100, 0, 0, 0, 0, "-", "charlm vocab 100", "vocab"},
         {RL_TASK_CHARLM, 0, 0, 0, 0, 0, 0, "short", "charlm file too short for N = 64", "length"},
         {RL_TASK_TOKENS, 0, 0, 0, 0, 0, 0, NULL, "tokens without path", "path"},
@@ -641,11 +823,11 @@ static void test_bad_options(void)
         if (bad[i].depth) o.depth = bad[i].depth;
         if (bad[i].args) o.args = bad[i].args;
         if (bad[i].path) o.path = bad[i].path[0] == '/' ? bad[i].path : tmp_path(bad[i].path);
-        rl_task  *t  = NULL;
-        rl_status st = rl_task_create(&t, &o);
+        rl_task    *t   = NULL;
+        rl_status   st  = rl_task_create(&t, &o);
         const char *sec = NULL, *key = NULL;
-        int         named = rl_last_error_key(&sec, &key) && !strcmp(sec, "task") &&
-                    !strcmp(key, bad[i].key);
+        int         named =
+            rl_last_error_key(&sec, &key) && !strcmp(sec, "task") && !strcmp(key, bad[i].key);
         tap_ok(st != RL_OK && !t && named, "rejected: %s, naming [task] %s (as data: %s) -- %s",
                bad[i].why, bad[i].key, key ? key : "none", rl_last_error());
         rl_task_free(t);
@@ -685,6 +867,9 @@ int main(void)
     test_generated(RL_TASK_LISTOPS, 64, 16);
     test_seq_options();
     test_mqar_fixed();
+    test_mqar_layout();
+    test_mqar_dense();
+    test_mqar_lengths();
     test_listops_limits();
     test_passkey();
     test_charlm();

@@ -103,6 +103,10 @@ const struct rl_cfg_key rl_cfg_keys[] = {
     {"task", "symbols",    RL_K_INT, OFF(task.symbols), 0, BIG, NULL,
      "copy/reverse/sort: content symbols"},
     {"task", "kv_pairs",   RL_K_INT, OFF(task.kv_pairs), 0, BIG, NULL, "mqar: key-value pairs"},
+    {"task", "train_queries", RL_K_ENUM, OFF(task.train_queries), 0, 0, rl_mqar_queries,
+     "mqar: training rows ask each key once, or in every query slot (dense)"},
+    {"task", "train_lengths", RL_K_LENGTHS, OFF(task.train_lengths), OFF(task.n_train_lengths), 0,
+     NULL, "mqar: lengths of the training rows, row r the (r mod k)-th (default: the task length)"},
     {"task", "depth",      RL_K_INT, OFF(task.depth), 0, BIG, NULL, "listops: nesting depth"},
     {"task", "args",       RL_K_INT, OFF(task.args), 0, BIG, NULL,
      "listops: arguments per operator"},
@@ -144,7 +148,7 @@ const struct rl_cfg_key rl_cfg_keys[] = {
      "safetensors checkpoint whose weights start the model (empty or none = random)"},
     {"train", "data_parallel", RL_K_BOOL, OFF(train.data_parallel), 0, 0, NULL,
      "under mpirun: every rank trains each point on its share of the rows"},
-    {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), 0, 0, NULL,
+    {"eval", "lengths", RL_K_LENGTHS, OFF(eval.lengths), OFF(eval.n_lengths), 0, NULL,
      "evaluation lengths (default: the task length)"},
     {"eval", "batches", RL_K_BATCHES, OFF(eval.batches), 1, BIG, NULL,
      "batches per length, or all (the whole validation split)"},
@@ -207,6 +211,7 @@ void rl_cfg_defaults(struct rl_cfg *c)
     c->task.length = to.length, c->task.vocab = to.vocab, c->task.symbols = to.symbols;
     c->task.kv_pairs = to.kv_pairs, c->task.depth = to.depth, c->task.args = to.args;
     c->task.digits = to.digits, c->task.filler = to.filler;
+    c->task.train_queries = to.train_queries;
     c->train.steps = 1000, c->train.batch = 16, c->train.accumulate = 1, c->train.lr = 1e-3;
     c->train.beta1 = 0.9, c->train.beta2 = 0.999, c->train.adam_eps = 1e-8;
     c->train.weight_decay = 0.01, c->train.clip = 1.0, c->train.seed = 1;
@@ -422,7 +427,7 @@ static int parse_value(struct rl_cfg *c, int i, const char *value, char *why, si
     case RL_K_STR:
         return parse_str(p, k, value, why, len);
     case RL_K_LENGTHS:
-        return parse_lengths(value, c->eval.lengths, &c->eval.n_lengths, why, len);
+        return parse_lengths(value, (int *)p, (int *)((char *)c + k->lo), why, len);
     case RL_K_EXTEND:
         return parse_extend(c, k, value, why, len);
     case RL_K_BATCHES: {

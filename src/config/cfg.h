@@ -106,6 +106,9 @@ struct rl_cfg {
         int               length, vocab, symbols, kv_pairs, depth, args;
         char              path[RL_CFG_PATH], valid_path[RL_CFG_PATH];
         int               digits, filler; /* passkey; filler: enum rl_passkey_filler */
+        int               train_queries;  /* mqar: enum rl_mqar_queries */
+        int               n_train_lengths; /* mqar: training row lengths (0: all N) */
+        int               train_lengths[RL_CFG_MAX_LENGTHS];
     } task;
     struct {
         int      steps, batch, accumulate;

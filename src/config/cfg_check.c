@@ -258,11 +258,12 @@ static void fmt_value(const struct rl_cfg *c, int i, char *buf, size_t len)
         snprintf(buf, len, "%s",
                  *p || k->off != offsetof(struct rl_cfg, train.init_from) ? p : "none");
         return;
-    case RL_K_LENGTHS: {
-        size_t n = 0;
-        buf[0]   = 0;
-        for (int j = 0; j < c->eval.n_lengths && n < len; j++)
-            n += (size_t)snprintf(buf + n, len - n, "%s%d", j ? ", " : "", c->eval.lengths[j]);
+    case RL_K_LENGTHS: { /* the list at off, its count at lo */
+        const int *v = (const int *)p, nv = *(const int *)((const char *)c + k->lo);
+        size_t     n = 0;
+        buf[0]       = 0;
+        for (int j = 0; j < nv && n < len; j++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%d", j ? ", " : "", v[j]);
         return;
     }
     case RL_K_EXTEND: {
@@ -428,7 +429,9 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->path       = c->task.path[0] ? c->task.path : NULL;
     o->valid_path = c->task.valid_path[0] ? c->task.valid_path : NULL;
     o->digits = c->task.digits, o->filler = c->task.filler;
-    o->seed = c->train.data_seed ? c->train.data_seed : c->train.seed;
+    o->train_queries   = c->task.train_queries;
+    o->n_train_lengths = c->task.n_train_lengths, o->train_lengths = c->task.train_lengths;
+    o->seed            = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

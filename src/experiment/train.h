@@ -88,6 +88,8 @@ struct rl_train_opts {
 
 /* Bins of the per-position loss curve of an evaluation length (LM tasks), at most. */
 #define RL_EVAL_POS_BINS 96
+/* Scored-target orders kept by the accuracy-by-order breakdown (the last pools the rest). */
+#define RL_EVAL_ORDERS 64
 
 struct rl_eval_row {
     int                length;
@@ -112,6 +114,12 @@ struct rl_eval_row {
     long   pos_targets[RL_EVAL_POS_BINS];
     /* the best guess without context (tasks/task.h: rl_task_reference) */
     double ref_loss, ref_acc;
+    /* Causal tasks but LM ones: the accuracy by the order of a scored target within its row
+     * (MQAR: the k-th query; passkey: the k-th answer digit).  Order k + 1 has
+     * order_targets[k] targets, order_correct[k] of them right, k < n_orders; the last
+     * entry, k = RL_EVAL_ORDERS - 1, pools every target from that order on. */
+    int    n_orders;
+    long   order_targets[RL_EVAL_ORDERS], order_correct[RL_EVAL_ORDERS];
     double ms_per_1k_tokens; /* forward time per 1000 evaluated tokens */
     long   targets;
     long   bad_den;  /* linear attention: rows (x layers x heads) with denominator <= eps */

@@ -72,8 +72,22 @@ static void score_positions(const double *loss, const uint8_t *mask, int N, stru
     }
 }
 
+/* Not LM: the accuracy by the order of a row's scored targets (orders from the last one
+ * pooled), from the row's mask and predictions. */
+static void score_orders(const uint8_t *ok, const uint8_t *mask, int N, struct rl_eval_row *r)
+{
+    for (int p = 0, k = 0; p < N; p++) {
+        if (mask && !mask[p]) continue;
+        const int o = k < RL_EVAL_ORDERS ? k : RL_EVAL_ORDERS - 1;
+        r->order_targets[o]++, r->order_correct[o] += ok[p];
+        if (o >= r->n_orders) r->n_orders = o + 1;
+        k++;
+    }
+}
+
 /* Per-sequence exact match, the intervals' clusters and, for LM tasks, the loss by
- * position, from the per-row losses and predictions of the last forward on batch b. */
+ * position, for the others the accuracy by the order of a scored target within its row,
+ * from the per-row losses and predictions of the last forward on batch b. */
 static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, struct rl_eval_row *r,
                        struct eval_acc *a)
 {
@@ -89,7 +103,10 @@ static void score_rows(const rl_model *m, const struct rl_batch *b, int lm, stru
             all &= ok[t], any = 1;
             n += 1, y += loss[t], h += ok[t];
         }
-        if (lm) score_positions(loss + t0, b->mask ? b->mask + t0 : NULL, b->N, r, a);
+        if (lm)
+            score_positions(loss + t0, b->mask ? b->mask + t0 : NULL, b->N, r, a);
+        else
+            score_orders(ok + t0, b->mask ? b->mask + t0 : NULL, b->N, r);
         r->exact += any && all, r->sequences += any;
         add_sequence(a, n, y, h);
     }

@@ -279,6 +279,31 @@ static rl_status write_positions_csv(const char *dir, const struct rl_cfg *c,
     return commit_tmp(f, path, tmp);
 }
 
+/* Causal tasks but LM ones: orders.csv, the accuracy by the order of a scored target
+ * within its row at every evaluation length (order 1 .. n_orders; the line of order
+ * RL_EVAL_ORDERS pools the targets from that order on).  Other tasks write none. */
+static rl_status write_orders_csv(const char *dir, const struct rl_cfg *c,
+                                  const struct rl_eval_row *rows, int n)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= rows[i].n_orders > 0;
+    if (!any) return RL_OK;
+    char  path[2300], tmp[2400];
+    FILE *f;
+    RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "orders.csv"));
+    fprintf(f, "pe,attention,length,order,acc,targets,rope_extend\n");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < rows[i].n_orders; k++) {
+            const long nt = rows[i].order_targets[k];
+            fprintf(f, "%s,%s,%d,%d", rl_cfg_pe_name(c->model.pe),
+                    rl_cfg_attention_name(c->model.attention), rows[i].length, k + 1);
+            csv_num(f, nt ? (double)rows[i].order_correct[k] / (double)nt : NAN, 0);
+            fprintf(f, ",%ld,%s\n", nt, rl_cfg_extend_name(rows[i].method));
+        }
+    return commit_tmp(f, path, tmp);
+}
+
 rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
                                const struct rl_eval_row *rows, int n)
 {
@@ -286,6 +311,7 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     FILE *f;
     /* results.csv last: its presence marks a finished point (--resume skips it) */
     RL_TRY(write_positions_csv(dir, c, rows, n));
+    RL_TRY(write_orders_csv(dir, c, rows, n));
     RL_TRY(open_tmp(&f, path, sizeof path, tmp, sizeof tmp, dir, "results.csv"));
     fprintf(f, "pe,attention," RL_REP_RESULT_COLUMNS "\n");
     for (int i = 0; i < n; i++) {
@@ -314,6 +340,27 @@ rl_status rl_write_results_csv(const char *dir, const struct rl_cfg *c,
     return commit_tmp(f, path, tmp);
 }
 
+/* The accuracy by order of the scored targets of every length whose rows have at most 16
+ * (MQAR: by query order), one line per length. */
+static void print_orders(FILE *f, const struct rl_eval_row *rows, int n)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const struct rl_eval_row *r = &rows[i];
+        if (r->na || !r->n_orders || r->n_orders > 16) continue;
+        if (!any++)
+            fprintf(f, "accuracy by order of the scored target in its row (1st, 2nd, ...):\n");
+        if (r->method != RL_CFG_EXTEND_NONE)
+            fprintf(f, "%-6s  %6.3g  ", rl_cfg_extend_name(r->method), r->factor);
+        fprintf(f, "%8d ", r->length);
+        for (int k = 0; k < r->n_orders; k++)
+            fprintf(f, " %6.4f",
+                    r->order_targets[k] ? (double)r->order_correct[k] / (double)r->order_targets[k]
+                                        : NAN);
+        fputc('\n', f);
+    }
+}
+
 void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_row *rows, int n,
                          int causal)
 {
@@ -339,5 +386,6 @@ void rl_print_eval_table(FILE *f, const struct rl_cfg *c, const struct rl_eval_r
             fprintf(f, "%10s", "");
         fprintf(f, "  %12.3f\n", r->ms_per_1k_tokens);
     }
+    print_orders(f, rows, n);
     fflush(f);
 }

@@ -76,6 +76,39 @@ static void progress(struct run *r, const struct rl_update_stats *s)
     fflush(r->o->log);
 }
 
+/* The curves of an evaluation row in eval.jsonl: LM tasks the loss over positions
+ * (position_width per bin), the other causal tasks the accuracy by the order of a scored
+ * target within its row (order_acc[k]: the (k+1)-th; the last entry pools the rest). */
+static void json_curves(struct rl_json_buf *b, const struct rl_eval_row *r)
+{
+    if (r->pos_bins) { /* LM: the loss curve over positions, bins between edges */
+        rl_json_buf_puts(b, ", \"position_edges\": [");
+        for (int k = 0; k <= r->pos_bins; k++)
+            rl_json_buf_printf(b, "%s%d", k ? ", " : "", r->pos_edge[k]);
+        rl_json_buf_puts(b, "], \"position_loss\": [");
+        for (int k = 0; k < r->pos_bins; k++) {
+            if (k) rl_json_buf_puts(b, ", ");
+            if (isnan(r->pos_loss[k]))
+                rl_json_buf_puts(b, "null");
+            else
+                rl_json_buf_printf(b, "%.6g", r->pos_loss[k]);
+        }
+        rl_json_buf_puts(b, "]");
+    }
+    if (!r->n_orders) return;
+    rl_json_buf_puts(b, ", \"order_targets\": [");
+    for (int k = 0; k < r->n_orders; k++)
+        rl_json_buf_printf(b, "%s%ld", k ? ", " : "", r->order_targets[k]);
+    rl_json_buf_puts(b, "], \"order_acc\": [");
+    for (int k = 0; k < r->n_orders; k++)
+        if (r->order_targets[k])
+            rl_json_buf_printf(b, "%s%.6g", k ? ", " : "",
+                               (double)r->order_correct[k] / (double)r->order_targets[k]);
+        else
+            rl_json_buf_printf(b, "%snull", k ? ", " : "");
+    rl_json_buf_puts(b, "]");
+}
+
 static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows, int n)
 {
     struct rl_json_buf b;
@@ -99,20 +132,7 @@ static rl_status write_eval_record(struct run *r, const struct rl_eval_row *rows
                            rows[i].factor, rows[i].stride, rows[i].loss, rows[i].acc, rows[i].exact,
                            rows[i].sequences, rows[i].ms_per_1k_tokens, rows[i].bad_den,
                            rows[i].den_rows);
-        if (rows[i].pos_bins) { /* LM: the loss curve over positions, bins between edges */
-            rl_json_buf_puts(&b, ", \"position_edges\": [");
-            for (int k = 0; k <= rows[i].pos_bins; k++)
-                rl_json_buf_printf(&b, "%s%d", k ? ", " : "", rows[i].pos_edge[k]);
-            rl_json_buf_puts(&b, "], \"position_loss\": [");
-            for (int k = 0; k < rows[i].pos_bins; k++) {
-                if (k) rl_json_buf_puts(&b, ", ");
-                if (isnan(rows[i].pos_loss[k]))
-                    rl_json_buf_puts(&b, "null");
-                else
-                    rl_json_buf_printf(&b, "%.6g", rows[i].pos_loss[k]);
-            }
-            rl_json_buf_puts(&b, "]");
-        }
+        json_curves(&b, &rows[i]);
         rl_json_buf_puts(&b, "}");
     }
     rl_json_buf_puts(&b, "]}\n");

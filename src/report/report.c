@@ -1,5 +1,5 @@
 /* report.c -- an experiment's outputs from its run directory: the combined results.csv
- * and positions.csv of a sweep, summary.md, the printed table and the plots; see
+ * positions.csv and orders.csv of a sweep, summary.md, the printed table and the plots; see
  * report.h.  Reading is in report_data.c, tables in report_table.c, plots in
  * report_plot.c. */
 #include "config.h"
@@ -51,32 +51,37 @@ static rl_status write_results(const struct rl_report *r)
     return write_combined(r, "results.csv", &b);
 }
 
-/* positions.csv of the LM points, combined (none when no point has one) */
-static rl_status write_positions(const struct rl_report *r)
+/* A per-point curve file combined: positions.csv of the LM points (orders = 0) or
+ * orders.csv of the other causal points (orders = 1); none when no point has one.  The
+ * points' lines lose their pe and attention fields to the combined prefix. */
+static rl_status write_curves(const struct rl_report *r, int orders)
 {
     long any = 0;
     for (long i = 0; i < r->n_points; i++)
-        any += r->pt[i].pos_text != NULL;
+        any += (orders ? r->pt[i].ord_text : r->pt[i].pos_text) != NULL;
     if (!any) return RL_OK;
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     combined_prefix(&b, r, -1);
-    rl_json_buf_puts(&b, "length,position_start,position_end,loss,targets,rope_extend,loss_lo,"
-                         "loss_hi\n");
-    for (long i = 0; i < r->n_points; i++)
-        for (const char *l = r->pt[i].pos_text; l && *l;) {
+    rl_json_buf_puts(&b, orders ? "length,order,acc,targets,rope_extend\n"
+                                : "length,position_start,position_end,loss,targets,rope_extend,"
+                                  "loss_lo,loss_hi\n");
+    for (long i = 0; i < r->n_points; i++) {
+        const int old = !orders && !r->pt[i].pos_method; /* older runs: no rope_extend */
+        const int nci = !orders && !r->pt[i].pos_ci;     /* older runs: no interval */
+        for (const char *l = orders ? r->pt[i].ord_text : r->pt[i].pos_text; l && *l;) {
             const char *e = strchr(l, '\n'), *t = strchr(l, ',');
             t        = t ? strchr(t + 1, ',') : NULL; /* past the point's pe, attention */
             size_t n = e ? (size_t)(e - l) : strlen(l);
             if (t && t < l + n) {
                 combined_prefix(&b, r, i);
                 rl_json_buf_printf(&b, "%.*s%s%s\n", (int)(n - (size_t)(t + 1 - l)), t + 1,
-                                   r->pt[i].pos_method ? "" : ",none", /* older runs */
-                                   r->pt[i].pos_ci ? "" : ",,");
+                                   old ? ",none" : "", nci ? ",," : "");
             }
             l += n + (e != NULL);
         }
-    return write_combined(r, "positions.csv", &b);
+    }
+    return write_combined(r, orders ? "orders.csv" : "positions.csv", &b);
 }
 
 rl_status rl_report_write(const char *dir, FILE *table, FILE *log)
@@ -85,7 +90,8 @@ rl_status rl_report_write(const char *dir, FILE *table, FILE *log)
     RL_TRY(rl_rep_load(&r, dir));
     rl_status st = RL_OK;
     if (r->sw.n_keys) st = write_results(r);
-    if (r->sw.n_keys && st == RL_OK) st = write_positions(r);
+    if (r->sw.n_keys && st == RL_OK) st = write_curves(r, 0);
+    if (r->sw.n_keys && st == RL_OK) st = write_curves(r, 1);
     struct rl_json_buf b;
     rl_json_buf_init(&b);
     if (st == RL_OK) st = rl_rep_summary(r, &b);

@@ -1,5 +1,5 @@
 /* report_data.c -- a run read back from its directory: points, their results.csv,
- * metrics.jsonl and positions.csv, the table rows (seeds grouped) and the statistics
+ * metrics.jsonl, positions.csv and orders.csv, the table rows (seeds grouped) and the statistics
  * over them; see report_data.h. */
 #include "config.h"
 #include "report_data.h"
@@ -124,6 +124,46 @@ static rl_status read_positions(struct rl_rep_point *p, const char *pdir)
     free(line);
     free(buf);
     if (bad) RL_FAIL(RL_EFORMAT, "%s: a loss or targets field is not a number", path);
+    return RL_OK;
+}
+
+/* orders.csv of a point of a causal task (not LM): kept as text for the combined file,
+ * and the accuracy of every (length, order) of its primary method parsed for the table. */
+static rl_status read_orders(struct rl_rep_point *p, const char *pdir)
+{
+    char           path[4096], f[64];
+    unsigned char *buf;
+    size_t         len, lines = 1;
+    snprintf(path, sizeof path, "%s/orders.csv", pdir);
+    if (!rl_path_exists(path)) return RL_OK;
+    RL_TRY(rl_read_file(&buf, &len, path));
+    char *text = (char *)buf, *save = NULL, *hdr = strtok_r(text, "\n", &save);
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    const char *data = hdr ? hdr + strlen(hdr) + 1 : NULL, *pm = primary_method(p);
+    int         cl = hdr ? csv_col(hdr, "length") : -1, ck = hdr ? csv_col(hdr, "order") : -1;
+    int         ca = hdr ? csv_col(hdr, "acc") : -1, cm = hdr ? csv_col(hdr, "rope_extend") : -1;
+    int         na = 0, bad = 0;
+    if (cl < 0 || ck < 0 || ca < 0 || cm < 0)
+        return free(buf), rl_error_report(RL_EFORMAT, __FILE__, __LINE__,
+                                          "%s: no header line with length, order, acc, "
+                                          "rope_extend",
+                                          path);
+    p->ord_text = strdup(data < text + len ? data : "");
+    p->ord_len  = malloc(lines * sizeof *p->ord_len);
+    p->ord_k    = malloc(lines * sizeof *p->ord_k);
+    p->ord_acc  = malloc(lines * sizeof *p->ord_acc);
+    if (!p->ord_text || !p->ord_len || !p->ord_k || !p->ord_acc)
+        return free(buf), rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (!csv_field(l, cm, f, sizeof f) || strcmp(f, pm)) continue;
+        p->ord_len[p->n_ord] = atoi(csv_field(l, cl, f, sizeof f) ? f : "0");
+        p->ord_k[p->n_ord]   = atoi(csv_field(l, ck, f, sizeof f) ? f : "0");
+        p->ord_acc[p->n_ord] = csv_num(l, ca, &na, &bad);
+        p->n_ord++;
+    }
+    free(buf);
+    if (bad) RL_FAIL(RL_EFORMAT, "%s: an acc field is not a number", path);
     return RL_OK;
 }
 
@@ -402,6 +442,7 @@ static rl_status load_point(struct rl_report *r, long i, struct rl_cfg *pc)
     RL_TRY(read_results(p, pdir));
     RL_TRY(read_metrics(p, pdir));
     if (p->done) RL_TRY(read_positions(p, pdir));
+    if (p->done) RL_TRY(read_orders(p, pdir));
     if (!p->done) return RL_OK;
     r->n_done++;
     group_point(r, i);
@@ -440,10 +481,12 @@ int rl_rep_per_method(const struct rl_report *r)
 void rl_rep_free(struct rl_report *r)
 {
     if (!r) return;
-    for (long i = 0; r->pt && i < r->n_points; i++)
-        free(r->pt[i].step), free(r->pt[i].loss), free(r->pt[i].pos_text), free(r->pt[i].pos0),
-            free(r->pt[i].pos1), free(r->pt[i].pos_loss), free(r->pt[i].pos_targets),
-            free(r->pt[i].pos_lo), free(r->pt[i].pos_hi);
+    for (long i = 0; r->pt && i < r->n_points; i++) {
+        struct rl_rep_point *p = &r->pt[i];
+        free(p->step), free(p->loss), free(p->pos_text), free(p->pos0), free(p->pos1);
+        free(p->pos_loss), free(p->pos_targets), free(p->pos_lo), free(p->pos_hi);
+        free(p->ord_text), free(p->ord_len), free(p->ord_k), free(p->ord_acc);
+    }
     free(r->pt);
     free(r->grp);
     free(r);

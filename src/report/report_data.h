@@ -1,8 +1,8 @@
 /* report_data.h -- a finished (or partly finished) run read back from its directory:
- * its points with their results.csv rows, metrics.jsonl loss curves and positions.csv
- * bins, the table rows (points that differ only in train.seed form a group), and the
- * statistics the table and plot writers (report_table.c, report_plot.c) compute from
- * them.  Reading never writes. */
+ * its points with their results.csv rows, metrics.jsonl loss curves, positions.csv
+ * bins and orders.csv accuracies, the table rows (points that differ only in train.seed form a
+ * group), and the statistics the table and plot writers (report_table.c, report_plot.c) compute
+ * from them.  Reading never writes. */
 #ifndef RL_REPORT_DATA_H
 #define RL_REPORT_DATA_H
 
@@ -58,6 +58,10 @@ struct rl_rep_point {
     int               n_pos;        /* its bins: positions [pos0, pos1), loss, targets, and */
     int              *pos0, *pos1;  /* the 95 % interval (NaN in runs written before it) */
     double           *pos_loss, *pos_targets, *pos_lo, *pos_hi;
+    char             *ord_text; /* orders.csv's data lines (causal tasks but LM), NULL if none */
+    int               n_ord;    /* its lines of the primary method: length, order, accuracy */
+    int              *ord_len, *ord_k;
+    double           *ord_acc;
 };
 
 #define RL_REP_MAX_COLS (RL_CFG_MAX_SWEEP + 2)

@@ -401,6 +401,70 @@ static rl_status position_table(const struct rl_report *r, int t, struct rl_json
     return RL_OK;
 }
 
+/* The mean and sample std over group g's points of their accuracy at order k of length L
+ * (orders.csv, primary method); returns the number of points that have it. */
+static int order_acc(const struct rl_report *r, int g, int L, int k, double *mean, double *sd)
+{
+    double sum = 0, s2 = 0;
+    int    n = 0;
+    for (int pass = 0; pass < 2; pass++) /* the mean, then the squared deviations */
+        for (long i = 0; i < r->n_points; i++) {
+            const struct rl_rep_point *p = &r->pt[i];
+            if (!p->done || p->group != g) continue;
+            for (int j = 0; j < p->n_ord; j++) {
+                if (p->ord_len[j] != L || p->ord_k[j] != k || isnan(p->ord_acc[j])) continue;
+                if (pass == 0)
+                    sum += p->ord_acc[j], n++;
+                else
+                    s2 += (p->ord_acc[j] - sum / n) * (p->ord_acc[j] - sum / n);
+            }
+        }
+    if (n) *mean = sum / n, *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
+    return n;
+}
+
+/* Causal tasks but LM ones: the accuracy by the order of a scored target within its row
+ * at the training length L (MQAR: 1st ... last query; passkey: the answer digits), from
+ * orders.csv, when the rows there have at most 16 scored targets. */
+static rl_status order_table(const struct rl_report *r, int t, struct rl_json_buf *b)
+{
+    const int L = r->task_length[t];
+    int       K = 0, rows = 1;
+    for (long i = 0; i < r->n_points; i++)
+        for (int j = 0; r->pt[i].done && r->pt[i].task == t && j < r->pt[i].n_ord; j++)
+            if (r->pt[i].ord_len[j] == L && r->pt[i].ord_k[j] > K) K = r->pt[i].ord_k[j];
+    if (L <= 0 || K == 0 || K > 16) return RL_OK;
+    for (int g = 0; g < r->n_groups; g++)
+        rows += r->grp[g].task == t;
+    struct table tb;
+    if (!table_init(&tb, rows, r->n_cols + K)) RL_FAIL(RL_ENOMEM, "out of memory");
+    for (int c = 0; c < r->n_cols; c++)
+        snprintf(cell(&tb, 0, c), CELL, "%s", r->colname[c]);
+    for (int k = 0; k < K; k++)
+        snprintf(cell(&tb, 0, r->n_cols + k), CELL, "%d", k + 1);
+    for (int g = 0, row = 1; g < r->n_groups; g++) {
+        if (r->grp[g].task != t) continue;
+        for (int c = 0; c < r->n_cols; c++)
+            snprintf(cell(&tb, row, c), CELL, "%s", r->grp[g].col[c]);
+        for (int k = 0; k < K; k++) {
+            double mean = 0, sd = 0;
+            int    n = order_acc(r, g, L, k + 1, &mean, &sd);
+            fmt_cell(cell(&tb, row, r->n_cols + k), n, 'a', mean, sd, rl_rep_seeded(r));
+        }
+        row++;
+    }
+    rl_json_buf_printf(b, "\n## %s: accuracy by order in the row at the training length %d\n\n",
+                       r->task[t], L);
+    rl_json_buf_printf(
+        b,
+        "Column k: the accuracy of the k-th scored target of a row (mqar: the k-th "
+        "query; passkey: the k-th answer digit), from each point's orders.csv%s.\n\n",
+        rl_rep_seeded(r) ? "; over the seeds, mean ± std (n)" : "");
+    table_markdown(&tb, b);
+    free(tb.cell);
+    return RL_OK;
+}
+
 /* The significance rule, under a headline table with seeds (docs/experiments.md). */
 static void mark_text(const struct rl_report *r, char f, struct rl_json_buf *b)
 {
@@ -596,6 +660,7 @@ static rl_status summary_task(const struct rl_report *r, int t, struct rl_json_b
                                    "predicted right (ListOps: one target per sequence, the "
                                    "accuracy).",
                              b));
+    if (!r->task_lm[t]) RL_TRY(order_table(r, t, b));
     char den[320];
     snprintf(den, sizeof den,
              "The fraction of denominators, before eps = %g is added, that are <= eps, over "

@@ -24,11 +24,13 @@ struct rl_task {
     enum rl_task_kind kind;
     uint64_t          seed;
     int               length, vocab;
-    int               symbols;     /* copy/reverse/sort: content symbols */
-    int               kv_pairs;    /* mqar: 0 = max(1, N / 16) at each length N */
-    int               depth, args; /* listops limits */
-    int               digits;      /* passkey: digits of the key */
-    int               filler;      /* passkey: enum rl_passkey_filler */
+    int               symbols;       /* copy/reverse/sort: content symbols */
+    int               kv_pairs;      /* mqar: 0 = max(1, N / 16) at each length N */
+    int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               n_train_lengths, train_lengths[RL_TASK_MAX_TRAIN_LENGTHS]; /* mqar */
+    int               depth, args;   /* listops limits */
+    int               digits;        /* passkey: digits of the key */
+    int               filler;        /* passkey: enum rl_passkey_filler */
     /* charlm: the whole file and its split ([0, train_end) train, [valid_lo, valid_hi)
      * validation) */
     unsigned char         *text;

@@ -17,6 +17,12 @@ const struct rl_choice rl_task_kinds[] = {
     {NULL, 0, NULL}};
 RL_CHOICE_TABLE_CHECK(rl_task_kinds, RL_TASK_KIND_COUNT);
 
+const struct rl_choice rl_mqar_queries[] = {
+    {"once", RL_MQAR_QUERIES_ONCE, "a training row asks each of its keys once, in random order"},
+    {"dense", RL_MQAR_QUERIES_DENSE, "every query slot of a training row asks a key"},
+    {NULL, 0, NULL}};
+RL_CHOICE_TABLE_CHECK(rl_mqar_queries, RL_MQAR_QUERIES_COUNT);
+
 const struct rl_choice rl_passkey_fillers[] = {
     {"pattern", RL_PASSKEY_FILLER_PATTERN, "the filler tokens in order, repeated"},
     {"random", RL_PASSKEY_FILLER_RANDOM, "every filler token drawn at random"},

@@ -22,6 +22,13 @@ enum rl_task_kind {
 };
 extern const struct rl_choice rl_task_kinds[];
 
+/* mqar: the most training row lengths (train_lengths) */
+#define RL_TASK_MAX_TRAIN_LENGTHS 32
+
+/* mqar: the queries of a training row (evaluation rows always ask each key once) */
+enum rl_mqar_queries { RL_MQAR_QUERIES_ONCE = 0, RL_MQAR_QUERIES_DENSE, RL_MQAR_QUERIES_COUNT };
+extern const struct rl_choice rl_mqar_queries[];
+
 /* passkey: the filler around the key */
 enum rl_passkey_filler {
     RL_PASSKEY_FILLER_PATTERN = 0,
@@ -32,16 +39,19 @@ extern const struct rl_choice rl_passkey_fillers[];
 
 struct rl_task_opts {
     enum rl_task_kind kind;
-    int               length;     /* training sequence length N (0: the task's default / data's) */
-    int               vocab;      /* 0: task default (tokens: largest id + 1) */
-    int               symbols;    /* copy/reverse/sort: number of content symbols */
-    int               kv_pairs;   /* mqar */
-    int               depth;      /* listops max nesting depth */
-    int               args;       /* listops max arguments per operator */
-    const char       *path;       /* charlm text file / tokens .npy */
-    const char       *valid_path; /* tokens: optional validation .npy */
-    int               digits;     /* passkey: digits of the key (0: the default, 5) */
-    int               filler;     /* passkey: enum rl_passkey_filler */
+    int               length;   /* training sequence length N (0: the task's default / data's) */
+    int               vocab;    /* 0: task default (tokens: largest id + 1) */
+    int               symbols;  /* copy/reverse/sort: number of content symbols */
+    int               kv_pairs; /* mqar */
+    int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               n_train_lengths; /* mqar: lengths of the training rows (0: all N) */
+    const int        *train_lengths;   /* ... row r the (r mod n)-th; at most 32 */
+    int               depth;         /* listops max nesting depth */
+    int               args;          /* listops max arguments per operator */
+    const char       *path;          /* charlm text file / tokens .npy */
+    const char       *valid_path;    /* tokens: optional validation .npy */
+    int               digits;        /* passkey: digits of the key (0: the default, 5) */
+    int               filler;        /* passkey: enum rl_passkey_filler */
     uint64_t          seed;
 };
 
