@@ -4,10 +4,21 @@
 of docs/attention.md and the kernel pages it links (quadratic form, no tricks).
 
 Usage: attn_ref.py check ROPELAB WORKDIR SEED -- [ropelab attn options]
-Generates random inputs (H,N,d)/(H,N,dv) (+ t5_bias, dout), runs `ROPELAB attn`, and
-compares out (and dq, dk, dv, dt5_bias) with this reference: max |err| / max |ref| must
-be <= 1e-4 (forward) and <= 1e-3 (gradients).  Prints one line per
-tensor and exits 1 on any failure.
+Generates random inputs (H,N,d)/(H,N,dv) (+ t5_bias, logf with --forget, dout), runs
+`ROPELAB attn`, and compares out (and dq, dk, dv, dt5_bias, dlogf) with this reference:
+max |err| / max |ref| must be <= 1e-4 (forward) and <= 1e-3 (gradients).  Prints one
+line per tensor and exits 1 on any failure.
+
+--ref-sample K (the reference's own option): gradients by central differences at K elements
+per tensor only (random ones and the rows around position 256, where the kernels' blocks
+of rows end), compared with ropelab's at those elements: long sequences at a bearable cost.
+
+Forget gate (--forget, causal): logf (H, N) holds log forget values lambda[l] <= 0 per
+head; c[m] = sum_{l <= m} lambda[l] and g(m, n) = c[m] - c[n] for n <= m.  Softmax
+attention adds g to the scores; linear attention multiplies every numerator and
+denominator weight by exp(g) (for eq. 19 the rotated numerator weights, and the rotated
+denominator's; the Shen map's positional normaliser over the prefix is not decayed).
+A bias PE (t5, alibi) adds to g.
 """
 import json
 import math
@@ -23,7 +34,7 @@ def parse_opts(argv):
              rope_layout="pairs", rope_dims=0, rope_scale=1.0, rope_ntk=1.0,
              rope_place="feature", rope_denominator="plain", t5_buckets=32,
              t5_max_distance=128, eps=1e-6, alibi_scan=False, rope_yarn=1.0,
-             rope_yarn_orig=0, xpos=False, xpos_scale_base=512.0)
+             rope_yarn_orig=0, xpos=False, xpos_scale_base=512.0, forget=False)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -33,6 +44,8 @@ def parse_opts(argv):
             o["alibi_scan"] = True
         elif a == "--xpos":
             o["xpos"] = True
+        elif a == "--forget":
+            o["forget"] = True
         else:
             key = a[2:].replace("-", "_")
             val = argv[i + 1]
@@ -139,16 +152,26 @@ def bias_matrix(o, h, N, t5):
     return np.zeros((N, N))
 
 
+def gate_matrix(N, logf):
+    """g(m, n) = sum_{l=n+1}^{m} lambda[l] for n <= m (0 on the diagonal), -inf above it
+    (the gate is causal only; the mask takes those entries out anyway)."""
+    causal = np.tril(np.ones((N, N))) > 0
+    c = np.cumsum(logf) if logf is not None else np.zeros(N)
+    return np.where(causal, c[:, None] - c[None, :], -np.inf)
+
+
 def softmax_rows(x):
     x = x - x.max(axis=-1, keepdims=True)
     e = np.exp(x)
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def head(o, h, q, k, v, t5):
+def head(o, h, q, k, v, t5, logf):
     N, d = q.shape
     mask = np.tril(np.ones((N, N))) if o["causal"] else np.ones((N, N))
     bias = bias_matrix(o, h, N, t5)
+    if o["forget"]:  # the gate adds to the bias: a data-dependent ALiBi (causal only)
+        bias = bias + np.where(mask > 0, gate_matrix(N, logf), 0.0)
     if o["attention"] == "softmax":
         if o["pe"] == "rope":
             s_ = o["rope_yarn"]
@@ -189,14 +212,17 @@ def head(o, h, q, k, v, t5):
     return out
 
 
-def forward(o, q, k, v, t5):
-    return np.stack([head(o, h, q[h], k[h], v[h], t5) for h in range(q.shape[0])])
+def forward(o, q, k, v, t5, logf=None):
+    return np.stack([head(o, h, q[h], k[h], v[h], t5, None if logf is None else logf[h])
+                     for h in range(q.shape[0])])
 
 
-def fd_grad(o, arrs, name, dout, eps=1e-6):
+def fd_grad(o, arrs, name, dout, eps=1e-6, idxs=None):
+    """Central differences of sum(forward * dout) w.r.t. arrs[name], at every element or at
+    the elements idxs (the others stay 0)."""
     x = arrs[name]
     g = np.zeros_like(x)
-    for idx in np.ndindex(*x.shape):
+    for idx in (np.ndindex(*x.shape) if idxs is None else idxs):
         old = x[idx]
         x[idx] = old + eps
         fp = (forward(o, **arrs) * dout).sum()
@@ -216,6 +242,11 @@ def main():
         i = opts.index("--ref-shape")
         H, N, d, dv = (int(t) for t in opts[i + 1].split(","))
         opts = opts[:i] + opts[i + 2:]
+    sample = 0
+    if "--ref-sample" in opts:  # gradients at sampled elements only
+        i = opts.index("--ref-sample")
+        sample = int(opts[i + 1])
+        opts = opts[:i] + opts[i + 2:]
     o = parse_opts(opts)
     rng = np.random.default_rng(int(seed))
     if o["pe"] == "rope" and o["rope_dims"] == 0 and d % 2:
@@ -226,9 +257,14 @@ def main():
     v = rng.standard_normal((H, N, dv)).astype(np.float32)
     dout = rng.standard_normal((H, N, dv)).astype(np.float32)
     t5 = (0.5 * rng.standard_normal((H, o["t5_buckets"]))).astype(np.float32) if o["pe"] == "t5" else None
+    logf = None
+    if o["forget"]:  # log sigmoid of N(1, 1.5^2) pre-activations: gates from ~0.03 to ~1
+        a = 1.0 + 1.5 * rng.standard_normal((H, N))
+        logf = (-np.logaddexp(0.0, -a)).astype(np.float32)
+        logf[0, N // 2] = 0.0  # a gate of exactly 1 (lambda = 0) is allowed
     ind, outd = os.path.join(work, "in"), os.path.join(work, "out")
     os.makedirs(ind, exist_ok=True)
-    for name, a in dict(q=q, k=k, v=v, dout=dout, t5_bias=t5).items():
+    for name, a in dict(q=q, k=k, v=v, dout=dout, t5_bias=t5, logf=logf).items():
         if a is not None:
             np.save(os.path.join(ind, name + ".npy"), a)
     r = subprocess.run([rope_bin, "attn", "--in", ind, "--out", outd, "--threads", "1"] + opts,
@@ -237,16 +273,27 @@ def main():
         print("ropelab attn failed:", r.stderr.strip())
         return 1
     arrs = dict(q=q.astype(np.float64), k=k.astype(np.float64), v=v.astype(np.float64),
-                t5=None if t5 is None else t5.astype(np.float64))
+                t5=None if t5 is None else t5.astype(np.float64),
+                logf=None if logf is None else logf.astype(np.float64))
     ref = {"out": forward(o, **arrs)}
     dd = dout.astype(np.float64)
-    for name in ("q", "k", "v"):
-        ref["d" + name] = fd_grad(o, arrs, name, dd)
-    if t5 is not None:
-        ref["dt5_bias"] = fd_grad(o, arrs, "t5", dd)
+    picks = {}
+    for name, key in (("q", "q"), ("k", "k"), ("v", "v"), ("t5_bias", "t5"), ("logf", "logf")):
+        if arrs[key] is None:
+            continue
+        if sample:  # random elements, and every tensor's rows 254 .. 258 and its last row
+            shape = arrs[key].shape
+            rows = [r for r in (254, 255, 256, 257, 258, shape[1] - 1) if r < shape[1]]
+            idxs = {tuple(int(rng.integers(0, n)) for n in shape) for _ in range(sample)}
+            idxs |= {(0, r) + tuple(0 for _ in shape[2:]) for r in rows} if len(shape) > 1 else set()
+            picks["d" + name] = sorted(idxs)
+        ref["d" + name] = fd_grad(o, arrs, key, dd, idxs=picks.get("d" + name))
     bad = 0
     for name, want in ref.items():
         got = np.load(os.path.join(outd, name + ".npy")).astype(np.float64)
+        if name in picks:  # only the sampled elements were differentiated
+            sel = tuple(np.array(picks[name]).T)
+            got, want = got[sel], want[sel]
         scale = max(np.abs(want).max(), 1e-30)
         err = np.abs(got - want).max() / scale
         tol = 1e-4 if name == "out" else 1e-3
