@@ -9,7 +9,7 @@ AM_TESTS_ENVIRONMENT = \
 
 noinst_LTLIBRARIES += tests/libtap.la
 tests_libtap_la_SOURCES = %D%/tap.c %D%/tap.h
-TEST_LIBS = tests/libtap.la src/libropelab.la -lm $(OPENMP_CFLAGS)
+TEST_LIBS = tests/libtap.la src/libropelab_internal.la -lm $(OPENMP_CFLAGS)
 ## every test program links the same libraries (the program src/ropelab sets its own)
 LDADD = $(TEST_LIBS)
 
@@ -44,6 +44,10 @@ check_PROGRAMS += tests/t_task
 ## --- the tables of the enumerated choices ---
 check_PROGRAMS += tests/t_choice
 
+## --- the C API, through the installed library's exports alone ---
+check_PROGRAMS += tests/t_api
+tests_t_api_LDADD = tests/libtap.la src/libropelab.la -lm
+
 ## --- config and training tests ---
 check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
 check_PROGRAMS += tests/t_threads
@@ -51,6 +55,7 @@ dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
 dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh tests/t_docs.sh
+dist_check_SCRIPTS += tests/t_api_symbols.sh
 EXTRA_DIST += tests/lib.sh
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
 
