@@ -1,15 +1,10 @@
-/* ropelab.h -- umbrella header of libropelab: position encodings (RoPE, sinusoidal,
- * learned, T5, ALiBi) in softmax and linear attention, with a small trainer. */
+/* ropelab.h -- the installed header of libropelab: position encodings (RoPE and its linear
+ * attention form, RoFormer eq. 19; T5, ALiBi, the forget gate) in softmax and linear
+ * attention, for other programs.  It declares the C API (api/api.h, docs/api.md), the
+ * only interface the shared library exports. */
 #ifndef ROPELAB_H
 #define ROPELAB_H
 
-#include "core/status.h"
-#include "core/gemm.h"
-#include "core/threads.h"
-#include "core/init.h"
-#include "core/npy.h"
-#include "kernels/rope.h"
-#include "kernels/posbias.h"
-#include "kernels/attn.h"
+#include "api/api.h"
 
 #endif

@@ -2,6 +2,9 @@
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \
+	PYTHONPATH='$(abs_top_srcdir)/python'; export PYTHONPATH; \
+	ROPELAB_LIBRARY='$(abs_top_builddir)/src/.libs'; export ROPELAB_LIBRARY; \
+	PYTHONDONTWRITEBYTECODE=1; export PYTHONDONTWRITEBYTECODE; \
 	top_builddir='$(top_builddir)'; export top_builddir; \
 	ROPELAB='$(abs_top_builddir)/src/ropelab'; export ROPELAB; \
 	PYTHON='$(PYTHON)'; export PYTHON; \
@@ -9,7 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 
 noinst_LTLIBRARIES += tests/libtap.la
 tests_libtap_la_SOURCES = %D%/tap.c %D%/tap.h
-TEST_LIBS = tests/libtap.la src/libropelab.la -lm $(OPENMP_CFLAGS)
+TEST_LIBS = tests/libtap.la src/libropelab_internal.la -lm $(OPENMP_CFLAGS)
 ## every test program links the same libraries (the program src/ropelab sets its own)
 LDADD = $(TEST_LIBS)
 
@@ -44,6 +47,10 @@ check_PROGRAMS += tests/t_task
 ## --- the tables of the enumerated choices ---
 check_PROGRAMS += tests/t_choice
 
+## --- the C API, through the installed library's exports alone ---
+check_PROGRAMS += tests/t_api
+tests_t_api_LDADD = tests/libtap.la src/libropelab.la -lm
+
 ## --- config and training tests ---
 check_PROGRAMS += tests/t_config tests/t_train tests/t_eval
 check_PROGRAMS += tests/t_threads
@@ -51,10 +58,19 @@ dist_noinst_SCRIPTS += tests/ref/torch_train.py
 
 ## script tests (TAP from shell)
 dist_check_SCRIPTS = tests/t_cli.sh tests/t_run.sh tests/t_attn_cli.sh tests/t_layering.sh tests/t_docs.sh
+dist_check_SCRIPTS += tests/t_api_symbols.sh
 EXTRA_DIST += tests/lib.sh
-TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS)
+## the Python package's tests (python/, docs/python.md): each a TAP script run by
+## tests/py_run.sh with $(PYTHON), skipped without NumPy or PyTorch
+TEST_EXTENSIONS = .py
+PY_LOG_DRIVER = $(LOG_DRIVER)
+PY_LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/py_run.sh
+python_tests = tests/t_py_kernels.py tests/t_py_torch.py tests/t_py_train.py
+EXTRA_DIST += tests/py_run.sh tests/pytap.py $(python_tests)
+TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS) $(python_tests)
 
-dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py tests/ref/torch_train_bench.py
+dist_noinst_SCRIPTS += tests/ref/make_npy_fixtures.py tests/ref/attn_ref.py tests/ref/torch_attn_bench.py tests/ref/torch_train_bench.py \
+	tests/ref/torch_attn_ref.py
 
 ## NumPy-written fixtures of t_npy (made once by tests/ref/make_npy_fixtures.py)
 dist_check_DATA += \

@@ -4,8 +4,9 @@
 # src/ is cut into layers, each a folder; a file may include headers of its own folder or
 # of a lower one, never of a higher one:
 #     core (0) < kernels (1) < model (2) < tasks (3) < config (4) < report (5)
-#       < experiment (6) < cli (7)
-# and src/ropelab.h, the installed umbrella header, sits above the library layers.
+#       < experiment (6) < api (7) < cli (8)
+# and src/ropelab.h, the installed header (it includes the C API, api/api.h), sits above
+# the library layers.
 # Checked here, from the `#include "..."` lines of every .c and .h under src/:
 #   1. every quoted include resolves to a file, relative to the including file;
 #   2. no file includes a header of a higher layer (file, line and both layers named);
@@ -34,7 +35,7 @@ incs=$(cd "$src" && for f in $files; do
 done)
 
 plan=5
-[ -n "${ROPELAB_LAYERS_SRC:-}" ] || plan=8
+[ -n "${ROPELAB_LAYERS_SRC:-}" ] || plan=9
 echo "1..$plan"
 fail=0
 
@@ -44,7 +45,8 @@ function rank(p) {
     if (p ~ /^core\//) return 0; if (p ~ /^kernels\//) return 1;
     if (p ~ /^model\//) return 2; if (p ~ /^tasks\//) return 3;
     if (p ~ /^config\//) return 4; if (p ~ /^report\//) return 5;
-    if (p ~ /^experiment\//) return 6; if (p ~ /^cli\//) return 7; return 8 }
+    if (p ~ /^experiment\//) return 6; if (p ~ /^api\//) return 7;
+    if (p ~ /^cli\//) return 8; return 9 }
 function norm(dir, rel,    n, i, parts, out, k, m) {
     n = split((dir == "" ? "" : dir "/") rel, parts, "/"); k = 0
     for (i = 1; i <= n; i++) {
@@ -57,9 +59,9 @@ NF == 3 {
     t = norm(dir, $3)
     if (t == "" || system("test -f \"" src "/" t "\"") != 0) {
         print "U src/" f ":" $2 ": #include \"" $3 "\" does not resolve to a file under src/"; next }
-    if (rank(t) > rank(f) && !(rank(f) == 8))
+    if (rank(t) > rank(f) && !(rank(f) == 9))
         print "D src/" f ":" $2 ": includes \"" $3 "\" (layer " rank(t) ", above its own layer " rank(f) ")"
-    else if (rank(t) == 8 && rank(f) < 8)
+    else if (rank(t) == 9 && rank(f) < 9)
         print "D src/" f ":" $2 ": includes the umbrella header \"" $3 "\""
     print "E " f " " t
 }')
@@ -67,7 +69,7 @@ bad=$(printf '%s\n' "$report" | grep '^U ' | cut -c3-)
 if [ -z "$bad" ]; then echo "ok 1 - every quoted include under src/ resolves"
 else echo "not ok 1 - includes that do not resolve"; printf '%s\n' "$bad" | sed 's/^/# /'; fail=1; fi
 bad=$(printf '%s\n' "$report" | grep '^D ' | cut -c3-)
-if [ -z "$bad" ]; then echo "ok 2 - no file includes a header of a higher layer (core < kernels < model < tasks < config < report < experiment < cli)"
+if [ -z "$bad" ]; then echo "ok 2 - no file includes a header of a higher layer (core < kernels < model < tasks < config < report < experiment < api < cli)"
 else echo "not ok 2 - includes that point up"; printf '%s\n' "$bad" | sed 's/^/# /'; fail=1; fi
 
 # ---- 3: circles between units and between folders ----
@@ -144,6 +146,15 @@ if [ -z "${ROPELAB_LAYERS_SRC:-}" ]; then
     if printf '%s\n' "$out" | grep -q '^# unit: .*kernels/rope -> .*kernels/rope$\|^# unit: .*kernels/featmap -> .*kernels/featmap$\|^# unit: .*kernels/attn_opts -> .*kernels/attn_opts$'; then
         echo "ok 8 - a planted circle (kernels/rope.h -> featmap.h -> attn_opts.h -> rope.h) fails and is printed"
     else echo "not ok 8 - a planted circle was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+    # the training loop reaching up into the C API (api sits above every library layer)
+    cp "$tmp/src/experiment/train.c" "$tmp/src/experiment/train.c.orig"
+    printf '#include "../api/api.h"\n' >> "$tmp/src/experiment/train.c"
+    out=$(ROPELAB_LAYERS_SRC="$tmp/src" sh "$0" 2>&1)
+    if printf '%s\n' "$out" | grep -q '^not ok 2' &&
+       printf '%s\n' "$out" | grep -q 'src/experiment/train.c:.*layer 7, above its own layer 6'; then
+        echo "ok 9 - a library file that includes the C API (experiment/train.c -> api/api.h) fails"
+    else echo "not ok 9 - a library file including the C API was not caught"; printf '%s\n' "$out" | sed 's/^/# /'; fail=1; fi
+    cp "$tmp/src/experiment/train.c.orig" "$tmp/src/experiment/train.c"
 fi
 
 exit $fail

@@ -18,5 +18,4 @@ src_core_libcore_la_SOURCES = \
 	%D%/stats.c %D%/stats.h
 ## <mpi.h> only for core/mpi.c (MPI_CFLAGS is empty without MPI)
 src_core_libcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-ropelab_coredir = $(pkgincludedir)/core
-ropelab_core_HEADERS = %D%/status.h %D%/choice.h %D%/gemm.h %D%/threads.h %D%/init.h %D%/npy.h
+## (the core headers are not installed: the library exports the API alone, src/api)

@@ -13,5 +13,4 @@ src_kernels_libkernels_la_SOURCES = \
 	%D%/attn_toeplitz.c %D%/attn_toeplitz.h %D%/attn_toeplitz_impl.h \
 	%D%/attn_decay.c \
 	%D%/attn_step.c %D%/attn_step.h
-ropelab_kernelsdir = $(pkgincludedir)/kernels
-ropelab_kernels_HEADERS = %D%/rope.h %D%/posbias.h %D%/attn_opts.h %D%/attn.h
+## (the kernels headers are not installed: the library exports the API alone, src/api)
