@@ -127,7 +127,9 @@ for trial in 1 2 3 4 5 6 7 8 9 10; do
         diff "$tmp/ref$t.norm" "$d.norm" | head -10 | sed 's/^/#   /'
     fi
 done
-[ $stops -ge 10 ] && [ $said = $stops ]
+# how many rounds stop before their run ends depends on the machine's load (a slow run
+# is stopped more often): ask for some of each kind, and that every stop said where
+[ $stops -ge 5 ] && [ $mids -ge 1 ] && [ $finals -ge 1 ] && [ $said = $stops ]
 ok $? "each of $stops stops ($mids mid-training, $finals in the final evaluation) said where its checkpoint is; it holds the last recorded update"
 [ $good = 10 ]
 ok $? "resumed to the end, every file equals the uninterrupted run's and every record is there once: $good of 10 trials (3 with 2 threads)"

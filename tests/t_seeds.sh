@@ -39,11 +39,12 @@ done; done
 [ "$(head -1 "$d/results.csv")" = "pe,seed,attention,length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,ref_acc" ] &&
     [ "$(wc -l <"$d/results.csv")" = 13 ] && grep -q '^rope,2,softmax,16,[0-9.]*,' "$d/results.csv"
 ok $? "results.csv: a seed column, one row per point and length (2 x 3 x 2 = 12)"
-[ "$(grep -c '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) ' "$d/summary.md")" = 10 ] &&
+[ "$(grep -c '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) ' "$d/summary.md")" = 12 ] &&
     grep -q '^| pe | attention | 8 | 16 |$' "$d/summary.md" &&
     grep -q '^## copy: accuracy, 95 % intervals over the seeds$' "$d/summary.md" &&
-    grep -q '^## copy: loss, 95 % intervals over the seeds$' "$d/summary.md"
-ok $? "summary.md: each PE once per table (accuracy, loss, exact match: mean ± std (3); accuracy and loss: mean ± 95 % interval (3))"
+    grep -q '^## copy: loss, 95 % intervals over the seeds$' "$d/summary.md" &&
+    grep -q '^## copy: accuracy by order in the row at the training length 8$' "$d/summary.md"
+ok $? "summary.md: each PE once per table (accuracy, loss, exact match, accuracy by order: mean ± std (3); accuracy and loss: mean ± 95 % interval (3))"
 grep -q '^| \(alibi\|rope\) | softmax | [0-9.]* ± [0-9.]* (3) \* |' "$d/summary.md" &&
     grep -q '≤ std + best std' "$d/summary.md" &&
     grep -q '^## copy: accuracy compared with the best of each attention kind$' "$d/summary.md"
