@@ -98,7 +98,7 @@ def docs_example():
         exec(compile(m.group(1), "docs/python.md", "exec"), {"__name__": "__main__"})
     losses = [float(x) for x in re.findall(r"loss ([0-9.]+)", out.getvalue())]
     T.diag(out.getvalue().strip())
-    T.ok(len(losses) >= 2 and losses[-1] < 0.5 * losses[0],
+    T.ok(len(losses) >= 2 and losses[-1] < 0.7 * losses[0],
          f"the example trains: loss {losses[0] if losses else '?'} -> "
          f"{losses[-1] if losses else '?'}")
 
