@@ -65,7 +65,7 @@ EXTRA_DIST += tests/lib.sh
 TEST_EXTENSIONS = .py
 PY_LOG_DRIVER = $(LOG_DRIVER)
 PY_LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/py_run.sh
-python_tests = tests/t_py_kernels.py tests/t_py_torch.py tests/t_py_train.py
+python_tests = tests/t_py_kernels.py tests/t_py_torch.py tests/t_py_train.py tests/t_py_runs.py
 EXTRA_DIST += tests/py_run.sh tests/pytap.py $(python_tests)
 TESTS = $(check_PROGRAMS) $(dist_check_SCRIPTS) $(python_tests)
 

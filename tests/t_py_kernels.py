@@ -5,7 +5,8 @@ tests/ref/attn_ref.py: the output within 1e-4 and every gradient (q, k, v, the T
 the log forget values) within 1e-3 of the reference's central differences, relative to
 the largest magnitude, for each attention kind, feature map and position encoding, causal
 and not, with and without the forget gate; a batch as leading dimensions; the decoding
-state against the full forward; and the binding's refusals."""
+state against the full forward, with and without the forget gate; the binding's
+refusals; Python threads sharing a plan."""
 import os
 import sys
 
@@ -148,6 +149,58 @@ def decoding():
         T.ok(False, "linear attention with T5 has no recurrent step: not refused")
     except ropelab.InvalidArgument as e:
         T.ok("no recurrent form" in str(e), f"linear attention with T5 refused: {e}")
+    decoding_gated(q, k, v, Nd, rng)
+
+
+def decoding_gated(q, k, v, Nd, rng):
+    """The forget gate in the decoding state: each step takes the token's log gates
+    logf (H), and the rows equal the gated full forward's; a missing or positive logf is
+    refused and leaves the state where it was."""
+    a = 1.0 + 1.5 * rng.standard_normal((H, Nd))  # log sigmoid: gates from ~0.03 to ~1
+    logf = (-np.logaddexp(0.0, -a)).astype(np.float32)
+    logf[0, Nd // 2] = 0.0  # a gate of exactly 1
+    combos = [("softmax", "elu1", "none"), ("softmax", "elu1", "rope"),
+              ("linear", "elu1", "none"), ("linear", "elu1", "rope")]
+    for kind, fmap, pe in combos:
+        full = ropelab.attention(q, k, v, None, logf, kind=kind, feature_map=fmap, pe=pe,
+                                 causal=True, forget_gate=True)
+        st = ropelab.DecodeState(H, D, DV, kind, fmap, pe, forget_gate=True)
+        rows = np.stack([st.step(q[:, m], k[:, m], v[:, m], logf=logf[:, m]) for m in range(Nd)],
+                        axis=1)
+        T.close(rows, full, 1e-4, f"decoding {kind}({fmap}) {pe} with the forget gate: {Nd} "
+                f"steps = the gated forward (position {st.position})")
+    st = ropelab.DecodeState(H, D, DV, "linear", "elu1", "rope", forget_gate=True)
+    st.step(q[:, 0], k[:, 0], v[:, 0], logf=logf[:, 0])
+    try:
+        st.step(q[:, 1], k[:, 1], v[:, 1])
+        T.ok(False, "a step without logf was accepted with forget_gate")
+    except ropelab.InvalidArgument as e:
+        T.ok("forget_gate needs the token's log forget values logf (H)" in str(e) and
+             st.position == 1, f"a step without logf refused (position stays {st.position}): {e}")
+    bad = np.array([-0.5, 0.25], np.float32)
+    try:
+        st.step(q[:, 1], k[:, 1], v[:, 1], logf=bad)
+        T.ok(False, "a positive log gate was accepted by the decoding step")
+    except ropelab.InvalidArgument as e:
+        T.ok("logf[1] = 0.25" in str(e) and "finite and <= 0" in str(e) and st.position == 1,
+             f"a positive log gate refused, named: {e}")
+    bad[1] = np.nan
+    try:
+        st.step(q[:, 1], k[:, 1], v[:, 1], logf=bad)
+        T.ok(False, "a NaN log gate was accepted by the decoding step")
+    except ropelab.InvalidArgument as e:
+        T.ok("logf[1] = nan" in str(e), f"a NaN log gate refused: {e}")
+    plain = ropelab.DecodeState(H, D, DV, "linear", "elu1", "rope")
+    try:
+        plain.step(q[:, 0], k[:, 0], v[:, 0], logf=logf[:, 0])
+        T.ok(False, "logf was accepted without forget_gate")
+    except ropelab.InvalidArgument as e:
+        T.ok("forget_gate is off" in str(e), f"logf without forget_gate refused: {e}")
+    try:
+        st.step(q[:, 1], k[:, 1], v[:, 1], logf=logf[:1, 1])
+        T.ok(False, "logf of the wrong shape was accepted")
+    except ValueError as e:
+        T.ok("logf: expected (2,)" in str(e), f"logf's shape checked: {e}")
 
 
 def refusals():
@@ -186,8 +239,37 @@ def refusals():
          f"{len(names)} option names; {ropelab.Options.help('eps')}")
 
 
+def python_threads():
+    """Several Python threads on one plan (the functions' cached kernel, one shape): each
+    call waits for the plan's lock, and every result equals the same call made alone.
+    (Without the lock, calls overlapping on one plan's scratch give wrong rows.)"""
+    import threading
+    rng = np.random.default_rng(5)
+    for kind in ("softmax", "linear"):
+        xs = [tuple(rng.standard_normal((H, 1024, 16)).astype(np.float32) for _ in range(3))
+              for _ in range(4)]
+        args = dict(kind=kind, feature_map="elu1", pe="rope", causal=True)
+        alone = [ropelab.attention(*x, **args) for x in xs]
+        bad = []
+
+        def work(i):
+            for r in range(15):
+                j = (i + r) % len(xs)
+                if not np.array_equal(ropelab.attention(*xs[j], **args), alone[j]):
+                    bad.append((i, r))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        T.ok(not bad, f"{kind}: 4 Python threads x 15 calls on one plan: every output = the "
+             f"call alone ({len(bad)} differ)")
+
+
 kernels()
 batch()
 decoding()
 refusals()
+python_threads()
 T.done()

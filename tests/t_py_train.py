@@ -5,7 +5,8 @@ initial weights on the same batches, with a PyTorch reference attention
 (tests/ref/torch_attn_ref.py in float32): every update's loss agrees within 1e-4
 (relative), for RoFormer eq. 19 linear attention and for softmax attention with a learned
 T5 table and a learned forget gate.  Then the complete example of docs/python.md runs as
-printed there and its loss falls."""
+printed there and its loss falls, and its kernel check (a hand-written eq. 19 against
+ropelab's) meets the tolerances it states."""
 import io
 import os
 import re
@@ -98,9 +99,26 @@ def docs_example():
         exec(compile(m.group(1), "docs/python.md", "exec"), {"__name__": "__main__"})
     losses = [float(x) for x in re.findall(r"loss ([0-9.]+)", out.getvalue())]
     T.diag(out.getvalue().strip())
-    T.ok(len(losses) >= 2 and losses[-1] < 0.5 * losses[0],
+    T.ok(len(losses) >= 2 and losses[-1] < 0.7 * losses[0],
          f"the example trains: loss {losses[0] if losses else '?'} -> "
          f"{losses[-1] if losses else '?'}")
+
+
+def docs_check():
+    """The ```python block under 'Checking a kernel' in docs/python.md: its hand-written
+    eq. 19 (mine) against ropelab's kernel, errors within the tolerances it prints."""
+    top = os.environ.get("top_srcdir", os.path.dirname(here))
+    with open(os.path.join(top, "docs", "python.md")) as f:
+        text = f.read()
+    m = re.search(r"## Checking a kernel.*?```python\n(.*?)```", text, re.S)
+    if not T.ok(m is not None, "docs/python.md has its kernel check"):
+        return
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(m.group(1), "docs/python.md", "exec"), {"__name__": "__main__"})
+    errs = [float(x) for x in out.getvalue().split()]
+    T.ok(len(errs) == 4 and errs[0] <= 1e-4 and max(errs[1:]) <= 1e-3,
+         f"the kernel check of docs/python.md: out, dq, dk, dv errors {errs} (tol 1e-4, 1e-3)")
 
 
 torch.set_num_threads(1)
@@ -113,4 +131,5 @@ compare("linear(exp) alibi + forget gate, causal",
         dict(kind="linear", feature_map="exp", pe="alibi", causal=True, forget_gate=True),
         gate=True)
 docs_example()
+docs_check()
 T.done()

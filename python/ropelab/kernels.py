@@ -12,10 +12,15 @@ Options are the C API's names (``Options.names()``, ``Options.help(name)``): ``k
 ``pe`` (none | rope | t5 | alibi), ``causal``, ``eps``, ``rope_base``, ``rope_layout``,
 ``rope_dims``, ``rope_place`` (feature | input), ``rope_denominator`` (plain | rotated),
 ``t5_buckets``, ``forget_gate``, ...
+
+Threads: a C plan serves one call at a time, so each plan has a lock; an ``Attention``,
+the functions and a ``DecodeState`` may be called from several Python threads (calls on
+the same plan or state wait for each other; the C calls release the GIL).
 """
 import collections
 import ctypes
 import numbers
+import threading
 
 import numpy as np
 
@@ -128,6 +133,7 @@ class _Plan:
     def __init__(self, opts, H, N, d, dv):
         self._h = ctypes.c_void_p()
         check(lib.rl_api_plan_create(ctypes.byref(self._h), opts._h, H, N, d, dv))
+        self.lock = threading.Lock()  # one call at a time on a C plan
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
@@ -154,6 +160,7 @@ class Attention:
     def __init__(self, kind="softmax", feature_map="elu1", pe="none", **options):
         self._opts = _options(kind, feature_map, pe, options)
         self._plans = collections.OrderedDict()
+        self._plans_lock = threading.Lock()
         self.t5_buckets = self._opts["t5_buckets"]
         self.bad_denominators = 0  #: of the last forward (linear attention)
 
@@ -170,10 +177,11 @@ class Attention:
 
     def plan(self, H, N, d, dv):
         key = (H, N, d, dv, _lib.get_num_threads())
-        p = self._plans.pop(key, None) or _Plan(self._opts, H, N, d, dv)
-        self._plans[key] = p
-        while len(self._plans) > self.max_plans:
-            self._plans.popitem(last=False)
+        with self._plans_lock:
+            p = self._plans.pop(key, None) or _Plan(self._opts, H, N, d, dv)
+            self._plans[key] = p
+            while len(self._plans) > self.max_plans:
+                self._plans.popitem(last=False)
         return p
 
     def _shape(self, q, k, v, t5, logf):
@@ -201,9 +209,10 @@ class Attention:
         plan = self.plan(H, N, d, dv)
         out = np.empty(q.shape[:-1] + (dv,), np.float32)
         saved = np.empty(q.shape[:-1], np.float32)
-        check(lib.rl_api_forward(plan._h, _ptr(out), _ptr(saved), _ptr(q), _ptr(k), _ptr(v),
-                                 _ptr(t5), _ptr(logf), G))
-        self.bad_denominators = int(plan.stat("bad_denominators"))
+        with plan.lock:
+            check(lib.rl_api_forward(plan._h, _ptr(out), _ptr(saved), _ptr(q), _ptr(k),
+                                     _ptr(v), _ptr(t5), _ptr(logf), G))
+            self.bad_denominators = int(plan.stat("bad_denominators"))
         return out, saved
 
     def backward(self, dout, out, saved, q, k, v, t5=None, logf=None):
@@ -218,21 +227,24 @@ class Attention:
                   None if t5 is None else np.zeros_like(t5),
                   None if logf is None else np.empty_like(logf))
         plan = self.plan(H, N, d, dv)
-        check(lib.rl_api_backward(plan._h, *(_ptr(x) for x in g), _ptr(dout), _ptr(out),
-                                  _ptr(saved), _ptr(q), _ptr(k), _ptr(v), _ptr(t5),
-                                  _ptr(logf), G))
+        with plan.lock:
+            check(lib.rl_api_backward(plan._h, *(_ptr(x) for x in g), _ptr(dout), _ptr(out),
+                                      _ptr(saved), _ptr(q), _ptr(k), _ptr(v), _ptr(t5),
+                                      _ptr(logf), G))
         return g
 
 
 _kernels = collections.OrderedDict()
+_kernels_lock = threading.Lock()
 
 
 def _kernel(kind, feature_map, pe, options):
     key = (kind, feature_map, pe) + tuple(sorted(options.items()))
-    a = _kernels.pop(key, None) or Attention(kind, feature_map, pe, **options)
-    _kernels[key] = a
-    while len(_kernels) > 16:
-        _kernels.popitem(last=False)
+    with _kernels_lock:
+        a = _kernels.pop(key, None) or Attention(kind, feature_map, pe, **options)
+        _kernels[key] = a
+        while len(_kernels) > 16:
+            _kernels.popitem(last=False)
     return a
 
 
@@ -258,6 +270,9 @@ class DecodeState:
 
     >>> st = DecodeState(4, 32, kind="linear", pe="rope")
     >>> o = st.step(q_m, k_m, v_m)        # (H, d), (H, d), (H, dv) -> (H, dv)
+
+    With forget_gate=True every step takes the token's log forget values logf (H), each
+    finite and <= 0; with pe='t5' the table t5 (H, t5_buckets).
     """
 
     def __init__(self, heads, d, dv=None, kind="softmax", feature_map="elu1", pe="none",
@@ -269,6 +284,7 @@ class DecodeState:
         self._h = ctypes.c_void_p()
         check(lib.rl_api_step_create(ctypes.byref(self._h), self._opts._h, self.heads, self.d,
                                      self.dv))
+        self._lock = threading.Lock()
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
@@ -295,10 +311,13 @@ class DecodeState:
         return self._stat("bad_denominators")
 
     def reset(self):
-        lib.rl_api_step_reset(self._h)
+        with self._lock:
+            lib.rl_api_step_reset(self._h)
 
     def step(self, q, k, v, t5=None, logf=None):
-        """out (H, dv) for the token's q, k (H, d) and v (H, dv)."""
+        """out (H, dv) for the token's q, k (H, d) and v (H, dv) (and its log forget
+        values logf (H) with the forget gate); the position advances by one, except when
+        the step is refused."""
         q, k, v, t5, logf = (_f32(x) for x in (q, k, v, t5, logf))
         H, d, dv = self.heads, self.d, self.dv
         if q.shape != (H, d) or k.shape != (H, d) or v.shape != (H, dv):
@@ -309,6 +328,7 @@ class DecodeState:
         if logf is not None and logf.shape != (H,):
             raise ValueError(f"logf: expected ({H},), got {logf.shape}")
         out = np.empty((H, dv), np.float32)
-        check(lib.rl_api_step_forward(self._h, _ptr(out), _ptr(q), _ptr(k), _ptr(v), _ptr(t5),
-                                      _ptr(logf)))
+        with self._lock:
+            check(lib.rl_api_step_forward(self._h, _ptr(out), _ptr(q), _ptr(k), _ptr(v),
+                                          _ptr(t5), _ptr(logf)))
         return out
