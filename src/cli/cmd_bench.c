@@ -412,8 +412,8 @@ static const char train_usage[] =
     "4096 tokens per update (4096/N rows, at least 1); per cell also the products' share\n"
     "and rate beside BLIS's own 2048^3 rate, and the serial fraction: the share of a\n"
     "1-thread update outside parallel regions or in regions of fewer than 16 pieces\n"
-    "(measured on 3 extra 1-thread updates when --threads > 1), with the speed-up it\n"
-    "allows on 16 and 64 threads (Amdahl):\n";
+    "(measured on 3 extra 1-thread updates, planned as 16 threads would run them), with\n"
+    "the speed-up it allows on 16 and 64 threads (Amdahl):\n";
 static const char decode_usage[] =
     "\n"
     "Generation (--decode): ms per token and attention cache / state bytes after each\n"

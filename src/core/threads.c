@@ -142,6 +142,12 @@ void rl_regions_count(int on, int target)
 
 struct rl_regions rl_regions_counted(void) { return regions; }
 
+int rl_threads_planned(void)
+{
+    const int t = rl_threads_get();
+    return regions_on && regions.target > t ? regions.target : t;
+}
+
 /* A region of p < target pieces takes at least t/p on `target` threads instead of
  * t/target: its serial part s solves s + (t - s)/target = t/p. */
 static double serial_part(double t, double p, double target)

@@ -56,6 +56,11 @@ struct rl_regions {
 };
 void              rl_regions_count(int on, int target);
 struct rl_regions rl_regions_counted(void);
+/* The thread count a choice between two equivalent forms of a region (the same bits, cut
+ * into different pieces) is made for: rl_threads_get(), or while regions are counted the
+ * count's target when that is larger, so that a 1-thread measurement books the form the
+ * target's threads would run. */
+int rl_threads_planned(void);
 /* The serial part of the same regions judged against another thread count (the regions are
  * kept by their number of pieces, so any target can be asked after the count). */
 double rl_regions_serial_ms(int target);

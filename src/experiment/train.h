@@ -199,7 +199,7 @@ struct rl_bench_train_cell {
     /* the serial fraction: the share of a 1-thread update that cannot spread over 16 (64)
      * threads -- the time outside the parallel regions plus, in a region of p < 16 (64)
      * pieces, the part that p threads cannot spread (core/threads.h, rl_regions_count) --
-     * measured on extra 1-thread updates when the cell runs on more threads; and the bound
+     * measured on 3 extra 1-thread updates after the timed ones; and the bound
      * on the speed-up it implies, 1 / (s + (1 - s) / n) (Amdahl's law) */
     double serial16, serial64, amdahl16, amdahl64;
     int    serial_updates; /* updates the serial fraction was measured on */

@@ -75,8 +75,9 @@ static void serial_from(struct rl_bench_train_cell *cell, double total, int upda
     cell->serial_updates            = updates;
 }
 
-/* The serial fraction of `count` extra 1-thread updates from step s on (a cell timed on
- * more threads). */
+/* The serial fraction of `count` extra 1-thread updates from step s on, apart from the
+ * timed ones (while regions are counted, a choice between two forms of a region is made
+ * for 16 threads: core/threads.h, rl_threads_planned). */
 static rl_status serial_fraction(struct rl_bench_train_cell *cell, rl_model *m,
                                  const struct rl_batch *b, float *mom, int s, int count)
 {
@@ -101,11 +102,9 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
     double   *ms  = malloc(4 * (size_t)steps * sizeof(double));
     rl_status st =
         mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
-    const int one   = rl_threads_get() == 1; /* book the regions of the timed updates */
-    double    total = 0;                     /* ms of the timed updates */
+    double total = 0; /* ms of the timed updates */
     for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
         if (s == warmup) rl_products_count(1);
-        if (s == warmup && one) rl_regions_count(1, 16);
         double t[5];
         if ((st = update(m, b, mom, s, t)) != RL_OK || s < warmup) continue;
         int i             = s - warmup;
@@ -116,9 +115,7 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
         total += t[4] - t[0];
     }
     rl_products_count(0);
-    if (one)
-        serial_from(cell, total, steps);
-    else if (st == RL_OK)
+    if (st == RL_OK)
         st = serial_fraction(cell, m, b, mom, warmup + steps, steps < 3 ? steps : 3);
     if (st == RL_OK) {
         struct rl_products p             = rl_products_counted();

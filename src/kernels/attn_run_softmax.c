@@ -13,8 +13,11 @@
  *             (head, query block) pieces own dq -- seven products per tile, the score and
  *             dp tiles formed twice, but as many pieces as blocks.  Both forms run the
  *             same tiles in the same order per output row, so they give the same bits.
- * The forget gate's cumulative sum is formed per piece (N additions in double, the same
- * for every piece of a head), and its gradient is summed per head at the end. */
+ * The forget gate's cumulative sums are formed once per call (rl_attn_gate_cumsums: N
+ * additions in double per head) and read by every piece of the head; its gradient is
+ * summed per head at the end.  The choice between the two backward forms is made for the
+ * thread count planned (rl_threads_planned: while bench --train counts the regions of a
+ * 1-thread update, the count it judges), never for the bits. */
 #include "config.h"
 #include "attn_impl.h"
 #include "attn_softmax.h"
@@ -157,8 +160,9 @@ void rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, co
                                   const float *o, const float *saved, const struct rl_attn_in *in,
                                   int G)
 {
-    const int by_head =
-        (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) || G >= 2 * rl_attn_team(a, (long)G * a->N);
+    const int planned = rl_threads_planned(); /* > threads only while regions are counted */
+    const int team    = planned > rl_threads_get() ? planned : rl_attn_team(a, (long)G * a->N);
+    const int by_head = (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) || G >= 2 * team;
     if (by_head) {
         backward_by_head(a, gr, dout, o, saved, in, G);
         return;
