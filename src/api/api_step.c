@@ -95,13 +95,13 @@ int rl_api_step_forward(rl_api_step *s, float *out, const float *q, const float 
         RL_FAIL(RL_EINVAL, "%s: log forget values were given, but forget_gate is off", f);
     for (int h = 0; logf && h < s->H; h++)
         if (!(logf[h] <= 0.0f) || !isfinite(logf[h]))
-            RL_FAIL(RL_EINVAL, "%s: logf[%d] = %g: log forget values must be finite and <= 0", f,
-                    h, (double)logf[h]);
+            RL_FAIL(RL_EINVAL, "%s: logf[%d] = %g: log forget values must be finite and <= 0", f, h,
+                    (double)logf[h]);
     const int pos = rl_attn_step_position(s->s);
     if (pos == 1 << 30) RL_FAIL(RL_EINVAL, "%s: the state is at position 2^30, its last", f);
     RL_TRY(ensure_rope(s, pos + 1));
-    long bad = 0;
-    const struct rl_attn_step_in in = {q, k, v, s->rope_n ? &s->rope : NULL, t5, logf};
+    long                         bad = 0;
+    const struct rl_attn_step_in in  = {q, k, v, s->rope_n ? &s->rope : NULL, t5, logf};
     RL_TRY(rl_attn_step_forward(s->s, out, &bad, &in));
     s->bad = bad;
     return RL_API_OK;

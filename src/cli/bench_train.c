@@ -69,10 +69,10 @@ static void print_header(FILE *out, const struct peak *p, int steps)
 
 static void print_row(FILE *out, const struct rl_bench_train_cell *c, const struct peak *pk, int t)
 {
-    double      gf   = c->tokens_per_s * c->flops_per_token / 1e9;
-    double      pct  = pk->best > 0 ? 100.0 * gf / pk->best : 0;
-    double      ppk  = pk->best > 0 ? 100.0 * c->products_gflops_per_thread * t / pk->best : 0;
-    char        name[32];
+    double gf  = c->tokens_per_s * c->flops_per_token / 1e9;
+    double pct = pk->best > 0 ? 100.0 * gf / pk->best : 0;
+    double ppk = pk->best > 0 ? 100.0 * c->products_gflops_per_thread * t / pk->best : 0;
+    char   name[32];
     snprintf(name, sizeof name, c->kind == RL_ATTN_LINEAR ? "%s (%s)" : "%s",
              rl_choice_name(rl_attn_kinds, (int)c->kind), rl_choice_name(rl_fmaps, RL_FMAP_ELU1));
     fprintf(out,

@@ -431,7 +431,7 @@ void rl_cfg_task_opts(const struct rl_cfg *c, struct rl_task_opts *o)
     o->digits = c->task.digits, o->filler = c->task.filler;
     o->train_queries   = c->task.train_queries;
     o->n_train_lengths = c->task.n_train_lengths, o->train_lengths = c->task.train_lengths;
-    o->seed            = c->train.data_seed ? c->train.data_seed : c->train.seed;
+    o->seed = c->train.data_seed ? c->train.data_seed : c->train.seed;
 }
 
 void rl_cfg_model_config(const struct rl_cfg *c, int vocab, int causal, int n_classes,

@@ -115,8 +115,7 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
         total += t[4] - t[0];
     }
     rl_products_count(0);
-    if (st == RL_OK)
-        st = serial_fraction(cell, m, b, mom, warmup + steps, steps < 3 ? steps : 3);
+    if (st == RL_OK) st = serial_fraction(cell, m, b, mom, warmup + steps, steps < 3 ? steps : 3);
     if (st == RL_OK) {
         struct rl_products p             = rl_products_counted();
         cell->products_time_share        = p.thread_ms / (total * rl_threads_get());

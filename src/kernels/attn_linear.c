@@ -391,8 +391,10 @@ void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l,
 }
 
 /* Causal pre-pass: at each block start record the state of the dA scan (sum V^T C, dv x D),
- * the prefix sum of E and Shen's Z, which the reverse pass restarts from. */
-static void record_prefix_states(struct lin_plan *p, const float *q, const float *k, const float *v)
+ * the prefix sum of E and Shen's Z, which the reverse pass restarts from.  With the forget
+ * gate (p->logf) the dA state and z are decayed sums (sum w v C^T, w the decay to the
+ * block's end, the carried state scaled by the block's decay); Shen's Z is not decayed. */
+void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float *k, const float *v)
 {
     const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     const size_t Dv = (size_t)D * dv;
@@ -406,8 +408,20 @@ static void record_prefix_states(struct lin_plan *p, const float *q, const float
         memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
         memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K);
-        rl_lin_gemm_acc(p->Sd, p->Gf, v + (size_t)t0 * dv, dv, p->C, D, l);
-        rl_lin_sum_rows(p->z, p->E, l, Dd);
+        const float *vb = v + (size_t)t0 * dv;
+        if (p->logf) {
+            double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
+            for (size_t i = 0; i < Dv; i++)
+                p->Sd[i] *= bd;
+            for (int n = 0; n < l; n++)
+                for (int j = 0; j < dv; j++)
+                    p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
+            rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
+            rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
+        } else {
+            rl_lin_gemm_acc(p->Sd, p->Gf, vb, dv, p->C, D, l);
+            rl_lin_sum_rows(p->z, p->E, l, Dd);
+        }
         if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
     }
 }
@@ -419,7 +433,7 @@ static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg
     const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     const size_t       Dv = (size_t)D * dv;
     struct rl_lin_scan sA, sG, sGT;
-    record_prefix_states(p, q, k, v);
+    rl_lin_record_prefix_states(p, q, k, v);
     rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);  /* sum_{m>=n} A_m dnum_m^T: for dV */
     rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL); /* its transpose: for dC */
     memset(p->g, 0, (size_t)Dd * sizeof(double));

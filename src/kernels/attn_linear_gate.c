@@ -62,35 +62,6 @@ void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad,
     }
 }
 
-/* The gated pre-pass: the decayed dA state (sum w v C^T), z and Shen's Z at block starts. */
-static void record_prefix_states_gated(struct lin_plan *p, const float *q, const float *k,
-                                       const float *v)
-{
-    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
-    const size_t Dv = (size_t)D * dv;
-    memset(p->Sd, 0, Dv * sizeof(double));
-    memset(p->z, 0, (size_t)Dd * sizeof(double));
-    memset(p->Zrun, 0, (size_t)d * sizeof(double));
-    for (int b = 0, t0 = 0; b < p->nb; b++, t0 += RL_LIN_BLOCK) {
-        int     l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        double *ck = p->ck + (size_t)b * p->ck_stride;
-        memcpy(ck, p->Sd, Dv * sizeof(double));
-        memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
-        memcpy(ck + Dv + Dd, p->Zrun, (size_t)d * sizeof(double));
-        rl_lin_build_block(p, q, k, t0, l, SIDE_K);
-        double       bd = rl_lin_gate_fold_weights(p, t0, l, 0);
-        const float *vb = v + (size_t)t0 * dv;
-        for (size_t i = 0; i < Dv; i++)
-            p->Sd[i] *= bd;
-        for (int n = 0; n < l; n++)
-            for (int j = 0; j < dv; j++)
-                p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
-        rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
-        rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
-        if (p->mode >= SHEN) rl_lin_sum_rows(p->Zrun, p->phk, l, d);
-    }
-}
-
 /* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
  * sum over the rows after the block. */
 static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,
@@ -116,7 +87,7 @@ void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
     const size_t       Dv = (size_t)D * dv;
     struct rl_lin_scan sA, sG, sGT;
     double             acc = 0.0;
-    record_prefix_states_gated(p, q, k, v);
+    rl_lin_record_prefix_states(p, q, k, v);
     rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);
     rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL);
     memset(p->g, 0, (size_t)Dd * sizeof(double));

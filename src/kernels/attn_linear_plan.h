@@ -58,7 +58,10 @@ void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l,
  * e^{lambda_{t0+i+1}} (1 at the end: no state follows).  rl_lin_gate_fold_weights: p->wk,
  * each row's decay to the block's last row (forward) or from its first row (reverse), and
  * the decay of a state carried across the block (reverse: 0 past the last block). */
-void   rl_lin_gate_decays(struct lin_plan *p, int t0, int l);
+void rl_lin_gate_decays(struct lin_plan *p, int t0, int l);
+/* The causal backward's pre-pass (attn_linear.c), gated or not: the states at block starts. */
+void   rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float *k,
+                                   const float *v);
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
 void   rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
                             const float *k, const float *v, float eps);

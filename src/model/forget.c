@@ -38,9 +38,9 @@ void rl_forget_backward_rows(float *dx, float *dw, float *db, float *dlogf, cons
         float       *dxr = dx + (size_t)(t - t0) * D;
         for (int h = 0; h < H; h++) {
             /* lambda = log sigmoid(a): d lambda / d a = sigmoid(-a) = 1 - exp(lambda) */
-            const size_t i  = heads_at(t, h, N, H);
-            const float  g  = (float)((double)dlogf[i] * -expm1((double)logf[i]));
-            const float *wh = w + (size_t)h * D;
+            const size_t i   = heads_at(t, h, N, H);
+            const float  g   = (float)((double)dlogf[i] * -expm1((double)logf[i]));
+            const float *wh  = w + (size_t)h * D;
             float       *dwh = dw + (size_t)h * D;
             dlogf[i]         = g;
             /* a_h[m] = wf_h . x_m + bf_h */

@@ -13,7 +13,8 @@
  * -expm1(lambda), which keeps its relative accuracy for gates near 1 (lambda -> 0-), then
  * dx += d a . wf, dwf += d a^T x, dbf += sum d a.  Loops are serial in a fixed order (the
  * projection is H/(3D) of the Q/K/V projection's work): results do not depend on the
- * thread that runs them, and the model calls them per chunk of token rows.  Nothing here allocates. */
+ * thread that runs them, and the model calls them per chunk of token rows.  Nothing here allocates.
+ */
 #ifndef RL_FORGET_H
 #define RL_FORGET_H
 

@@ -52,9 +52,8 @@ static void part_sizes(const struct rl_model_config *c, size_t *len)
     const size_t H = c->attn.forget ? (size_t)c->heads : 0; /* the gate's wf (H, D), bf (H) */
     /* LN1 w, b, bqkv, bo, LN2 w, b, fc1 b, fc2 b, LN_f w, b, head b, wf, bf; Wqkv, Wo, fc1,
      * fc2, head */
-    const size_t l[RL_PART_COUNT] = {D,     D, 3 * D,     D,     D,         D,         4 * D,
-                                     D,     D, D,         V,     H * D,     H,         3 * D * D,
-                                     D * D, 4 * D * D, 4 * D * D, V * D};
+    const size_t l[RL_PART_COUNT] = {D, D, 3 * D, D, D,         D,     4 * D,     D,         D,
+                                     D, V, H * D, H, 3 * D * D, D * D, 4 * D * D, 4 * D * D, V * D};
     _Static_assert(RL_PART_COUNT == 18, "part_sizes lists every part of enum rl_model_part");
     memcpy(len, l, sizeof l);
 }

@@ -18,7 +18,7 @@
  * loss and accuracy of the best guess without context; train.h's rl_eval_row). */
 #define RL_REP_RESULT_COLUMNS                                                                      \
     "length,acc,exact,loss,ppl,ms_per_1k_tokens,den_le_eps,note,rope_extend,rope_factor,stride,"   \
-    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,"   \
+    "acc_lo,acc_hi,exact_lo,exact_hi,loss_lo,loss_hi,ppl_lo,ppl_hi,targets,sequences,ref_loss,"    \
     "ref_acc"
 
 /* Lines of a point's results.csv: lengths x rope_extend methods. */
@@ -32,8 +32,8 @@ struct rl_rep_row {
     /* 95 % intervals (NaN where empty: one sequence, n/a, or a run written before them) */
     double acc_lo, acc_hi, exact_lo, exact_hi, loss_lo, loss_hi, ppl_lo, ppl_hi;
     double ref_loss, ref_acc; /* the task's baseline (NaN in runs written before it) */
-    double den;       /* linear attention: fraction of denominators <= eps, else NaN */
-    char   tail[512]; /* the line from its length field on, as the combined file has it */
+    double den;               /* linear attention: fraction of denominators <= eps, else NaN */
+    char   tail[512];         /* the line from its length field on, as the combined file has it */
     char   note[96];
 };
 
@@ -136,10 +136,10 @@ int rl_rep_higher_better(char f);
  * values, so there is no spread to judge by; RL_REP_NONE the row has no mean there. */
 enum { RL_REP_NONE, RL_REP_BEST, RL_REP_NS, RL_REP_SIG, RL_REP_FEW };
 struct rl_rep_cmp {
-    int    mark;
-    int         best;        /* the best group, -1 for RL_REP_NONE */
-    const char *best_method; /* and its method (NULL: the rows have none) */
-    double diff, spread; /* mean - best mean; std + best std */
+    int         mark;
+    int         best;         /* the best group, -1 for RL_REP_NONE */
+    const char *best_method;  /* and its method (NULL: the rows have none) */
+    double      diff, spread; /* mean - best mean; std + best std */
 };
 void rl_rep_compare(const struct rl_report *r, int g, const char *method, char f, int L,
                     struct rl_rep_cmp *c);

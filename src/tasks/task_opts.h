@@ -43,15 +43,15 @@ struct rl_task_opts {
     int               vocab;    /* 0: task default (tokens: largest id + 1) */
     int               symbols;  /* copy/reverse/sort: number of content symbols */
     int               kv_pairs; /* mqar */
-    int               train_queries; /* mqar: enum rl_mqar_queries */
+    int               train_queries;   /* mqar: enum rl_mqar_queries */
     int               n_train_lengths; /* mqar: lengths of the training rows (0: all N) */
     const int        *train_lengths;   /* ... row r the (r mod n)-th; at most 32 */
-    int               depth;         /* listops max nesting depth */
-    int               args;          /* listops max arguments per operator */
-    const char       *path;          /* charlm text file / tokens .npy */
-    const char       *valid_path;    /* tokens: optional validation .npy */
-    int               digits;        /* passkey: digits of the key (0: the default, 5) */
-    int               filler;        /* passkey: enum rl_passkey_filler */
+    int               depth;           /* listops max nesting depth */
+    int               args;            /* listops max arguments per operator */
+    const char       *path;            /* charlm text file / tokens .npy */
+    const char       *valid_path;      /* tokens: optional validation .npy */
+    int               digits;          /* passkey: digits of the key (0: the default, 5) */
+    int               filler;          /* passkey: enum rl_passkey_filler */
     uint64_t          seed;
 };
 
