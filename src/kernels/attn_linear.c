@@ -218,6 +218,7 @@ void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int 
                                  p->rope, l, d, t0, p->Zrun, p->row);
 }
 
+/* The causal forward block by block; with the forget gate (p->logf) the scans decay. */
 static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
                            const float *k, const float *v, float eps)
 {
@@ -226,11 +227,20 @@ static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad
     memset(p->z, 0, (size_t)p->Dd * sizeof(double));
     memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        float *o = out + (size_t)t0 * p->dv;
+        int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        float       *o  = out + (size_t)t0 * p->dv;
+        const float *vb = v + (size_t)t0 * p->dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        rl_lin_scan_rows(&s, o, p->A, p->C, v + (size_t)t0 * p->dv, l, 0, 1);
-        *bad += rl_lin_den_rows(den + t0, o, p->dv, p->B, p->E, l, p->Dd, 1, eps, p->z);
+        if (!p->logf) {
+            rl_lin_scan_rows(&s, o, p->A, p->C, vb, l, 0, 1);
+            *bad += rl_lin_den_rows(den + t0, o, p->dv, p->B, p->E, l, p->Dd, 1, eps, p->z);
+            continue;
+        }
+        rl_lin_gate_decays(p, t0, l);
+        rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
+        double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
+        rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
+        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
     }
 }
 
@@ -296,9 +306,7 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl
     gate_plan(&p, h);
     if (h->logf && h->rel)
         rl_lin_forward_quad(&p, out, den, &bad, q, k, v, o->eps);
-    else if (h->logf)
-        rl_lin_forward_gated(&p, out, den, &bad, q, k, v, o->eps);
-    else if (o->causal)
+    else if (o->causal || h->logf)
         forward_causal(&p, out, den, &bad, q, k, v, o->eps);
     else
         forward_full(&p, out, den, &bad, q, k, v, o->eps);

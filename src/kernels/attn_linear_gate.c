@@ -42,26 +42,6 @@ double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
     return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[e]) : 0.0;
 }
 
-void rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
-                          const float *k, const float *v, float eps)
-{
-    struct rl_lin_scan s;
-    rl_lin_scan_init(&s, p->scan[0], p->D, p->dv, NULL);
-    memset(p->z, 0, (size_t)p->Dd * sizeof(double));
-    memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
-    for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-        float       *o  = out + (size_t)t0 * p->dv;
-        const float *vb = v + (size_t)t0 * p->dv;
-        rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
-        rl_lin_gate_decays(p, t0, l);
-        rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
-        double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
-        rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
-        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
-    }
-}
-
 /* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
  * sum over the rows after the block. */
 static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,

@@ -53,7 +53,8 @@ void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const 
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE. */
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum);
 
-/* The forget gate (attn_linear_gate.c): causal forward and backward with p->logf, p->cum.
+/* The forget gate (attn_linear_gate.c; its forward is attn_linear.c's causal forward):
+ * the backward with p->logf, p->cum.
  * rl_lin_gate_decays: the block's decays ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] =
  * e^{lambda_{t0+i+1}} (1 at the end: no state follows).  rl_lin_gate_fold_weights: p->wk,
  * each row's decay to the block's last row (forward) or from its first row (reverse), and
@@ -63,8 +64,6 @@ void rl_lin_gate_decays(struct lin_plan *p, int t0, int l);
 void   rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float *k,
                                    const float *v);
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
-void   rl_lin_forward_gated(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
-                            const float *k, const float *v, float eps);
 void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
                              const float *dout, const float *out, const float *den, const float *q,
                              const float *k, const float *v, float eps);
