@@ -97,7 +97,8 @@ void rl_gp_header(FILE *gp, const char *svg, int w, int h)
  * and the reference line, and the x range over the data. */
 struct extent {
     double ylo, yhi, xlo, xhi;
-    int    ref_off; /* the reference line lies too far from the data to be drawn */
+    double ybound[2]; /* the figure's (NaN: none) */
+    int    ref_off;   /* the reference line lies too far from the data to be drawn */
 };
 
 static void widen(double *lo, double *hi, double v, int log)
@@ -121,6 +122,8 @@ static int write_data(const char *dir, const char *dat, const struct rl_gp_figur
         if (s->n == 0) fputs("NaN NaN NaN NaN\n", d); /* an empty block would shift the next */
         for (int k = 0; k < s->n; k++) {
             double lo = s->lo ? s->lo[k] : NAN, hi = s->hi ? s->hi[k] : NAN;
+            if (isfinite(f->ybound[0]) && lo < f->ybound[0]) lo = f->ybound[0];
+            if (isfinite(f->ybound[1]) && hi > f->ybound[1]) hi = f->ybound[1];
             fprintf(d, "%.9g %.9g %.9g %.9g\n", s->x[k], s->y[k], lo, hi);
             widen(&e->ylo, &e->yhi, s->y[k], f->logy);
             if (f->band != RL_GP_NONE) {
@@ -141,6 +144,7 @@ static int write_data(const char *dir, const char *dat, const struct rl_gp_figur
     if (!e->ref_off) e->ylo = lo, e->yhi = hi;
     if (isfinite(f->xmin)) e->xlo = f->xmin;
     if (isfinite(f->xmax)) e->xhi = f->xmax;
+    e->ybound[0] = f->ybound[0], e->ybound[1] = f->ybound[1];
     return fclose(d) != 0;
 }
 
@@ -188,8 +192,11 @@ static void axes(FILE *gp, const struct rl_gp_figure *f, const struct extent *e)
         fprintf(gp, "set logscale y %d\nset yrange [%.9g:%.9g]\n", f->logy, ylo, yhi);
         log_tics(gp, ylo, yhi);
     } else {
-        double pad = 0.06 * (yhi - ylo);
-        fprintf(gp, "set yrange [%.9g:%.9g]\n", ylo - pad, yhi + pad);
+        double pad = 0.06 * (yhi - ylo), a = ylo - pad, b = yhi + pad;
+        /* a bounded quantity: no room drawn far outside its bounds */
+        if (isfinite(e->ybound[0]) && a < e->ybound[0] - pad / 2) a = e->ybound[0] - pad / 2;
+        if (isfinite(e->ybound[1]) && b > e->ybound[1] + pad / 2) b = e->ybound[1] + pad / 2;
+        fprintf(gp, "set yrange [%.9g:%.9g]\n", a, b);
     }
     if (f->logx) fprintf(gp, "set logscale x %d\n", f->logx);
     if (isfinite(e->xlo) && e->xlo < e->xhi) {

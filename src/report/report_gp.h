@@ -40,15 +40,17 @@ struct rl_gp_series {
 #define RL_GP_MAX_TICS 48
 
 struct rl_gp_figure {
-    char                 svg[96];
-    char                 title[200], note[240]; /* the figure's title and what bands mean */
-    const char          *xlabel, *ylabel;
-    int                  np;
-    char                 panel[RL_GP_MAX_PANELS][160];
-    int                  logx, logy; /* 0 linear, else the log base */
-    int                  nxtics;     /* explicit x tics (0: automatic) */
-    double               xtics[RL_GP_MAX_TICS];
-    double               xmin, xmax; /* NaN: from the data */
+    char        svg[96];
+    char        title[200], note[240]; /* the figure's title and what bands mean */
+    const char *xlabel, *ylabel;
+    int         np;
+    char        panel[RL_GP_MAX_PANELS][160];
+    int         logx, logy; /* 0 linear, else the log base */
+    int         nxtics;     /* explicit x tics (0: automatic) */
+    double      xtics[RL_GP_MAX_TICS];
+    double      xmin, xmax; /* NaN: from the data */
+    double      ybound[2];  /* a bounded quantity's range (accuracy [0, 1]): interval
+                               ends clamped into it, the axis kept inside it; NaN none */
     enum rl_gp_band      band;
     int                  points; /* point markers on the lines */
     double               ref;    /* a horizontal reference (NaN: none) */

@@ -154,7 +154,7 @@ static void figure_init(struct rl_gp_figure *f, const struct rl_report *r, int t
 {
     memset(f, 0, sizeof *f);
     snprintf(f->svg, sizeof f->svg, "%s-%s.svg", r->task[t], name);
-    f->xmin = f->xmax = f->ref = f->vline = NAN;
+    f->xmin = f->xmax = f->ref = f->vline = f->ybound[0] = f->ybound[1] = NAN;
     set_panels(r, t, f);
 }
 
@@ -206,6 +206,7 @@ static void plot_metric(const struct rl_report *r, int t, struct plot_files *pf)
     f.xlabel = "evaluation length (tokens, log scale)";
     f.ylabel = r->task_lm[t] ? "perplexity (log scale)" : "accuracy";
     f.logx = 2, f.logy = r->task_lm[t] ? 10 : 0, f.band = RL_GP_BARS, f.points = 1;
+    if (!r->task_lm[t]) f.ybound[0] = 0, f.ybound[1] = 1; /* accuracy */
     for (int j = 0; j < nl && j < RL_GP_MAX_TICS; j++)
         f.xtics[f.nxtics++] = L[j];
     training_line(r, t, &f);
