@@ -10,3 +10,5 @@ dist_doc_DATA += docs/scale-out.md
 ## --- generation ---
 dist_doc_DATA += docs/generation.md
 dist_noinst_DATA += docs/img/decode.svg
+## --- the forget gate as a position encoding (docs/results.md section 12) ---
+dist_noinst_DATA += docs/img/forget_position.svg
