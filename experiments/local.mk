@@ -20,3 +20,4 @@ dist_experiments_DATA += \
 	experiments/passkey_finetune_plain.ini
 dist_experiments_DATA += experiments/quickstart_seeds.ini
 dist_experiments_DATA += experiments/passkey_linear_rope.ini experiments/passkey_linear_rope_den.ini
+dist_experiments_DATA += experiments/mqar.ini
