@@ -21,3 +21,4 @@ dist_experiments_DATA += \
 dist_experiments_DATA += experiments/quickstart_seeds.ini
 dist_experiments_DATA += experiments/passkey_linear_rope.ini experiments/passkey_linear_rope_den.ini
 dist_experiments_DATA += experiments/forget.ini experiments/forget_passkey.ini
+dist_experiments_DATA += experiments/mqar.ini
