@@ -155,9 +155,11 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
 /* The decayed scans (forget gate): before row r's update the state shrinks by a_r,
  *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
  * the same tiles with one multiply more per state element and row. */
+/* the row's term k w formed apart, so that the state's chain is one fused multiply-add
+ * per row (s a + t), as in LIN_ROW, not a multiply and then a fused multiply-add */
 #define LIN_ROWD(r, kx, qx)                                                                        \
-    s0 = s0 * a##r + (kx)*w##r##0, s1 = s1 * a##r + (kx)*w##r##1, a##r##0 += (qx)*s0,              \
-    a##r##1 += (qx)*s1
+    t0 = (kx)*w##r##0, t1 = (kx)*w##r##1, s0 = s0 * a##r + t0, s1 = s1 * a##r + t1,                \
+    a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
 
 RL_SIMD_CLONES
 static void scan_block_decay(float *S, int Yp, const float *const *q, const float *const *k,
@@ -174,7 +176,7 @@ static void scan_block_decay(float *S, int Yp, const float *const *q, const floa
                 a31 = {0};
         for (int x = 0; x < X; x++) {
             float  *Sx = S + (size_t)x * Yp + t;
-            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16);
+            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16), t0, t1;
             LIN_ROWD(0, k[0][x], q[0][x]);
             LIN_ROWD(1, k[1][x], q[1][x]);
             LIN_ROWD(2, k[2][x], q[2][x]);
@@ -189,7 +191,7 @@ static void scan_block_decay(float *S, int Yp, const float *const *q, const floa
     }
 }
 
-#define LIN_ROWD8(r, kx, qx) s0 = s0 * a##r + (kx)*w##r, a##r##x += (qx)*s0
+#define LIN_ROWD8(r, kx, qx) t0 = (kx)*w##r, s0 = s0 * a##r + t0, a##r##x += (qx)*s0
 
 RL_SIMD_CLONES
 static void scan_block8_decay(float *S, int Yp, const float *const *q, const float *const *k,
@@ -203,7 +205,7 @@ static void scan_block8_decay(float *S, int Yp, const float *const *q, const flo
         lin_v8       a0x = {0}, a1x = {0}, a2x = {0}, a3x = {0};
         for (int x = 0; x < X; x++) {
             float *Sx = S + (size_t)x * Yp + t;
-            lin_v8 s0 = *(lin_v8 *)Sx;
+            lin_v8 s0 = *(lin_v8 *)Sx, t0;
             LIN_ROWD8(0, k[0][x], q[0][x]);
             LIN_ROWD8(1, k[1][x], q[1][x]);
             LIN_ROWD8(2, k[2][x], q[2][x]);
