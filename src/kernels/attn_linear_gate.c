@@ -24,13 +24,22 @@ static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->
 
 void rl_lin_gate_decays(struct lin_plan *p, int t0, int l)
 {
+    /* one exponential per row: the next row's decay is this row's successor's own */
+    double next = exp((double)p->logf[t0]);
     for (int i = 0; i < l; i++) {
         int n     = t0 + i;
-        p->ad[i]  = exp((double)p->logf[n]);
-        p->adn[i] = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
+        p->ad[i]  = next;
+        next      = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
+        p->adn[i] = next;
         p->af[i]  = (float)p->ad[i];
         p->afn[i] = (float)p->adn[i];
     }
+}
+
+double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reverse)
+{
+    if (!reverse) return exp(p->cum[t0 + l - 1] - cum_at(p, t0 - 1));
+    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[t0]) : 0.0;
 }
 
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
@@ -38,8 +47,7 @@ double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
     const int e = reverse ? t0 : t0 + l - 1;
     for (int i = 0; i < l; i++)
         p->wk[i] = reverse ? exp(p->cum[t0 + i] - p->cum[e]) : exp(p->cum[e] - p->cum[t0 + i]);
-    if (!reverse) return exp(p->cum[e] - cum_at(p, t0 - 1));
-    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[e]) : 0.0;
+    return rl_lin_gate_block_decay(p, t0, l, reverse);
 }
 
 /* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the

@@ -64,6 +64,9 @@ void rl_lin_gate_decays(struct lin_plan *p, int t0, int l);
 void   rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float *k,
                                    const float *v);
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
+/* The decay of a state carried across the block alone (what rl_lin_gate_fold_weights
+ * returns, without the rows' weights). */
+double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reverse);
 void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
                              const float *dout, const float *out, const float *den, const float *q,
                              const float *k, const float *v, float eps);

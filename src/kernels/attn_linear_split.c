@@ -113,7 +113,7 @@ static void prefix(struct lin_plan *p, double *st, int causal, const float *logf
     for (int b = 0; b < nb; b++) {
         struct slot s  = slot_of(p, st, b);
         double      bd = 1.0; /* the decay across block b (the gate) */
-        if (logf) bd = rl_lin_gate_fold_weights(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
+        if (logf) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
         for (size_t i = 0; i < nS; i++) {
             double inc = s.S[i];
             if (causal) s.S[i] = run.S[i];
@@ -256,7 +256,7 @@ void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
     for (int b = nb - 1; b >= 0; b--) {
         struct slot s  = slot_of(&p, st, b);
         double      bd = 1.0; /* the decay from block b + 1's first row to block b's */
-        if (h->logf) bd = rl_lin_gate_fold_weights(&p, b * RL_LIN_BLOCK, rows_of(&p, b), 1);
+        if (h->logf) bd = rl_lin_gate_block_decay(&p, b * RL_LIN_BLOCK, rows_of(&p, b), 1);
         for (size_t i = 0; i < nG; i++) {
             double inc = s.G[i];
             s.G[i]     = run.G[i];
