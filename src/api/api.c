@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -146,13 +147,18 @@ static rl_status room(rl_api_plan *p, int G)
     return RL_OK;
 }
 
-/* Log forget values must be finite and <= 0 (a gate in (0, 1]). */
-static rl_status check_logf(const rl_api_plan *p, const float *logf, int G)
+rl_status rl_capi_check_logf(const float *logf, size_t rows, size_t cols, const char *func)
 {
-    for (size_t i = 0; i < (size_t)G * p->N; i++)
-        if (!(logf[i] <= 0.0f) || !isfinite(logf[i]))
-            RL_FAIL(RL_EINVAL, "logf[%zu, %zu] = %g: log forget values must be finite and <= 0",
-                    i / (size_t)p->N, i % (size_t)p->N, (double)logf[i]);
+    for (size_t i = 0; i < rows * cols; i++) {
+        if (logf[i] <= 0.0f && isfinite(logf[i])) continue;
+        char at[48];
+        if (rows > 1)
+            snprintf(at, sizeof at, "%zu, %zu", i / cols, i % cols);
+        else
+            snprintf(at, sizeof at, "%zu", i);
+        RL_FAIL(RL_EINVAL, "%s%slogf[%s] = %g: log forget values must be finite and <= 0",
+                func ? func : "", func ? ": " : "", at, (double)logf[i]);
+    }
     return RL_OK;
 }
 
@@ -176,7 +182,7 @@ static rl_status check_inputs(const rl_api_plan *p, const char *func, const floa
         RL_FAIL(RL_EINVAL, "%s: forget_gate needs the log forget values logf (G x N)", func);
     if (!p->o.forget && logf)
         RL_FAIL(RL_EINVAL, "%s: log forget values were given, but forget_gate is off", func);
-    return logf ? check_logf(p, logf, G) : RL_OK;
+    return logf ? rl_capi_check_logf(logf, (size_t)G, (size_t)p->N, NULL) : RL_OK;
 }
 
 int rl_api_forward(rl_api_plan *p, float *out, float *saved, const float *q, const float *k,

@@ -24,5 +24,8 @@ rl_status rl_capi_stat_index(const struct rl_choice *t, const char *what, const 
 
 /* NULL pointers where an argument is required: RL_EINVAL naming the function and argument. */
 rl_status rl_capi_need(const void *p, const char *func, const char *arg);
+/* Log forget values (rows x cols) must be finite and <= 0 (a gate in (0, 1]); the refusal
+ * names the first other one, "logf[r, c]" (one row: "logf[c]"), after "func: " if given. */
+rl_status rl_capi_check_logf(const float *logf, size_t rows, size_t cols, const char *func);
 
 #endif

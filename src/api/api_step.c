@@ -7,7 +7,6 @@
 #include "../kernels/attn_step.h"
 #include "../kernels/rope.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 struct rl_api_step {
@@ -93,10 +92,7 @@ int rl_api_step_forward(rl_api_step *s, float *out, const float *q, const float 
         RL_FAIL(RL_EINVAL, "%s: forget_gate needs the token's log forget values logf (H)", f);
     if (!s->o.forget && logf)
         RL_FAIL(RL_EINVAL, "%s: log forget values were given, but forget_gate is off", f);
-    for (int h = 0; logf && h < s->H; h++)
-        if (!(logf[h] <= 0.0f) || !isfinite(logf[h]))
-            RL_FAIL(RL_EINVAL, "%s: logf[%d] = %g: log forget values must be finite and <= 0", f, h,
-                    (double)logf[h]);
+    if (logf) RL_TRY(rl_capi_check_logf(logf, 1, (size_t)s->H, f));
     const int pos = rl_attn_step_position(s->s);
     if (pos == 1 << 30) RL_FAIL(RL_EINVAL, "%s: the state is at position 2^30, its last", f);
     RL_TRY(ensure_rope(s, pos + 1));

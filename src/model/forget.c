@@ -1,6 +1,7 @@
 /* forget.c -- the forget gate's projection and its backward; see forget.h. */
 #include "config.h"
 #include "forget.h"
+#include "heads.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -8,12 +9,6 @@
 /* log sigmoid(a) = -softplus(-a) = -(max(-a, 0) + log1p(exp(-|a|))): no overflow for any a,
  * and exactly 0 only where sigmoid(a) rounds to 1 in double */
 static double log_sigmoid(double a) { return -(fmax(-a, 0.0) + log1p(exp(-fabs(a)))); }
-
-/* the index of token t's head-h entry in the heads layout (B*H, N) */
-static size_t heads_at(long t, int h, int N, int H)
-{
-    return ((size_t)(t / N) * H + h) * N + (size_t)(t % N);
-}
 
 void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b, long t0,
                             int n, int N, int H, int D)
@@ -25,7 +20,7 @@ void rl_forget_forward_rows(float *logf, const float *x, const float *w, const f
             double       a  = (double)b[h];
             for (int c = 0; c < D; c++)
                 a += (double)wh[c] * (double)xr[c];
-            logf[heads_at(t, h, N, H)] = (float)log_sigmoid(a);
+            logf[rl_heads_offset(t, h, N, H, 1)] = (float)log_sigmoid(a);
         }
     }
 }
@@ -38,7 +33,7 @@ void rl_forget_backward_rows(float *dx, float *dw, float *db, float *dlogf, cons
         float       *dxr = dx + (size_t)(t - t0) * D;
         for (int h = 0; h < H; h++) {
             /* lambda = log sigmoid(a): d lambda / d a = sigmoid(-a) = 1 - exp(lambda) */
-            const size_t i   = heads_at(t, h, N, H);
+            const size_t i   = rl_heads_offset(t, h, N, H, 1);
             const float  g   = (float)((double)dlogf[i] * -expm1((double)logf[i]));
             const float *wh  = w + (size_t)h * D;
             float       *dwh = dw + (size_t)h * D;

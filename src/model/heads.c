@@ -37,7 +37,7 @@ struct heads_ctx {
 };
 
 /* the offset of token row t's head h in a (B, H, N, d) tensor */
-static size_t head_off(long t, int h, int N, int H, int d)
+size_t rl_heads_offset(long t, int h, int N, int H, int d)
 {
     return (((size_t)(t / N) * H + h) * N + (size_t)(t % N)) * d;
 }
@@ -51,7 +51,7 @@ static void split_piece(void *ctx, long p)
     for (long r = r0; r < r1; r++) {
         const float *row = e->crows + (size_t)r * 3 * C;
         for (int h = 0; h < H; h++) {
-            const size_t off = head_off(e->t0 + r, h, e->N, H, d), c = (size_t)h * d;
+            const size_t off = rl_heads_offset(e->t0 + r, h, e->N, H, d), c = (size_t)h * d;
             split_row(e->q + off, row + c, e->bias + c, d);
             split_row(e->k + off, row + C + c, e->bias + C + c, d);
             split_row(e->v + off, row + 2 * C + c, e->bias + 2 * C + c, d);
@@ -84,7 +84,7 @@ static void merge3_piece(void *ctx, long p)
     for (long r = r0; r < r1; r++) {
         float *row = e->rows + (size_t)r * 3 * C;
         for (int h = 0; h < H; h++) {
-            const size_t off = head_off(e->t0 + r, h, e->N, H, d), c = (size_t)h * d;
+            const size_t off = rl_heads_offset(e->t0 + r, h, e->N, H, d), c = (size_t)h * d;
             memcpy(row + c, e->cq + off, (size_t)d * sizeof *row);
             memcpy(row + C + c, e->ck + off, (size_t)d * sizeof *row);
             memcpy(row + 2 * C + c, e->cv + off, (size_t)d * sizeof *row);
@@ -108,8 +108,8 @@ static void merge_piece(void *ctx, long p)
     piece_span(p, e->n, H * d, &r0, &r1);
     for (long r = r0; r < r1; r++)
         for (int h = 0; h < H; h++)
-            memcpy(e->rows + ((size_t)r * H + h) * d, e->cq + head_off(e->t0 + r, h, e->N, H, d),
-                   (size_t)d * sizeof *e->rows);
+            memcpy(e->rows + ((size_t)r * H + h) * d,
+                   e->cq + rl_heads_offset(e->t0 + r, h, e->N, H, d), (size_t)d * sizeof *e->rows);
 }
 
 void rl_heads_merge_rows(float *out, const float *x, long t0, long n, int N, int H, int d)
@@ -126,8 +126,8 @@ static void split1_piece(void *ctx, long p)
     piece_span(p, e->n, H * d, &r0, &r1);
     for (long r = r0; r < r1; r++)
         for (int h = 0; h < H; h++)
-            memcpy(e->q + head_off(e->t0 + r, h, e->N, H, d), e->crows + ((size_t)r * H + h) * d,
-                   (size_t)d * sizeof *e->q);
+            memcpy(e->q + rl_heads_offset(e->t0 + r, h, e->N, H, d),
+                   e->crows + ((size_t)r * H + h) * d, (size_t)d * sizeof *e->q);
 }
 
 void rl_heads_split1_rows(float *out, const float *x, long t0, long n, int N, int H, int d)

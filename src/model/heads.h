@@ -5,6 +5,12 @@
 #ifndef RL_HEADS_H
 #define RL_HEADS_H
 
+#include <stddef.h>
+
+/* Where token t (position t mod N of sequence t / N) of head h starts in a (B, H, N, d)
+ * heads layout (d = 1: a per-head value such as the forget gate's log gates). */
+size_t rl_heads_offset(long t, int h, int N, int H, int d);
+
 /* qkv (T = B*N, 3C) rows [q | k | v] (one GEMM with the stacked Wq, Wk, Wv) plus bias
  * (3C) -> q, k, v each (B, H, N, d) with d = C/H (head h = features h*d .. h*d+d-1). */
 void rl_heads_split(float *q, float *k, float *v, const float *qkv, const float *bias, int B, int N,
