@@ -407,6 +407,13 @@ int main(void)
             c.N = 300, c.d = 8, c.dv = 6, c.gate = pe % 2 ? 2.0 : 0.05;
             check_case(&c, 10);
         }
+    /* strong gates (log gates down to -30): the decayed scans' 4-row steps that decay past
+     * 2^-32 run the per-row kernel, the others rescale their frame every step or two */
+    for (int f = 0; f < 3; f++)
+        for (int pe = PE_NONE; pe <= PE_ROPE; pe++) {
+            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 30.0, 0};
+            check_case(&c, 10);
+        }
     /* without the gate: the split pieces (elu1, exp) and the per-head form (Shen); the
      * rotated denominator, ill-conditioned where it nears 0, is t_attn_linear's */
     for (int f = 0; f < 3; f++)

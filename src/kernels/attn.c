@@ -123,7 +123,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->drel);
     rl_free(a->rowbuf);
     rl_free(a->linst);
-    rl_free(a->cum);
+    rl_free(a->cum), rl_free(a->dec);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
     free(a->slopes);
@@ -212,15 +212,17 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float));
-    double *l = NULL, *c = NULL;
+    double *l = NULL, *c = NULL, *e = NULL;
+    int     dec = a->o.forget && a->o.kind == RL_ATTN_LINEAR;
     if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
     if (a->o.forget) c = rl_alloc((size_t)G * a->N * sizeof(double));
-    if (!r || (a->linst_head && !l) || (a->o.forget && !c)) {
-        rl_free(r), rl_free(l), rl_free(c);
+    if (dec) e = rl_alloc((size_t)G * a->N * sizeof(double));
+    if (!r || (a->linst_head && !l) || (a->o.forget && !c) || (dec && !e)) {
+        rl_free(r), rl_free(l), rl_free(c), rl_free(e);
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
     }
-    rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->cum);
-    a->rowbuf = r, a->linst = l, a->cum = c, a->G_max = G;
+    rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->cum), rl_free(a->dec);
+    a->rowbuf = r, a->linst = l, a->cum = c, a->dec = e, a->G_max = G;
     return RL_OK;
 }
 
@@ -241,8 +243,12 @@ void rl_attn_gate_cumsums(rl_attn *a, const float *logf, int G)
 {
     double t0 = rl_region_begin();
 #pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, G))
-    for (int g = 0; g < G; g++)
-        rl_attn_gate_cumsum(a->cum + (size_t)g * a->N, logf + (size_t)g * a->N, a->N);
+    for (int g = 0; g < G; g++) {
+        const size_t at = (size_t)g * a->N;
+        rl_attn_gate_cumsum(a->cum + at, logf + at, a->N);
+        for (int m = 0; a->dec && m < a->N; m++)
+            a->dec[at + m] = exp((double)logf[at + m]);
+    }
     rl_region_end(t0, G);
 }
 

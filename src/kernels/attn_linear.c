@@ -62,9 +62,9 @@ static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N,
                         size_t *off)
 {
     p->logf = NULL;
-    p->cum = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
+    p->cum = p->dec = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
     if (o->forget) {
-        p->cum = atd(s, off, (size_t)N);
+        p->cum = atd(s, off, (size_t)N), p->dec = atd(s, off, (size_t)N);
         p->ad = atd(s, off, R), p->adn = atd(s, off, R), p->wk = atd(s, off, R);
         p->eg = atd(s, off, R);
         p->af = at(s, off, R), p->afn = at(s, off, R);
@@ -287,6 +287,11 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
         p->cum = (double *)h->cum; /* read only */
     else if (h->logf)
         rl_lin_cumsum(p->cum, h->logf, p->N);
+    if (h->logf && h->dec)
+        p->dec = (double *)h->dec;
+    else
+        for (int m = 0; h->logf && m < p->N; m++)
+            p->dec[m] = exp((double)h->logf[m]);
 }
 
 void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,

@@ -26,8 +26,8 @@ struct rl_lin_head {
     const float          *logf;
     int                   N, d, dv;
     const float          *rel;
-    const double         *cum; /* the gate's c (N), made once for the call; NULL: the plan
-                                  makes it */
+    const double         *cum; /* the gate's c (N) and decays e^{logf} (N), made once for */
+    const double         *dec; /* the call; NULL: the plan makes them */
 };
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;

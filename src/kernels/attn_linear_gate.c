@@ -4,6 +4,7 @@
 #include "attn_linear_plan.h"
 #include "attn_linear_impl.h"
 #include "../core/gemm.h"
+#include "../core/vexp.h"
 
 #include <math.h>
 #include <string.h>
@@ -24,13 +25,10 @@ static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->
 
 void rl_lin_gate_decays(struct lin_plan *p, int t0, int l)
 {
-    /* one exponential per row: the next row's decay is this row's successor's own */
-    double next = exp((double)p->logf[t0]);
     for (int i = 0; i < l; i++) {
         int n     = t0 + i;
-        p->ad[i]  = next;
-        next      = n + 1 < p->N ? exp((double)p->logf[n + 1]) : 1.0;
-        p->adn[i] = next;
+        p->ad[i]  = p->dec[n];
+        p->adn[i] = n + 1 < p->N ? p->dec[n + 1] : 1.0;
         p->af[i]  = (float)p->ad[i];
         p->afn[i] = (float)p->adn[i];
     }
@@ -44,26 +42,32 @@ double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reve
 
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
 {
-    const int e = reverse ? t0 : t0 + l - 1;
-    for (int i = 0; i < l; i++)
-        p->wk[i] = reverse ? exp(p->cum[t0 + i] - p->cum[e]) : exp(p->cum[e] - p->cum[t0 + i]);
+    /* products of the decays (in double: 256 factors lose less than exp(c_e - c_n) of
+     * cumulative sums near N) */
+    if (reverse) { /* e^{c_n - c_t0} */
+        p->wk[0] = 1.0;
+        for (int i = 1; i < l; i++)
+            p->wk[i] = p->wk[i - 1] * p->dec[t0 + i];
+    } else { /* e^{c_end - c_n} */
+        p->wk[l - 1] = 1.0;
+        for (int i = l - 2; i >= 0; i--)
+            p->wk[i] = p->wk[i + 1] * p->dec[t0 + i + 1];
+    }
     return rl_lin_gate_block_decay(p, t0, l, reverse);
 }
 
-/* dc of the block's rows (see above), then the suffix sums into dlogf; *acc carries the
- * sum over the rows after the block. */
-static void gate_grad_rows(struct lin_plan *p, float *dlogf, const float *dout, const float *out,
-                           const float *v, const float *dvg, int t0, int l, float eps, double *acc)
+RL_SIMD_CLONES
+void rl_lin_gate_dc(float *dc, const struct lin_plan *p, const float *v, const float *dvg, int l,
+                    float eps)
 {
     const int dv = p->dv;
-    for (int i = l - 1; i >= 0; i--) {
-        const size_t r  = (size_t)(t0 + i) * dv;
+    for (int i = 0; i < l; i++) {
+        const float *vi = v + (size_t)i * dv, *gi = dvg + (size_t)i * dv;
         double       kv = 0.0;
+#pragma omp simd reduction(+ : kv)
         for (int j = 0; j < dv; j++)
-            kv += (double)v[r + j] * (double)dvg[r + j];
-        double dc = -p->dden[i] * (double)eps - kv - p->eg[i];
-        (void)dout, (void)out;
-        dlogf[t0 + i] = (float)(*acc += dc);
+            kv += (double)vi[j] * (double)gi[j];
+        dc[i] = (float)(-p->dden[i] * (double)eps - kv - p->eg[i]);
     }
 }
 
@@ -74,7 +78,6 @@ void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
     const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     const size_t       Dv = (size_t)D * dv;
     struct rl_lin_scan sA, sG, sGT;
-    double             acc = 0.0;
     rl_lin_record_prefix_states(p, q, k, v);
     rl_lin_scan_init(&sG, p->scan[1], D, dv, NULL);
     rl_lin_scan_init(&sGT, p->scan[2], dv, D, NULL);
@@ -102,10 +105,13 @@ void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg,
         memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
         rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
                                        p->ad, p->adn);
-        gate_grad_rows(p, dlogf, dout, out, v, dvg, t0, l, eps, &acc);
+        rl_lin_gate_dc(dlogf + t0, p, vb, dvg + (size_t)t0 * dv, l, eps);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
+    double acc = 0.0; /* dlogf_l = sum_{m >= l} dc_m */
+    for (int m = p->N - 1; m >= 0; m--)
+        dlogf[m] = (float)(acc += (double)dlogf[m]);
 }
 
 /* ---- T5 with the gate: quadratic tiles ----------------------------------------------

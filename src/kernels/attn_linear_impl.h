@@ -59,6 +59,9 @@ void rl_lin_scan_fold_decay(struct rl_lin_scan *s, const float *K, const float *
                             struct rl_lin_scan *twin, const double *wk, double block_decay,
                             float *Kw);
 
+/* Y (l x n) = X with row i multiplied by w[i] (in float). */
+void rl_lin_weight_rows(float *Y, const float *X, const double *w, int l, int n);
+
 /* c[m] = sum_{l<=m} logf[l] in double. */
 void rl_lin_cumsum(double *c, const float *logf, int N);
 

@@ -230,15 +230,79 @@ static int wide_tile(void)
 #endif
 }
 
+/* The decayed scan runs in a scaled frame.  The true state is pi S, pi a double carried
+ * from row to row, so a row's decay only multiplies pi (pi_r = pi_{r-1} a_r), and row r
+ * runs the plain kernel with its term divided and its read-out multiplied by pi_r:
+ *   pi_r (S_{r-1} + k_r (w_r / pi_r)) = a_r (pi_{r-1} S_{r-1}) + k_r w_r,
+ *   pi_r (q_r . S_r) = q_r . (pi_r S_r).
+ * The division rides on the copy that stages w_r for the kernel and the multiplication
+ * on the copy of the read-out, so the gate costs the kernel nothing.  Floating point
+ * rounds the same at every scale, so this is as accurate as decaying the state row by
+ * row.  The state returns to the true scale (S *= pi, pi = 1) before pi would fall below
+ * FRAME_MIN and at the end of the rows, so a staged term is at most 2^48 times its own
+ * size; a 4-row step that decays by more than STEP_MIN on its own runs the per-row
+ * kernel (scan_block_decay) from the true scale instead. */
+#define FRAME_MIN 0x1p-16
+#define STEP_MIN 0x1p-32
+
+RL_SIMD_CLONES
+static void rescale(struct rl_lin_scan *s, double pi)
+{
+    const float f = (float)pi;
+    float      *S = s->S;
+#pragma omp simd
+    for (size_t i = 0; i < (size_t)s->X * s->Yp; i++)
+        S[i] *= f;
+}
+
+/* y = x f over n floats (f = 1: a copy, bit for bit). */
+RL_SIMD_CLONES
+static void copy_scaled(float *restrict y, const float *restrict x, float f, int n)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * f;
+}
+
+/* The frame of a 4-row step with decays a: the factors of its staged terms (down) and
+ * read-outs (up); returns the frame after the step, or 0 for a step that runs the
+ * per-row kernel (the state is then at the true scale and the factors are 1). */
+static double frame_step(struct rl_lin_scan *s, const float *a, double pi, float *up, float *down)
+{
+    const double step = (double)a[0] * a[1] * a[2] * a[3];
+    if (pi != 1.0 && (step < STEP_MIN || pi * step < FRAME_MIN)) rescale(s, pi), pi = 1.0;
+    for (int r = 0; r < 4; r++) {
+        if (step >= STEP_MIN) pi *= (double)a[r];
+        up[r] = step < STEP_MIN ? 1.0f : (float)pi;
+        down[r] = step < STEP_MIN ? 1.0f : (float)(1.0 / pi);
+    }
+    return step < STEP_MIN ? 0.0 : pi;
+}
+
+static void kernel_step(struct rl_lin_scan *s, const float *const *q, const float *const *k,
+                        const float *a)
+{
+    const int wide = wide_tile();
+    if (a && wide)
+        scan_block_decay(s->S, s->Yp, q, k, s->wb, s->ob, s->X, a);
+    else if (a)
+        scan_block8_decay(s->S, s->Yp, q, k, s->wb, s->ob, s->X, a);
+    else if (wide)
+        scan_block(s->S, s->Yp, q, k, s->wb, s->ob, s->X);
+    else
+        scan_block8(s->S, s->Yp, q, k, s->wb, s->ob, s->X);
+}
+
 /* The rows of a block in 4-row steps (zero rows, decay 1, pad the last step); decay NULL:
  * the plain scan. */
 static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
                       const float *W, int l, int reverse, const float *decay)
 {
     const int X = s->X, Y = s->Y, Yp = s->Yp;
+    double    pi = 1.0; /* the decayed scan's frame */
     for (int b = 0; b < l; b += 4) {
         const float *q[4], *k[4];
-        float        a[4];
+        float        a[4], up[4] = {1, 1, 1, 1}, down[4] = {1, 1, 1, 1};
         int          row[4];
         for (int r = 0; r < 4; r++) {
             int i = b + r, n = reverse ? l - 1 - i : i;
@@ -246,23 +310,23 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             q[r]   = i < l ? Q + (size_t)n * X : s->zero;
             k[r]   = i < l ? K + (size_t)n * X : s->zero;
             a[r]   = i < l && decay ? decay[n] : 1.0f;
-            if (i < l)
-                memcpy(s->wb + (size_t)r * Yp, W + (size_t)n * Y, (size_t)Y * sizeof(float));
-            else
-                memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
         }
-        if (decay && wide_tile())
-            scan_block_decay(s->S, Yp, q, k, s->wb, s->ob, X, a);
-        else if (decay)
-            scan_block8_decay(s->S, Yp, q, k, s->wb, s->ob, X, a);
-        else if (wide_tile())
-            scan_block(s->S, Yp, q, k, s->wb, s->ob, X);
-        else
-            scan_block8(s->S, Yp, q, k, s->wb, s->ob, X);
+        int per_row = 0;
+        if (decay) {
+            pi      = frame_step(s, a, pi, up, down);
+            per_row = pi == 0.0;
+            if (per_row) pi = 1.0;
+        }
         for (int r = 0; r < 4; r++)
             if (row[r] >= 0)
-                memcpy(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, (size_t)Y * sizeof(float));
+                copy_scaled(s->wb + (size_t)r * Yp, W + (size_t)row[r] * Y, down[r], Y);
+            else
+                memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
+        kernel_step(s, q, k, per_row ? a : NULL);
+        for (int r = 0; r < 4; r++)
+            if (row[r] >= 0) copy_scaled(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, up[r], Y);
     }
+    if (pi != 1.0) rescale(s, pi);
 }
 
 void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
@@ -278,14 +342,23 @@ void rl_lin_scan_rows_decay(struct rl_lin_scan *s, float *out, const float *Q, c
     scan_rows(s, out, Q, K, W, l, reverse, decay);
 }
 
+RL_SIMD_CLONES
+void rl_lin_weight_rows(float *restrict Y, const float *restrict X, const double *w, int l, int n)
+{
+    for (int i = 0; i < l; i++) {
+        const float wi = (float)w[i];
+#pragma omp simd
+        for (int f = 0; f < n; f++)
+            Y[(size_t)i * n + f] = X[(size_t)i * n + f] * wi;
+    }
+}
+
 void rl_lin_scan_fold_decay(struct rl_lin_scan *s, const float *K, const float *W, int l,
                             struct rl_lin_scan *twin, const double *wk, double block_decay,
                             float *Kw)
 {
     const int X = s->X, Y = s->Y;
-    for (int n = 0; n < l; n++) /* K_n e^{c_end - c_n}: each term's decay to the block's end */
-        for (int x = 0; x < X; x++)
-            Kw[(size_t)n * X + x] = (float)((double)K[(size_t)n * X + x] * wk[n]);
+    rl_lin_weight_rows(Kw, K, wk, l, X); /* K_n e^{c_end - c_n}: its decay to the block's end */
     for (size_t i = 0; i < (size_t)X * Y; i++)
         s->Sd[i] *= block_decay;
     rl_lin_scan_fold(s, Kw, W, l, NULL);

@@ -68,9 +68,7 @@ static int rows_of(const struct lin_plan *p, int b)
 static const float *weighted(struct lin_plan *p, const float *X, int l, int nx, const double *w)
 {
     if (!w) return X;
-    for (int n = 0; n < l; n++)
-        for (int x = 0; x < nx; x++)
-            p->Kw[(size_t)n * nx + x] = (float)((double)X[(size_t)n * nx + x] * w[n]);
+    rl_lin_weight_rows(p->Kw, X, w, l, nx);
     return p->Kw;
 }
 
@@ -270,19 +268,6 @@ void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
     }
 }
 
-/* dc of the block's rows into dlogf (summed per head afterwards). */
-static void gate_dc_rows(struct lin_plan *p, float *dlogf, const float *v, const float *dvg, int t0,
-                         int l, float eps)
-{
-    for (int i = 0; i < l; i++) {
-        const size_t r  = (size_t)(t0 + i) * p->dv;
-        double       kv = 0.0;
-        for (int j = 0; j < p->dv; j++)
-            kv += (double)v[r + j] * (double)dvg[r + j];
-        dlogf[t0 + i] = (float)(-p->dden[i] * (double)eps - kv - p->eg[i]);
-    }
-}
-
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */
 static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot s,
                         const struct rl_lin_head *h, float eps, int t0, int l)
@@ -313,7 +298,7 @@ static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct
     }
     rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
                                    p->ad, p->adn);
-    gate_dc_rows(p, g->dlogf, h->v, g->dv, t0, l, eps);
+    rl_lin_gate_dc(g->dlogf + t0, p, h->v + (size_t)t0 * dv, g->dv + (size_t)t0 * dv, l, eps);
 }
 
 /* Non-causal rows: num = A S  =>  dA = dnum S^T, dC = V Gs^T, dV = C Gs; den = B . z. */

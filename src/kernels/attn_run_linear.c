@@ -67,7 +67,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.logf = lam;
         return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
-    if (in->logf) h.cum = a->cum + (size_t)g * a->N;
+    if (in->logf) h.cum = a->cum + (size_t)g * a->N, h.dec = a->dec + (size_t)g * a->N;
     return h;
 }
 
