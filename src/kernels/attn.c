@@ -243,12 +243,8 @@ void rl_attn_gate_cumsums(rl_attn *a, const float *logf, int G)
 {
     double t0 = rl_region_begin();
 #pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, G))
-    for (int g = 0; g < G; g++) {
-        const size_t at = (size_t)g * a->N;
-        rl_attn_gate_cumsum(a->cum + at, logf + at, a->N);
-        for (int m = 0; a->dec && m < a->N; m++)
-            a->dec[at + m] = exp((double)logf[at + m]);
-    }
+    for (int g = 0; g < G; g++)
+        rl_attn_gate_cumsum(a->cum + (size_t)g * a->N, logf + (size_t)g * a->N, a->N);
     rl_region_end(t0, G);
 }
 

@@ -25,7 +25,8 @@ struct rl_attn {
     double             *linst;      /* G_max heads' block states of split linear attention */
     size_t              linst_head; /* doubles per head (0: linear attention not split) */
     double             *cum;        /* G_max x N: the forget gate's cumulative log gates */
-    double             *dec;        /* G_max x N (linear attention): its decays e^{logf} */
+    double             *dec;        /* G_max x N (split linear attention): the decays e^{logf},
+                                       made block by block in a call's first phase */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has
@@ -35,7 +36,7 @@ int rl_attn_team(const rl_attn *a, long pieces);
 /* The forget gate's cumulative log gate of one head, c[m] = sum_{l<=m} logf[l] in double. */
 void rl_attn_gate_cumsum(double *cum, const float *logf, int N);
 /* The same for the G heads of a call into a->cum (one piece per head), before the pieces
- * that read it; linear attention's decays e^{logf[m]} into a->dec beside them. */
+ * that read it. */
 void rl_attn_gate_cumsums(rl_attn *a, const float *logf, int G);
 /* dlogf[l] = sum_{m >= l} dc[m]: on entry dlogf holds dc (= d loss / d c[m]) per row, on
  * return the gradient of the log gates (the suffix sums, in double). */

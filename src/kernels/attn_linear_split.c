@@ -28,6 +28,7 @@
 #include "../core/gemm.h"
 #include "../core/tilemm.h"
 
+#include <math.h>
 #include <string.h>
 
 int rl_attn_linear_splits(const struct rl_attn_opts *o)
@@ -37,6 +38,13 @@ int rl_attn_linear_splits(const struct rl_attn_opts *o)
 }
 
 int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK; }
+
+void rl_attn_linear_decays(double *dec, const float *logf, int b, int N)
+{
+    const int t0 = b * RL_LIN_BLOCK, t1 = t0 + RL_LIN_BLOCK < N ? t0 + RL_LIN_BLOCK : N;
+    for (int m = t0; m < t1; m++)
+        dec[m] = exp((double)logf[m]);
+}
 
 static size_t slot_doubles(int D, int Dd, int dv) { return 2 * ((size_t)D * dv + (size_t)Dd); }
 

@@ -67,7 +67,8 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.logf = lam;
         return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
-    if (in->logf) h.cum = a->cum + (size_t)g * a->N, h.dec = a->dec + (size_t)g * a->N;
+    if (in->logf) h.cum = a->cum + (size_t)g * a->N;
+    if (in->logf && a->linst_head) h.dec = a->dec + (size_t)g * a->N; /* see phase_piece */
     return h;
 }
 
@@ -115,6 +116,8 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
     double                  *st = a->linst + (size_t)g * a->linst_head;
     float                   *o = f->o + g * sv, *den = f->saved + (size_t)g * a->N;
     const float             *dout = f->dout ? f->dout + g * sv : NULL;
+    if (h.dec && (k == F_SUMS || k == B_SUMS)) /* the first phase: the block's decays */
+        rl_attn_linear_decays((double *)h.dec, h.logf, b, a->N);
     switch (k) {
     case F_SUMS:
         rl_attn_linear_fwd_sums(st, &h, &op, b, scr);
