@@ -31,6 +31,7 @@
 #include "attn_linear_impl.h"
 #include "../core/gemm.h"
 #include "../core/tilemm.h"
+#include "../core/util.h"
 #include "../core/vexp.h"
 
 #include <string.h>
@@ -294,12 +295,16 @@ static void kernel_step(struct rl_lin_scan *s, const float *const *q, const floa
 }
 
 /* The rows of a block in 4-row steps (zero rows, decay 1, pad the last step); decay NULL:
- * the plain scan. */
+ * the plain scan.  A benchmark's product accounting (gemm.h) books the call as a product
+ * of 4 X Y FLOPs a row: the rank-1 update and the read-out are linear attention's matrix
+ * products, done here instead of by GEMMs. */
 static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
                       const float *W, int l, int reverse, const float *decay)
 {
-    const int X = s->X, Y = s->Y, Yp = s->Yp;
-    double    pi = 1.0; /* the decayed scan's frame */
+    const int    X = s->X, Y = s->Y, Yp = s->Yp;
+    const int    count = rl_products_counting();
+    const double t0    = count ? rl_now_ms() : 0;
+    double       pi    = 1.0; /* the decayed scan's frame */
     for (int b = 0; b < l; b += 4) {
         const float *q[4], *k[4];
         float        a[4], up[4] = {1, 1, 1, 1}, down[4] = {1, 1, 1, 1};
@@ -327,6 +332,7 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             if (row[r] >= 0) copy_scaled(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, up[r], Y);
     }
     if (pi != 1.0) rescale(s, pi);
+    if (count) rl_products_add(4.0 * X * Y * l, rl_now_ms() - t0);
 }
 
 void rl_lin_scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
