@@ -26,10 +26,9 @@ struct rl_lin_head {
     const float          *logf;
     int                   N, d, dv;
     const float          *rel;
-    const double         *cum; /* the gate's c (N), made once for the call; NULL: the plan
-                                  makes it */
-    const double         *dec; /* its decays e^{logf} (N), the pieces form's (see
-                                  rl_attn_linear_decays); NULL: the plan makes them */
+    /* the gate's c (N), made once for the call, and its decays e^{logf} (N), the pieces
+     * form's (rl_attn_linear_decays); NULL: the plan makes them */
+    const double *cum, *dec;
 };
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;
@@ -56,11 +55,11 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
  *          row and the caller takes its suffix sums (rl_attn_gate_suffix).
  * Any order of the blocks within a phase gives the same bits. */
 int    rl_attn_linear_splits(const struct rl_attn_opts *o);
-/* The gate's decays dec[m] = e^{logf[m]} of block b's rows (the pieces form reads them from
- * rl_lin_head.dec in every phase after the first, which makes them). */
-void   rl_attn_linear_decays(double *dec, const float *logf, int b, int N);
 int    rl_attn_linear_blocks(int N);
 size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv);
+/* The gate's decays dec[m] = e^{logf[m]} of block b's rows (the pieces form reads them from
+ * rl_lin_head.dec in every phase after the first, which makes them). */
+void rl_attn_linear_decays(double *dec, const float *logf, int b, int N);
 void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                              int b, float *scratch);
 void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,

@@ -26,8 +26,9 @@ struct lin_plan {
     const float          *q, *k; /* the block's (rotated) inputs */
     double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
     size_t                ck_stride, scan_floats;
-    /* forget gate: c (N), its decays e^{lambda} (N), a block's decays e^{lambda_i} (float for the scans, double for
-     * the sums) and e^{lambda_{i+1}}, fold weights, E.g per row, the fold's workspace */
+    /* forget gate: c (N), its decays e^{lambda} (N), a block's decays e^{lambda_i} (float
+     * for the scans, double for the sums) and e^{lambda_{i+1}}, fold weights, E.g per row,
+     * the fold's workspace */
     const float *logf;
     double      *cum, *dec, *ad, *adn, *wk, *eg;
     float       *af, *afn, *Kw;
@@ -67,13 +68,14 @@ double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
 /* The decay of a state carried across the block alone (what rl_lin_gate_fold_weights
  * returns, without the rows' weights). */
 double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reverse);
+void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
+                             const float *dout, const float *out, const float *den, const float *q,
+                             const float *k, const float *v, float eps);
+
 /* dc_m of the block's rows (attn_linear_gate.c): the gate's gradient before its suffix sum,
  * from the rows' v, dv (l x dv) and the plan's dden, eg. */
 void rl_lin_gate_dc(float *dc, const struct lin_plan *p, const float *v, const float *dvg, int l,
                     float eps);
-void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                             const float *dout, const float *out, const float *den, const float *q,
-                             const float *k, const float *v, float eps);
 
 /* T5 with the gate: every pair (m, n <= m) weighted by e^{rel(n-m) + c_m - c_n}, tile by
  * tile (O(N^2 D); the weight has no recurrence).  p->rel is set; p->drel accumulates. */

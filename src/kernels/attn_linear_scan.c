@@ -274,7 +274,7 @@ static double frame_step(struct rl_lin_scan *s, const float *a, double pi, float
     if (pi != 1.0 && (step < STEP_MIN || pi * step < FRAME_MIN)) rescale(s, pi), pi = 1.0;
     for (int r = 0; r < 4; r++) {
         if (step >= STEP_MIN) pi *= (double)a[r];
-        up[r] = step < STEP_MIN ? 1.0f : (float)pi;
+        up[r]   = step < STEP_MIN ? 1.0f : (float)pi;
         down[r] = step < STEP_MIN ? 1.0f : (float)(1.0 / pi);
     }
     return step < STEP_MIN ? 0.0 : pi;
@@ -329,7 +329,8 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
                 memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
         kernel_step(s, q, k, per_row ? a : NULL);
         for (int r = 0; r < 4; r++)
-            if (row[r] >= 0) copy_scaled(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, up[r], Y);
+            if (row[r] >= 0)
+                copy_scaled(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, up[r], Y);
     }
     if (pi != 1.0) rescale(s, pi);
     if (count) rl_products_add(4.0 * X * Y * l, rl_now_ms() - t0);
