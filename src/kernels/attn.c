@@ -284,7 +284,9 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
-    if (in->logf) rl_attn_gate_cumsums(a, in->logf, G);
+    /* the gate's c (the pieces form of linear attention needs only its decays, made by its
+     * first phase) */
+    if (in->logf && !a->linst_head) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -307,7 +309,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
-    if (in->logf) rl_attn_gate_cumsums(a, in->logf, G);
+    if (in->logf && !a->linst_head) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX)
         rl_attn_run_softmax_backward(a, gr, dout, o, saved, in, G);
     else

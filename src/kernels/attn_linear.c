@@ -285,7 +285,7 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
     p->rel  = h->rel;
     if (h->logf && h->cum)
         p->cum = (double *)h->cum; /* read only */
-    else if (h->logf)
+    else if (h->logf && !h->dec) /* (the pieces form gives the decays and needs no c) */
         rl_lin_cumsum(p->cum, h->logf, p->N);
     if (h->logf && h->dec)
         p->dec = (double *)h->dec;

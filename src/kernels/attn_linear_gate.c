@@ -21,8 +21,6 @@
  *        = (dout_m . o_m) eps / den_m  -  v_m . dv_m  -  E_m . g_m,
  * (num_m . dnum_m + raw_m dden_m collapses to the first term), and dlogf_l = sum_{m>=l} dc_m. */
 
-static double cum_at(const struct lin_plan *p, int m) { return m < 0 ? 0.0 : p->cum[m]; }
-
 void rl_lin_gate_decays(struct lin_plan *p, int t0, int l)
 {
     for (int i = 0; i < l; i++) {
@@ -36,24 +34,27 @@ void rl_lin_gate_decays(struct lin_plan *p, int t0, int l)
 
 double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reverse)
 {
-    if (!reverse) return exp(p->cum[t0 + l - 1] - cum_at(p, t0 - 1));
-    return t0 + l < p->N ? exp(p->cum[t0 + l] - p->cum[t0]) : 0.0;
+    if (reverse && t0 + l >= p->N) return 0.0; /* no state follows the last block */
+    double d = 1.0; /* forward e^{c_{t0+l-1} - c_{t0-1}}, reverse e^{c_{t0+l} - c_{t0}} */
+    for (int i = reverse; i < l + reverse; i++)
+        d *= p->dec[t0 + i];
+    return d;
 }
 
 double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse)
 {
     /* products of the decays (in double: 256 factors lose less than exp(c_e - c_n) of
-     * cumulative sums near N) */
+     * cumulative sums near N), the block's decay one factor further */
     if (reverse) { /* e^{c_n - c_t0} */
         p->wk[0] = 1.0;
         for (int i = 1; i < l; i++)
             p->wk[i] = p->wk[i - 1] * p->dec[t0 + i];
-    } else { /* e^{c_end - c_n} */
-        p->wk[l - 1] = 1.0;
-        for (int i = l - 2; i >= 0; i--)
-            p->wk[i] = p->wk[i + 1] * p->dec[t0 + i + 1];
+        return t0 + l < p->N ? p->wk[l - 1] * p->dec[t0 + l] : 0.0;
     }
-    return rl_lin_gate_block_decay(p, t0, l, reverse);
+    p->wk[l - 1] = 1.0; /* e^{c_end - c_n} */
+    for (int i = l - 2; i >= 0; i--)
+        p->wk[i] = p->wk[i + 1] * p->dec[t0 + i + 1];
+    return p->wk[0] * p->dec[t0];
 }
 
 RL_SIMD_CLONES

@@ -55,7 +55,7 @@ void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const 
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum);
 
 /* The forget gate (attn_linear_gate.c; its forward is attn_linear.c's causal forward):
- * the backward with p->logf, p->cum.
+ * the backward with p->logf and its decays p->dec (T5 with the gate: c, p->cum).
  * rl_lin_gate_decays: the block's decays ad/af[i] = e^{lambda_{t0+i}}, adn/afn[i] =
  * e^{lambda_{t0+i+1}} (1 at the end: no state follows).  rl_lin_gate_fold_weights: p->wk,
  * each row's decay to the block's last row (forward) or from its first row (reverse), and
