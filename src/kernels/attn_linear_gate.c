@@ -12,8 +12,9 @@
 /* ---- the forget gate (causal only) ----------------------------------------------------
  * Every pair (m, n <= m) of the generic form is weighted by w(m,n) = e^{c_m - c_n}, c the
  * cumulative log gate, so each sum is a decayed scan: S_m = e^{lambda_m} S_{m-1} + C_m v_m^T,
- * z_m = e^{lambda_m} z_{m-1} + E_m (the float scan state shrinks row by row; the double
- * state of a block fold takes the block's terms weighted by their decay to its end).
+ * z_m = e^{lambda_m} z_{m-1} + E_m (the float scan runs in a scaled frame,
+ * attn_linear_scan.c; the double state of a block fold takes the block's terms weighted by
+ * their decay to its end, products of the decays e^{lambda}).
  * Shen's positional normaliser Z is not decayed: it is part of the features.  Backward:
  * the suffix states decay the other way, G_n = e^{lambda_{n+1}} G_{n+1} + A_n dnum_n^T, and
  * the gate's own gradient is, per row,

@@ -49,7 +49,8 @@ void rl_lin_scan_fold(struct rl_lin_scan *s, const float *K, const float *W, int
 
 /* The decayed scan of the forget gate: before row i's update (in scan order) the state is
  * multiplied by decay[i] (row index as in the block; reversed scans pass the decay that
- * leads from row i+1 to row i).  No fold: the caller folds with rl_lin_scan_fold_decay. */
+ * leads from row i+1 to row i).  No fold: the caller folds with rl_lin_scan_fold_decay.
+ * The state is at its true scale on return (the scan runs in a scaled frame inside). */
 void rl_lin_scan_rows_decay(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
                             const float *W, int l, int reverse, const float *decay);
 /* Sd = block_decay Sd + sum_n wk[n] K_n^T W_n (K_n's weight: its decay to the state's

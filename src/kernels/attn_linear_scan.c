@@ -153,9 +153,11 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
     }
 }
 
-/* The decayed scans (forget gate): before row r's update the state shrinks by a_r,
+/* The decayed tiles (forget gate): before row r's update the state shrinks by a_r,
  *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
- * the same tiles with one multiply more per state element and row. */
+ * the same tiles with one multiply more per state element and row.  The decayed scan
+ * runs them only for 4-row steps that decay past STEP_MIN (below); every other step goes
+ * through the plain tiles in a scaled frame. */
 /* the row's term k w formed apart, so that the state's chain is one fused multiply-add
  * per row (s a + t), as in LIN_ROW, not a multiply and then a fused multiply-add */
 #define LIN_ROWD(r, kx, qx)                                                                        \
