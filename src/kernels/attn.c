@@ -207,17 +207,24 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     return RL_OK;
 }
 
+/* The gate's cumulative sums c are read by softmax attention and by linear attention's T5
+ * tiles; the pieces form of linear attention reads the decays e^{logf} (a->dec). */
+static int needs_cum(const rl_attn *a)
+{
+    return a->o.forget && (a->o.kind == RL_ATTN_SOFTMAX || a->o.pe == RL_ATTN_PE_T5);
+}
+
 rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float));
     double *l = NULL, *c = NULL, *e = NULL;
-    int     dec = a->o.forget && a->o.kind == RL_ATTN_LINEAR;
+    int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;
     if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
-    if (a->o.forget) c = rl_alloc((size_t)G * a->N * sizeof(double));
+    if (cum) c = rl_alloc((size_t)G * a->N * sizeof(double));
     if (dec) e = rl_alloc((size_t)G * a->N * sizeof(double));
-    if (!r || (a->linst_head && !l) || (a->o.forget && !c) || (dec && !e)) {
+    if (!r || (a->linst_head && !l) || (cum && !c) || (dec && !e)) {
         rl_free(r), rl_free(l), rl_free(c), rl_free(e);
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
     }
@@ -284,9 +291,9 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
-    /* the gate's c (the pieces form of linear attention needs only its decays, made by its
-     * first phase) */
-    if (in->logf && !a->linst_head) rl_attn_gate_cumsums(a, in->logf, G);
+    /* the gate's c, read by softmax attention and linear attention's T5 tiles (the others
+     * take the decays e^{logf}) */
+    if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -309,7 +316,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
-    if (in->logf && !a->linst_head) rl_attn_gate_cumsums(a, in->logf, G);
+    if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX)
         rl_attn_run_softmax_backward(a, gr, dout, o, saved, in, G);
     else

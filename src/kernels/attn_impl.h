@@ -24,9 +24,10 @@ struct rl_attn {
     float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
     double             *linst;      /* G_max heads' block states of split linear attention */
     size_t              linst_head; /* doubles per head (0: linear attention not split) */
-    double             *cum;        /* G_max x N: the forget gate's cumulative log gates */
-    double             *dec;        /* G_max x N (split linear attention): the decays e^{logf},
-                                       made block by block in a call's first phase */
+    /* G_max x N each: the forget gate's cumulative log gates (softmax attention, linear
+     * attention's T5 tiles) and its decays e^{logf} (split linear attention, made block by
+     * block in a call's first phase) */
+    double *cum, *dec;
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has

@@ -64,7 +64,8 @@ static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N,
     p->logf = NULL;
     p->cum = p->dec = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
     if (o->forget) {
-        p->cum = atd(s, off, (size_t)N), p->dec = atd(s, off, (size_t)N);
+        p->cum = o->pe == RL_ATTN_PE_T5 ? atd(s, off, (size_t)N) : NULL; /* T5's tiles */
+        p->dec = atd(s, off, (size_t)N);
         p->ad = atd(s, off, R), p->adn = atd(s, off, R), p->wk = atd(s, off, R);
         p->eg = atd(s, off, R);
         p->af = at(s, off, R), p->afn = at(s, off, R);
@@ -283,14 +284,14 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
 {
     p->logf = h->logf;
     p->rel  = h->rel;
-    if (h->logf && h->cum)
-        p->cum = (double *)h->cum; /* read only */
-    else if (h->logf && !h->dec) /* (the pieces form gives the decays and needs no c) */
+    if (h->logf && h->rel && h->cum) /* c: read by T5's quadratic tiles only */
+        p->cum = (double *)h->cum;   /* read only */
+    else if (h->logf && h->rel)
         rl_lin_cumsum(p->cum, h->logf, p->N);
     if (h->logf && h->dec)
         p->dec = (double *)h->dec;
-    else
-        for (int m = 0; h->logf && m < p->N; m++)
+    else if (h->logf && !h->rel) /* the decayed scans' e^{logf} */
+        for (int m = 0; m < p->N; m++)
             p->dec[m] = exp((double)h->logf[m]);
 }
 
@@ -426,9 +427,7 @@ void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float
             double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
             for (size_t i = 0; i < Dv; i++)
                 p->Sd[i] *= bd;
-            for (int n = 0; n < l; n++)
-                for (int j = 0; j < dv; j++)
-                    p->Kw[(size_t)n * dv + j] = (float)((double)vb[(size_t)n * dv + j] * p->wk[n]);
+            rl_lin_weight_rows(p->Kw, vb, p->wk, l, dv);
             rl_lin_gemm_acc(p->Sd, p->Gf, p->Kw, dv, p->C, D, l);
             rl_lin_sum_rows_decay(p->z, p->E, l, Dd, p->wk, bd);
         } else {

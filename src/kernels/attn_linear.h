@@ -26,8 +26,9 @@ struct rl_lin_head {
     const float          *logf;
     int                   N, d, dv;
     const float          *rel;
-    /* the gate's c (N), made once for the call, and its decays e^{logf} (N), the pieces
-     * form's (rl_attn_linear_decays); NULL: the plan makes them */
+    /* the gate's c (N; read with T5 only), made once for the call, and its decays e^{logf}
+     * (N; without T5), the pieces form's (rl_attn_linear_decays); NULL: the plan makes
+     * whichever it reads */
     const double *cum, *dec;
 };
 

@@ -269,17 +269,17 @@ static void copy_scaled(float *restrict y, const float *restrict x, float f, int
 
 /* The frame of a 4-row step with decays a: the factors of its staged terms (down) and
  * read-outs (up); returns the frame after the step, or 0 for a step that runs the
- * per-row kernel (the state is then at the true scale and the factors are 1). */
+ * per-row kernel (the state is then at the true scale; up and down are left at 1). */
 static double frame_step(struct rl_lin_scan *s, const float *a, double pi, float *up, float *down)
 {
     const double step = (double)a[0] * a[1] * a[2] * a[3];
     if (pi != 1.0 && (step < STEP_MIN || pi * step < FRAME_MIN)) rescale(s, pi), pi = 1.0;
+    if (step < STEP_MIN) return 0.0;
     for (int r = 0; r < 4; r++) {
-        if (step >= STEP_MIN) pi *= (double)a[r];
-        up[r]   = step < STEP_MIN ? 1.0f : (float)pi;
-        down[r] = step < STEP_MIN ? 1.0f : (float)(1.0 / pi);
+        pi *= (double)a[r];
+        up[r] = (float)pi, down[r] = (float)(1.0 / pi);
     }
-    return step < STEP_MIN ? 0.0 : pi;
+    return pi;
 }
 
 static void kernel_step(struct rl_lin_scan *s, const float *const *q, const float *const *k,

@@ -67,9 +67,9 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.logf = lam;
         return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
-    if (in->logf && a->linst_head) /* the pieces form: decays made in phase_piece, no c */
+    if (in->logf && a->linst_head) /* the pieces form: decays made in phase_piece */
         h.dec = a->dec + (size_t)g * a->N;
-    else if (in->logf)
+    else if (h.rel) /* T5's tiles read c, made for the call */
         h.cum = a->cum + (size_t)g * a->N;
     return h;
 }
