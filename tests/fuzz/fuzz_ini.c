@@ -1,7 +1,9 @@
 /* fuzz_ini.c -- libFuzzer target: an experiment INI file (config/cfg.h) from arbitrary
- * bytes: parsed (every error reported, never a crash), checked, and when accepted rendered
- * and parsed back, which must succeed and render the same text again (the writer never
- * writes what the reader would read differently). */
+ * bytes: parsed (every error reported, never a crash), checked, and when its lines pass
+ * rl_cfg_check_lines (what a run checks before it writes config.ini: a relative path
+ * resolved against the file's folder can outgrow an INI line) rendered and parsed back,
+ * which must succeed and render the same text again (the writer never writes what the
+ * reader would read differently). */
 #include "config.h"
 #include "config/cfg.h"
 
@@ -24,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rl_cfg_defaults(&c);
     if (rl_cfg_load_string(&c, text, "fuzz.ini") == RL_OK) {
         rl_cfg_check(&c);
-        int n = rl_cfg_render(&c, a, TEXT, 0);
+        int n = rl_cfg_check_lines(&c) == RL_OK ? rl_cfg_render(&c, a, TEXT, 0) : TEXT;
         if (n < TEXT) {
             rl_cfg_defaults(&back);
             if (rl_cfg_load_string(&back, a, "fuzz.ini") != RL_OK) abort(); /* must read back */
