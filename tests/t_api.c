@@ -288,7 +288,8 @@ static void test_step(const struct ref_case *c)
     static double      want[N * H * DV];
     fill(&X);
     rl_api_plan *p = make_plan(c);
-    rl_api_forward(p, X.o, NULL, X.q, X.k, X.v, NULL, c->gate ? X.logf : NULL, G);
+    if (rl_api_forward(p, X.o, NULL, X.q, X.k, X.v, NULL, c->gate ? X.logf : NULL, G))
+        tap_bail("forward: %s", rl_api_last_error());
     rl_api_plan_free(p);
     rl_api_opts *o = NULL;
     rl_api_step *s = NULL;

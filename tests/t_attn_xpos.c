@@ -237,12 +237,14 @@ static void kernel(struct run *b, int G, const struct refcase *c, int linear, in
     struct rl_attn_opts o;
     rl_attn            *a;
     opts_of(&o, c, linear);
-    if (rl_attn_create(&a, &o, 1, c->N, c->d, c->dv) != RL_OK) tap_bail("%s", rl_last_error());
+    if (rl_attn_create(&a, &o, G, c->N, c->d, c->dv) != RL_OK) tap_bail("%s", rl_last_error());
     const struct rl_attn_in in = {b->q, b->k, b->v, NULL, NULL};
-    rl_attn_forward(a, b->o, b->saved, &in, G, NULL);
+    if (rl_attn_forward(a, b->o, b->saved, &in, G, NULL) != RL_OK)
+        tap_bail("forward: %s", rl_last_error());
     if (grad) {
         const struct rl_attn_grads gr = {b->dq, b->dk, b->dv, NULL, NULL};
-        rl_attn_backward(a, &gr, b->dout, b->o, b->saved, &in, G);
+        if (rl_attn_backward(a, &gr, b->dout, b->o, b->saved, &in, G) != RL_OK)
+            tap_bail("backward: %s", rl_last_error());
     }
     rl_attn_free(a);
 }

@@ -82,21 +82,26 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
     const struct rl_attn_in    in = {q, k, v, t5, lf};
     const struct rl_attn_grads gr = {dq, dk, dvv, dt5, dlf};
     double                     tf[16], tb[16];
-    reps = reps > 16 ? 16 : reps;
-    for (int r = 0; r < reps; r++) {
+    reps     = reps > 16 ? 16 : reps;
+    int fail = 0;
+    for (int r = 0; r < reps && !fail; r++) {
         double t0 = rl_now_ms();
-        rl_attn_forward(a, out, saved, &in, H, NULL);
+        fail      = rl_attn_forward(a, out, saved, &in, H, NULL) != RL_OK;
         double t1 = rl_now_ms();
-        rl_attn_backward(a, &gr, dout, out, saved, &in, H);
+        fail      = fail || rl_attn_backward(a, &gr, dout, out, saved, &in, H) != RL_OK;
         double t2 = rl_now_ms();
         tf[r] = t1 - t0, tb[r] = t2 - t0;
     }
-    p->ms_fwd   = rl_bench_median(tf, reps);
-    p->ms_fb    = rl_bench_median(tb, reps);
-    p->flop_fwd = H * nominal_flops(o, N, d, dv, 0);
-    p->flop_fb  = H * nominal_flops(o, N, d, dv, 1);
-    p->rss_mb   = rl_peak_rss_kb() / 1024.0;
-    p->ok       = 1;
+    if (fail) /* a failed call is not timed: the point reports as not run */
+        fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
+    else {
+        p->ms_fwd   = rl_bench_median(tf, reps);
+        p->ms_fb    = rl_bench_median(tb, reps);
+        p->flop_fwd = H * nominal_flops(o, N, d, dv, 0);
+        p->flop_fb  = H * nominal_flops(o, N, d, dv, 1);
+        p->rss_mb   = rl_peak_rss_kb() / 1024.0;
+        p->ok       = 1;
+    }
     rl_attn_free(a);
     rl_free(q), rl_free(k), rl_free(v), rl_free(out), rl_free(saved), rl_free(dq), rl_free(dk);
     rl_free(dvv), rl_free(dout), rl_free(t5), rl_free(dt5), rl_free(lf), rl_free(dlf);

@@ -24,6 +24,10 @@ typedef enum rl_status {
 
 const char *rl_strerror(rl_status s);
 
+/* On a call whose failure leaves its outputs unwritten: the caller must look at the status
+ * (a test that ignored one compared two buffers no call had written). */
+#define RL_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Record an error (printf-style) and return s.  The message can be fetched with
  * rl_last_error() until the next error on the same thread. */
 rl_status rl_error_report(rl_status s, const char *file, int line, const char *fmt, ...)

@@ -30,7 +30,7 @@
 
 typedef struct rl_attn rl_attn;
 
-void        rl_attn_opts_default(struct rl_attn_opts *o);
+void rl_attn_opts_default(struct rl_attn_opts *o);
 /* Checks option consistency (e.g. odd d with RoPE, rotated denominator without RoPE);
  * returns RL_EINVAL with a message naming the option. */
 rl_status   rl_attn_opts_check(const struct rl_attn_opts *o, int H, int d, int dv);
@@ -42,7 +42,7 @@ void      rl_attn_free(rl_attn *a);
  * when the plan is made, e.g. with B*H for batches of B sequences: it allocates. */
 rl_status rl_attn_reserve(rl_attn *a, int G);
 /* The threads the plan has buffers for (the count in effect when it was created). */
-int       rl_attn_threads(const rl_attn *a);
+int rl_attn_threads(const rl_attn *a);
 
 /* What a call reads: q, k (G, N, d), v (G, N, dv); t5 (H, t5_buckets) with pe=t5, else
  * NULL; logf (G, N) with a forget gate, else NULL. */
@@ -60,10 +60,12 @@ struct rl_attn_grads {
     float *dlogf;
 };
 
-rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G,
-                          struct rl_attn_stats *st);
+RL_MUST_CHECK rl_status rl_attn_forward(rl_attn *a, float *o, float *saved,
+                                        const struct rl_attn_in *in, int G,
+                                        struct rl_attn_stats *st);
 /* dout (G, N, dv) with the forward's o and saved. */
-rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
-                           const float *o, const float *saved, const struct rl_attn_in *in, int G);
+RL_MUST_CHECK rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr,
+                                         const float *dout, const float *o, const float *saved,
+                                         const struct rl_attn_in *in, int G);
 
 #endif
