@@ -165,21 +165,21 @@ static struct result run_kernel(const struct prob *p, int scan, double gamma, in
     size_t              nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
     rl_toeplitz        *t;
     if (rl_toeplitz_create(&t, s.N, s.d, s.dv) != RL_OK) tap_bail("create: %s", rl_last_error());
+    const struct rl_lin_head h = {
+        .q = p->q, .k = p->k, .v = p->v, .N = s.N, .d = s.d, .dv = s.dv, .rel = p->rel};
     r.o = malloc(sizeof(float) * nv), r.den = malloc(sizeof(float) * s.N);
     if (scan)
-        rl_attn_decay_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, gamma, &o, s.N, s.d, s.dv);
+        rl_attn_decay_forward(t, r.o, r.den, &r.bad, &h, gamma, &o);
     else
-        rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, p->q, p->k, p->v, p->rel, &o, s.N, s.d,
-                                 s.dv);
+        rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, &h, &o);
     if (backward) {
         r.dq = malloc(sizeof(float) * nd), r.dk = malloc(sizeof(float) * nd);
         r.dv = malloc(sizeof(float) * nv), r.drel = calloc(2 * (size_t)s.N - 1, sizeof(double));
+        const struct rl_lin_grads g = {r.dq, r.dk, r.dv, NULL, r.drel};
         if (scan)
-            rl_attn_decay_backward(t, r.dq, r.dk, r.dv, p->w, r.o, r.den, p->q, p->k, p->v, gamma,
-                                   &o, s.N, s.d, s.dv);
+            rl_attn_decay_backward(t, &g, p->w, r.o, r.den, &h, gamma, &o);
         else
-            rl_attn_toeplitz_backward(t, r.dq, r.dk, r.dv, r.drel, p->w, r.o, r.den, p->q, p->k,
-                                      p->v, p->rel, &o, s.N, s.d, s.dv);
+            rl_attn_toeplitz_backward(t, &g, p->w, r.o, r.den, &h, &o);
     }
     rl_toeplitz_free(t);
     return r;

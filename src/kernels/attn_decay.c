@@ -20,13 +20,13 @@ static const double *v_double(rl_toeplitz *t, const float *v)
     return t->vT;
 }
 
-void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
-                           const float *k, const float *v, double gamma,
-                           const struct rl_attn_opts *o, int N, int d, int dv)
+void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
+                           const struct rl_lin_head *h, double gamma, const struct rl_attn_opts *o)
 {
+    const int N = h->N, d = h->d, dv = h->dv;
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
-    rl_toeplitz_features(t, q, k, o->fmap, 1);
-    const double *vd = v_double(t, v);
+    rl_toeplitz_features(t, h->q, h->k, o->fmap, 1);
+    const double *vd = v_double(t, h->v);
     memset(t->S, 0, (size_t)d * dv * sizeof(double));
     memset(t->z, 0, (size_t)d * sizeof(double));
     for (int m = 0; m < N; m++) {
@@ -105,16 +105,15 @@ static void decay_reverse(rl_toeplitz *t, float *dv_out, const double *v, double
     }
 }
 
-void rl_attn_decay_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, const float *dout,
-                            const float *out, const float *den, const float *q, const float *k,
-                            const float *v, double gamma, const struct rl_attn_opts *o, int N,
-                            int d, int dv_)
+void rl_attn_decay_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
+                            const float *out, const float *den, const struct rl_lin_head *h,
+                            double gamma, const struct rl_attn_opts *o)
 {
-    RL_ASSERT(N == t->N && d == t->d && dv_ == t->dv);
-    rl_toeplitz_features(t, q, k, o->fmap, 1);
+    RL_ASSERT(h->N == t->N && h->d == t->d && h->dv == t->dv);
+    rl_toeplitz_features(t, h->q, h->k, o->fmap, 1);
     rl_toeplitz_dout(t, dout, out, den);
-    const double *vd = v_double(t, v);
+    const double *vd = v_double(t, h->v);
     decay_dA(t, vd, gamma);
-    decay_reverse(t, dv, vd, gamma);
-    rl_toeplitz_features_backward(t, dq, dk, q, k, o->fmap, 1);
+    decay_reverse(t, g->dv, vd, gamma);
+    rl_toeplitz_features_backward(t, g->dq, g->dk, h->q, h->k, o->fmap, 1);
 }

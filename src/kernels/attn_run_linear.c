@@ -74,19 +74,32 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
     return h;
 }
 
+/* Head g for the FFT Toeplitz path and the ALiBi scan: its operands and its row of the
+ * relative bias. */
+static struct rl_lin_head toeplitz_head(const rl_attn *a, const struct rl_attn_in *in, int g)
+{
+    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    return (struct rl_lin_head){.q  = in->q + g * sq,
+                                .k  = in->k + g * sq,
+                                .v  = in->v + g * sv,
+                                .N  = a->N,
+                                .d  = a->d,
+                                .dv = a->dv,
+                                .rel =
+                                    a->rel ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1) : NULL};
+}
+
 static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int g,
                          float *scr, rl_toeplitz *tp)
 {
-    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    const int    h = g % a->H, N = a->N, d = a->d, dv = a->dv;
-    const float *q = in->q + g * sq, *k = in->k + g * sq, *v = in->v + g * sv;
-    long         bad = 0;
-    if (rl_attn_linear_uses_toeplitz(a) && a->o.alibi_scan)
-        rl_attn_decay_forward(tp, o, saved, &bad, q, k, v, exp(-a->slopes[h]), &a->o, N, d, dv);
-    else if (rl_attn_linear_uses_toeplitz(a))
-        rl_attn_toeplitz_forward(tp, o, saved, &bad, q, k, v, a->rel + (size_t)h * (2 * N - 1),
-                                 &a->o, N, d, dv);
-    else {
+    long bad = 0;
+    if (rl_attn_linear_uses_toeplitz(a)) {
+        const struct rl_lin_head th = toeplitz_head(a, in, g);
+        if (a->o.alibi_scan)
+            rl_attn_decay_forward(tp, o, saved, &bad, &th, exp(-a->slopes[g % a->H]), &a->o);
+        else
+            rl_attn_toeplitz_forward(tp, o, saved, &bad, &th, &a->o);
+    } else {
         struct rl_attn_opts      op = lin_opts(a);
         const struct rl_lin_head lh = lin_head(a, in, g, scr);
         rl_attn_linear_forward(o, saved, &bad, &lh, &op, scr);
@@ -212,23 +225,21 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
                           const float *o, const float *saved, const struct rl_attn_in *in, int g,
                           double *drel, float *scr, rl_toeplitz *tp)
 {
-    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    const int    h = g % a->H, N = a->N, d = a->d, dvd = a->dv;
-    const float *q = in->q + g * sq, *k = in->k + g * sq, *v = in->v + g * sv;
-    float       *dq = gr->dq + g * sq, *dk = gr->dk + g * sq, *dv = gr->dv + g * sv;
+    const size_t              sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    const int                 h = g % a->H, N = a->N;
+    const struct rl_lin_grads lg = {gr->dq + g * sq, gr->dk + g * sq, gr->dv + g * sv,
+                                    in->logf ? gr->dlogf + (size_t)g * N : NULL,
+                                    drel ? drel + (size_t)h * (2 * N - 1) : NULL};
     dout += g * sv, o += g * sv, saved += (size_t)g * N;
-    if (rl_attn_linear_uses_toeplitz(a) && a->o.alibi_scan)
-        rl_attn_decay_backward(tp, dq, dk, dv, dout, o, saved, q, k, v, exp(-a->slopes[h]), &a->o,
-                               N, d, dvd);
-    else if (rl_attn_linear_uses_toeplitz(a))
-        rl_attn_toeplitz_backward(tp, dq, dk, dv, drel ? drel + (size_t)h * (2 * N - 1) : NULL,
-                                  dout, o, saved, q, k, v, a->rel + (size_t)h * (2 * N - 1), &a->o,
-                                  N, d, dvd);
-    else {
-        struct rl_attn_opts       op = lin_opts(a);
-        const struct rl_lin_head  lh = lin_head(a, in, g, scr);
-        const struct rl_lin_grads lg = {dq, dk, dv, in->logf ? gr->dlogf + (size_t)g * N : NULL,
-                                        drel ? drel + (size_t)h * (2 * N - 1) : NULL};
+    if (rl_attn_linear_uses_toeplitz(a)) {
+        const struct rl_lin_head th = toeplitz_head(a, in, g);
+        if (a->o.alibi_scan)
+            rl_attn_decay_backward(tp, &lg, dout, o, saved, &th, exp(-a->slopes[h]), &a->o);
+        else
+            rl_attn_toeplitz_backward(tp, &lg, dout, o, saved, &th, &a->o);
+    } else {
+        struct rl_attn_opts      op = lin_opts(a);
+        const struct rl_lin_head lh = lin_head(a, in, g, scr);
         rl_attn_linear_backward(&lg, dout, o, saved, &lh, &op, scr);
     }
 }

@@ -298,16 +298,16 @@ static void load_kernel(rl_toeplitz *t, const float *rel, int causal)
     rl_fft_conv_set_kernel(t->conv, t->E, causal);
 }
 
-void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
-                              const float *k, const float *v, const float *rel,
-                              const struct rl_attn_opts *o, int N, int d, int dv)
+void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
+                              const struct rl_lin_head *h, const struct rl_attn_opts *o)
 {
+    const int N = h->N, d = h->d, dv = h->dv;
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
     int           L   = rl_fft_conv_length(t->conv);
     const double *buf = rl_fft_conv_out(t->conv);
-    rl_toeplitz_features(t, q, k, o->fmap, o->causal);
-    load_kernel(t, rel, o->causal);
-    transpose_fd(t->vT, v, N, dv);
+    rl_toeplitz_features(t, h->q, h->k, o->fmap, o->causal);
+    load_kernel(t, h->rel, o->causal);
+    transpose_fd(t->vT, h->v, N, dv);
     memset(t->numT, 0, (size_t)N * dv * sizeof(double));
     memset(t->den, 0, (size_t)N * sizeof(double));
     for (int f = 0; f < d; f++) {
@@ -414,24 +414,25 @@ static void backward_feature(rl_toeplitz *t, int f, int causal, int want_rel)
         t->dA[(size_t)m * t->d + f] = t->gaf[m], t->dB[(size_t)m * t->d + f] = t->gbf[m];
 }
 
-void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, double *drel,
-                               const float *dout, const float *out, const float *den,
-                               const float *q, const float *k, const float *v, const float *rel,
-                               const struct rl_attn_opts *o, int N, int d, int dv_)
+void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
+                               const float *out, const float *den, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o)
 {
-    RL_ASSERT(N == t->N && d == t->d && dv_ == t->dv);
-    rl_toeplitz_features(t, q, k, o->fmap, o->causal);
-    load_kernel(t, rel, o->causal);
+    const int N = h->N, d = h->d, dv = h->dv;
+    double   *drel = g->drel;
+    RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
+    rl_toeplitz_features(t, h->q, h->k, o->fmap, o->causal);
+    load_kernel(t, h->rel, o->causal);
     rl_toeplitz_dout(t, dout, out, den);
-    transpose_fd(t->vT, v, N, dv_);
-    transpose_dd(t->dnumT, t->dnum, N, dv_);
+    transpose_fd(t->vT, h->v, N, dv);
+    transpose_dd(t->dnumT, t->dnum, N, dv);
     for (int m = 0; m < N; m++) { /* row scale of the adjoint inputs, for the segments */
         double s = fabs(t->dden[m]);
-        for (int j = 0; j < dv_; j++)
-            s = fmax(s, fabs(t->dnum[(size_t)m * dv_ + j]));
+        for (int j = 0; j < dv; j++)
+            s = fmax(s, fabs(t->dnum[(size_t)m * dv + j]));
         t->wg[m] = s;
     }
-    memset(t->numT, 0, (size_t)N * dv_ * sizeof(double)); /* dv^T accumulates here */
+    memset(t->numT, 0, (size_t)N * dv * sizeof(double)); /* dv^T accumulates here */
     if (drel) rl_fft_conv_corr_zero(t->conv);
     for (int f = 0; f < d; f++)
         backward_feature(t, f, o->causal, drel != NULL);
@@ -443,7 +444,7 @@ void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dv, 
             drel[r] += t->E[r] * t->corr[r];
     }
     for (int n = 0; n < N; n++)
-        for (int j = 0; j < dv_; j++)
-            dv[(size_t)n * dv_ + j] = (float)t->numT[(size_t)j * N + n];
-    rl_toeplitz_features_backward(t, dq, dk, q, k, o->fmap, o->causal);
+        for (int j = 0; j < dv; j++)
+            g->dv[(size_t)n * dv + j] = (float)t->numT[(size_t)j * N + n];
+    rl_toeplitz_features_backward(t, g->dq, g->dk, h->q, h->k, o->fmap, o->causal);
 }

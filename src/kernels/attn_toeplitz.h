@@ -10,6 +10,7 @@
 #ifndef RL_ATTN_TOEPLITZ_H
 #define RL_ATTN_TOEPLITZ_H
 
+#include "attn_linear.h"
 #include "attn_opts.h"
 
 typedef struct rl_toeplitz rl_toeplitz;
@@ -19,21 +20,20 @@ typedef struct rl_toeplitz rl_toeplitz;
 rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv);
 void      rl_toeplitz_free(rl_toeplitz *t);
 
-void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
-                              const float *k, const float *v, const float *rel,
-                              const struct rl_attn_opts *o, int N, int d, int dv);
-void rl_attn_toeplitz_backward(rl_toeplitz *t, float *dq, float *dk, float *dvg, double *drel,
-                               const float *dout, const float *out, const float *den,
-                               const float *q, const float *k, const float *v, const float *rel,
-                               const struct rl_attn_opts *o, int N, int d, int dv);
+/* One head, as the linear kernels take it (attn_linear.h): q, k, v, N, d, dv and rel (2N-1,
+ * the FFT path's bias); the gradients' dq, dk, dv and drel (NULL: not wanted). */
+void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
+                              const struct rl_lin_head *h, const struct rl_attn_opts *o);
+void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
+                               const float *out, const float *den, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o);
 
-/* Causal ALiBi by the decayed scan S_m = gamma S_{m-1} + phi_k(k_m) v_m^T, O(N d dv). */
-void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad, const float *q,
-                           const float *k, const float *v, double gamma,
-                           const struct rl_attn_opts *o, int N, int d, int dv);
-void rl_attn_decay_backward(rl_toeplitz *t, float *dq, float *dk, float *dvg, const float *dout,
-                            const float *out, const float *den, const float *q, const float *k,
-                            const float *v, double gamma, const struct rl_attn_opts *o, int N,
-                            int d, int dv);
+/* Causal ALiBi by the decayed scan S_m = gamma S_{m-1} + phi_k(k_m) v_m^T, O(N d dv);
+ * h->rel is not read. */
+void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
+                           const struct rl_lin_head *h, double gamma, const struct rl_attn_opts *o);
+void rl_attn_decay_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
+                            const float *out, const float *den, const struct rl_lin_head *h,
+                            double gamma, const struct rl_attn_opts *o);
 
 #endif
