@@ -438,10 +438,11 @@ void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float
     }
 }
 
-static void backward_causal(struct lin_plan *p, float *dq, float *dk, float *dvg, const float *dout,
-                            const float *out, const float *den, const float *q, const float *k,
-                            const float *v)
+static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                            const float *out, const float *den, const struct rl_lin_head *h)
 {
+    float             *dq = g->dq, *dk = g->dk, *dvg = g->dv;
+    const float       *q = h->q, *k = h->k, *v = h->v;
     const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     const size_t       Dv = (size_t)D * dv;
     struct rl_lin_scan sA, sG, sGT;
@@ -498,11 +499,12 @@ static void full_sums(struct lin_plan *p, const float *dout, const float *out, c
 }
 
 /* num = A S:  dA = dnum S^T;  dC = V Gs^T;  dV = C Gs;  den = B . z:  dB = dden z, dE = g. */
-static void backward_full(struct lin_plan *p, float *dq, float *dk, float *dvg, const float *dout,
-                          const float *out, const float *den, const float *q, const float *k,
-                          const float *v)
+static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                          const float *out, const float *den, const struct rl_lin_head *h)
 {
-    const int D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    float       *dq = g->dq, *dk = g->dk, *dvg = g->dv;
+    const float *q = h->q, *k = h->k, *v = h->v;
+    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     full_sums(p, dout, out, den, q, k, v);
     memset(p->Zs, 0, (size_t)d * sizeof(double)); /* Shen: the column sums (colsum) */
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
@@ -540,17 +542,15 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
                              const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
-    float          *dq = g->dq, *dk = g->dk, *dvg = g->dv;
-    const float    *q = h->q, *k = h->k, *v = h->v;
-    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    call_plan(&p, h->q, h->k, h->rope, o, h->N, h->d, h->dv, scratch);
     gate_plan(&p, h);
     p.drel = g->drel;
     if (h->logf && h->rel)
-        rl_lin_backward_quad(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+        rl_lin_backward_quad(&p, g, dout, out, den, h);
     else if (h->logf)
-        rl_lin_backward_gated(&p, dq, dk, dvg, g->dlogf, dout, out, den, q, k, v, o->eps);
+        rl_lin_backward_gated(&p, g, dout, out, den, h, o->eps);
     else if (o->causal)
-        backward_causal(&p, dq, dk, dvg, dout, out, den, q, k, v);
+        backward_causal(&p, g, dout, out, den, h);
     else
-        backward_full(&p, dq, dk, dvg, dout, out, den, q, k, v);
+        backward_full(&p, g, dout, out, den, h);
 }

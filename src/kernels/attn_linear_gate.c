@@ -1,6 +1,7 @@
 /* attn_linear_gate.c -- linear attention with the forget gate, one head (attn_linear.h):
  * the decayed scans of the generic form of attn_linear_plan.h. */
 #include "config.h"
+#include "attn_linear.h"
 #include "attn_linear_plan.h"
 #include "attn_linear_impl.h"
 #include "../core/gemm.h"
@@ -73,10 +74,12 @@ void rl_lin_gate_dc(float *dc, const struct lin_plan *p, const float *v, const f
     }
 }
 
-void rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                           const float *dout, const float *out, const float *den, const float *q,
-                           const float *k, const float *v, float eps)
+void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                           const float *out, const float *den, const struct rl_lin_head *h,
+                           float eps)
 {
+    float             *dq = g->dq, *dk = g->dk, *dvg = g->dv, *dlogf = g->dlogf;
+    const float       *q = h->q, *k = h->k, *v = h->v;
     const int          D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
     const size_t       Dv = (size_t)D * dv;
     struct rl_lin_scan sA, sG, sGT;
@@ -219,13 +222,13 @@ static void quad_tile_backward(struct lin_plan *p, float *dvg, const float *v, i
              p->dCf + (size_t)j0 * D, D);
 }
 
-void rl_lin_backward_quad(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                          const float *dout, const float *out, const float *den, const float *q,
-                          const float *k, const float *v, float eps)
+void rl_lin_backward_quad(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                          const float *out, const float *den, const struct rl_lin_head *h)
 {
+    float       *dq = g->dq, *dk = g->dk, *dvg = g->dv, *dlogf = g->dlogf;
+    const float *q = h->q, *k = h->k, *v = h->v;
     const int    dv = p->dv, D = p->D, N = p->N;
     const size_t ND = (size_t)N * D;
-    (void)eps;
     quad_features(p, q, k);
     memset(p->dAf, 0, ND * sizeof(float));
     memset(p->dCf, 0, ND * sizeof(float));

@@ -41,6 +41,7 @@ struct lin_plan {
 };
 
 struct rl_lin_head;
+struct rl_lin_grads;
 /* The plan of one head in the caller's scratch (Shen: its column maxima; the gate: c). */
 void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                       float *scratch);
@@ -68,9 +69,9 @@ double rl_lin_gate_fold_weights(struct lin_plan *p, int t0, int l, int reverse);
 /* The decay of a state carried across the block alone (what rl_lin_gate_fold_weights
  * returns, without the rows' weights). */
 double rl_lin_gate_block_decay(const struct lin_plan *p, int t0, int l, int reverse);
-void   rl_lin_backward_gated(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                             const float *dout, const float *out, const float *den, const float *q,
-                             const float *k, const float *v, float eps);
+void   rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                             const float *out, const float *den, const struct rl_lin_head *h,
+                             float eps);
 
 /* dc_m of the block's rows (attn_linear_gate.c): the gate's gradient before its suffix sum,
  * from the rows' v, dv (l x dv) and the plan's dden, eg. */
@@ -81,8 +82,7 @@ void rl_lin_gate_dc(float *dc, const struct lin_plan *p, const float *v, const f
  * tile (O(N^2 D); the weight has no recurrence).  p->rel is set; p->drel accumulates. */
 void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
                          const float *k, const float *v, float eps);
-void rl_lin_backward_quad(struct lin_plan *p, float *dq, float *dk, float *dvg, float *dlogf,
-                          const float *dout, const float *out, const float *den, const float *q,
-                          const float *k, const float *v, float eps);
+void rl_lin_backward_quad(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
+                          const float *out, const float *den, const struct rl_lin_head *h);
 
 #endif
