@@ -65,7 +65,7 @@ static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N,
     p->cum = p->dec = p->ad = p->adn = p->wk = p->eg = NULL, p->af = p->afn = p->Kw = NULL;
     if (o->forget) {
         p->cum = o->pe == RL_ATTN_PE_T5 ? atd(s, off, (size_t)N) : NULL; /* T5's tiles */
-        p->dec = atd(s, off, (size_t)N);
+        p->dec = o->pe == RL_ATTN_PE_T5 ? NULL : atd(s, off, (size_t)N); /* the scans' */
         p->ad = atd(s, off, R), p->adn = atd(s, off, R), p->wk = atd(s, off, R);
         p->eg = atd(s, off, R);
         p->af = at(s, off, R), p->afn = at(s, off, R);

@@ -267,19 +267,19 @@ static void copy_scaled(float *restrict y, const float *restrict x, float f, int
         y[i] = x[i] * f;
 }
 
-/* The frame of a 4-row step with decays a: the factors of its staged terms (down) and
- * read-outs (up); returns the frame after the step, or 0 for a step that runs the
- * per-row kernel (the state is then at the true scale; up and down are left at 1). */
-static double frame_step(struct rl_lin_scan *s, const float *a, double pi, float *up, float *down)
+/* The frame *pi through a 4-row step with decays a: the factors of its staged terms (down)
+ * and read-outs (up).  Returns 1 for a step that runs the per-row kernel: the state is
+ * then at the true scale (*pi = 1) and up and down are left at 1. */
+static int frame_step(struct rl_lin_scan *s, const float *a, double *pi, float *up, float *down)
 {
     const double step = (double)a[0] * a[1] * a[2] * a[3];
-    if (pi != 1.0 && (step < STEP_MIN || pi * step < FRAME_MIN)) rescale(s, pi), pi = 1.0;
-    if (step < STEP_MIN) return 0.0;
+    if (*pi != 1.0 && (step < STEP_MIN || *pi * step < FRAME_MIN)) rescale(s, *pi), *pi = 1.0;
+    if (step < STEP_MIN) return 1;
     for (int r = 0; r < 4; r++) {
-        pi *= (double)a[r];
-        up[r] = (float)pi, down[r] = (float)(1.0 / pi);
+        *pi *= (double)a[r];
+        up[r] = (float)*pi, down[r] = (float)(1.0 / *pi);
     }
-    return pi;
+    return 0;
 }
 
 static void kernel_step(struct rl_lin_scan *s, const float *const *q, const float *const *k,
@@ -318,12 +318,7 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             k[r]   = i < l ? K + (size_t)n * X : s->zero;
             a[r]   = i < l && decay ? decay[n] : 1.0f;
         }
-        int per_row = 0;
-        if (decay) {
-            pi      = frame_step(s, a, pi, up, down);
-            per_row = pi == 0.0;
-            if (per_row) pi = 1.0;
-        }
+        const int per_row = decay && frame_step(s, a, &pi, up, down);
         for (int r = 0; r < 4; r++)
             if (row[r] >= 0)
                 copy_scaled(s->wb + (size_t)r * Yp, W + (size_t)row[r] * Y, down[r], Y);
@@ -351,15 +346,10 @@ void rl_lin_scan_rows_decay(struct rl_lin_scan *s, float *out, const float *Q, c
     scan_rows(s, out, Q, K, W, l, reverse, decay);
 }
 
-RL_SIMD_CLONES
-void rl_lin_weight_rows(float *restrict Y, const float *restrict X, const double *w, int l, int n)
+void rl_lin_weight_rows(float *Y, const float *X, const double *w, int l, int n)
 {
-    for (int i = 0; i < l; i++) {
-        const float wi = (float)w[i];
-#pragma omp simd
-        for (int f = 0; f < n; f++)
-            Y[(size_t)i * n + f] = X[(size_t)i * n + f] * wi;
-    }
+    for (int i = 0; i < l; i++)
+        copy_scaled(Y + (size_t)i * n, X + (size_t)i * n, (float)w[i], n);
 }
 
 void rl_lin_scan_fold_decay(struct rl_lin_scan *s, const float *K, const float *W, int l,
