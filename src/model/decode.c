@@ -40,7 +40,7 @@ struct rl_decoder {
     struct rl_rope         rope;
     int                    rope_n; /* positions the RoPE table covers (0: none yet) */
     /* one row of activations */
-    float *x, *xmid, *ln, *qkv, *q, *k, *v, *o, *om, *h, *sig, *g, *pe;
+    float *x, *xmid, *ln, *qkv, *q, *k, *v, *o, *om, *h, *g, *pe;
     float *lf; /* the forget gate's log gates of the token (H) */
     /* recomputation: the token history and a batch over it */
     int32_t *toks, *tgt;
@@ -96,12 +96,12 @@ void rl_decoder_free(rl_decoder *dc)
 
 static rl_status alloc_rows(rl_decoder *dc)
 {
-    const size_t D = (size_t)dc->D, n = 24 * D + (size_t)dc->H; /* the rows carved below */
+    const size_t D = (size_t)dc->D, n = 20 * D + (size_t)dc->H; /* the rows carved below */
     float       *p = calloc(n, sizeof(float));
     if (!p) RL_FAIL(RL_ENOMEM, "decoder: out of memory");
     dc->x = p, p += D, dc->xmid = p, p += D, dc->ln = p, p += D, dc->qkv = p, p += 3 * D;
     dc->q = p, p += D, dc->k = p, p += D, dc->v = p, p += D, dc->o = p, p += D;
-    dc->om = p, p += D, dc->pe = p, p += D, dc->h = p, p += 4 * D, dc->sig = p, p += 4 * D;
+    dc->om = p, p += D, dc->pe = p, p += D, dc->h = p, p += 4 * D;
     dc->g = p, p += 4 * D, dc->lf = p;
     return RL_OK;
 }
@@ -248,7 +248,7 @@ static rl_status block_step(rl_decoder *dc, int l)
     rl_linear_forward(dc->xmid, dc->om, p->wo, p->bo, 1, D, D, 1);
     rl_layernorm_forward(dc->ln, &mean, &rstd, dc->xmid, p->ln2w, p->ln2b, 1, D);
     rl_linear_forward(dc->h, dc->ln, p->fc1w, NULL, 1, D, 4 * D, 0);
-    rl_bias_gelu_forward(dc->g, dc->sig, dc->h, p->fc1b, 1, 4 * D);
+    rl_bias_gelu_forward(dc->g, NULL, dc->h, p->fc1b, 1, 4 * D);
     memcpy(dc->x, dc->xmid, (size_t)D * sizeof(float));
     rl_linear_forward(dc->x, dc->g, p->fc2w, p->fc2b, 1, 4 * D, D, 1);
     return RL_OK;

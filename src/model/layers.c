@@ -361,35 +361,44 @@ void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, cons
 #define GELU_S 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
-/* One row: h = h + b, sig = sigmoid(2u), g = h sig.  0.5 x (1 + tanh u) = x sigmoid(2u) =
- * x / (1 + exp(-2u)); the sigmoid is kept so that the backward needs no exp.  Large
- * negative x: exp overflows to inf, sig = 0, g = -0; large positive x: sig = 1. */
-static RL_INLINE void gelu_elem(float *g, float *sig, float *h, int c, float x)
+/* One element: h = h + b, g = gelu(h) = h sig with sig = sigmoid(2u), and gelu'(h).
+ * 0.5 x (1 + tanh u) = x sigmoid(2u) = x / (1 + exp(-2u)), and
+ * gelu'(x) = sig + x sig (1 - sig) 2 S (1 + 3 A x^2).  Large negative x: exp overflows to
+ * inf, sig = 0, g = -0, gelu' = 0; large positive x: sig = 1, gelu' = 1. */
+static RL_INLINE float gelu_sig(float x)
 {
     float u = GELU_S * (x + GELU_A * x * x * x);
-    float s = 1.0f / (1.0f + rl_expf_inline(-2.0f * u));
-    h[c]    = x;
-    g[c]    = x * s;
-    sig[c]  = s;
+    return 1.0f / (1.0f + rl_expf_inline(-2.0f * u));
+}
+
+static RL_INLINE float gelu_slope(float x, float s)
+{
+    float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
+    return s + x * s * (1.0f - s) * du;
 }
 
 RL_SIMD_CLONES
-static void bias_gelu_row(float *g, float *sig, float *h, const float *b, int C)
+static void bias_gelu_row(float *restrict g, float *restrict gp, float *restrict h,
+                          const float *restrict b, int C)
 {
-    if (b) {
+    if (gp) {
 #pragma omp simd
-        for (int c = 0; c < C; c++)
-            gelu_elem(g, sig, h, c, h[c] + b[c]);
-    } else {
+        for (int c = 0; c < C; c++) {
+            float x = h[c] + b[c], s = gelu_sig(x);
+            h[c] = x, g[c] = x * s, gp[c] = gelu_slope(x, s);
+        }
+    } else { /* inference: no derivative */
 #pragma omp simd
-        for (int c = 0; c < C; c++)
-            gelu_elem(g, sig, h, c, h[c]);
+        for (int c = 0; c < C; c++) {
+            float x = h[c] + b[c];
+            h[c] = x, g[c] = x * gelu_sig(x);
+        }
     }
 }
 
 struct gelu_ctx {
-    float       *g, *sig, *h, *dh;
-    const float *b, *ch, *csig, *dg;
+    float       *g, *gp, *h, *dh;
+    const float *b, *cgp, *dg;
     size_t       n; /* elements (elementwise passes) */
     int          T, C;
 };
@@ -401,62 +410,43 @@ static void bias_gelu_piece(void *ctx, long p)
     long                   t0, t1;
     piece_span(p, e->T, C, &t0, &t1);
     for (long t = t0; t < t1; t++)
-        bias_gelu_row(e->g + t * C, e->sig + t * C, e->h + t * C, e->b, C);
+        bias_gelu_row(e->g + t * C, e->gp ? e->gp + t * C : NULL, e->h + t * C, e->b, C);
 }
 
-void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T, int C)
+void rl_bias_gelu_forward(float *g, float *gp, float *h, const float *b, int T, int C)
 {
-    struct gelu_ctx e = {.g = g, .sig = sig, .h = h, .b = b, .T = T, .C = C};
+    struct gelu_ctx e = {.g = g, .gp = gp, .h = h, .b = b, .T = T, .C = C};
     rl_pieces(row_pieces(T, C), bias_gelu_piece, &e);
 }
 
 RL_SIMD_CLONES
-static void gelu_recompute_chunk(float *g, const float *h, const float *sig, size_t n)
+static void gelu_backward_chunk(float *dh, const float *dg, const float *gp, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
-        g[i] = h[i] * sig[i];
+        dh[i] = dg[i] * gp[i];
 }
 
-/* g = x sig, sig = sigmoid(2u), u = S (x + A x^3):
- * dg/dx = sig + x sig (1 - sig) 2 S (1 + 3 A x^2)  (no exp: sig comes from the forward) */
+/* One row of the fused backward: dh = dg gelu'(h) in place, acc += dh. */
 RL_SIMD_CLONES
-static void gelu_backward_chunk(float *dh, const float *dg, const float *h, const float *sig,
-                                size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float x = h[i], s = sig[i];
-        float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
-        dh[i]    = dg[i] * (s + x * s * (1.0f - s) * du);
-    }
-}
-
-/* One row of the fused backward: g = h sig (the forward's output again, bit for bit),
- * dh = dg gelu'(h) in place, acc += dh. */
-RL_SIMD_CLONES
-static void gelu_backward_row(float *restrict g, float *restrict dh, float *restrict acc,
-                              const float *restrict h, const float *restrict sig, int n)
+static void gelu_backward_row(float *restrict dh, float *restrict acc, const float *restrict gp,
+                              int n)
 {
 #pragma omp simd
     for (int c = 0; c < n; c++) {
-        float x = h[c], s = sig[c];
-        float du = 2.0f * GELU_S * (1.0f + 3.0f * GELU_A * x * x);
-        g[c]     = x * s;
-        dh[c]    = dh[c] * (s + x * s * (1.0f - s) * du);
+        dh[c] = dh[c] * gp[c];
         acc[c] += dh[c];
     }
 }
 
-void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
-                          int C)
+void rl_gelu_backward_sum(float *dh, float *db, const float *gp, int T, int C)
 {
     for (int c0 = 0; c0 < C; c0 += COL_BLOCK) { /* column blocks, rows in order */
         const int n              = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
         float     acc[COL_BLOCK] = {0};
         for (int t = 0; t < T; t++) {
             const size_t o = (size_t)t * C + c0;
-            gelu_backward_row(g + o, dh + o, acc, h + o, sig + o, n);
+            gelu_backward_row(dh + o, acc, gp + o, n);
         }
         for (int c = 0; c < n; c++)
             db[c0 + c] += acc[c];
@@ -470,29 +460,16 @@ static size_t elem_len(size_t n, long k)
     return n - i0 < ELEM_CHUNK ? n - i0 : ELEM_CHUNK;
 }
 
-static void gelu_recompute_piece(void *ctx, long k)
-{
-    const struct gelu_ctx *e  = ctx;
-    size_t                 i0 = (size_t)k * ELEM_CHUNK;
-    gelu_recompute_chunk(e->g + i0, e->ch + i0, e->csig + i0, elem_len(e->n, k));
-}
-
-void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n)
-{
-    struct gelu_ctx e = {.g = g, .ch = h, .csig = sig, .n = n};
-    rl_pieces(elem_pieces(n), gelu_recompute_piece, &e);
-}
-
 static void gelu_backward_piece(void *ctx, long k)
 {
     const struct gelu_ctx *e  = ctx;
     size_t                 i0 = (size_t)k * ELEM_CHUNK;
-    gelu_backward_chunk(e->dh + i0, e->dg + i0, e->ch + i0, e->csig + i0, elem_len(e->n, k));
+    gelu_backward_chunk(e->dh + i0, e->dg + i0, e->cgp + i0, elem_len(e->n, k));
 }
 
-void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n)
+void rl_gelu_backward(float *dh, const float *dg, const float *gp, size_t n)
 {
-    struct gelu_ctx e = {.dh = dh, .dg = dg, .ch = h, .csig = sig, .n = n};
+    struct gelu_ctx e = {.dh = dh, .dg = dg, .cgp = gp, .n = n};
     rl_pieces(elem_pieces(n), gelu_backward_piece, &e);
 }
 

@@ -63,18 +63,18 @@ void rl_colsum_add(float *db, const float *x, int T, int C);
 /* --- GELU, tanh approximation (torch approximate="tanh") -------------------------------
  * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the
  * identical x * sigmoid(2u) with the vectorised exp of vexp.h.
- * Fused with the bias of the preceding linear: h = h + b (kept, the pre-activation),
- * sig = sigmoid(2u) (kept for the backward), g = gelu(h) = h sig.  b may be NULL. */
-void rl_bias_gelu_forward(float *g, float *sig, float *h, const float *b, int T, int C);
-/* g = h sig: the forward's output again, bit for bit, from what it kept. */
-void rl_gelu_recompute(float *g, const float *h, const float *sig, size_t n);
-/* dh = dg * gelu'(h), from h and the forward's sig (overwrites; dh may equal dg). */
-void rl_gelu_backward(float *dh, const float *dg, const float *h, const float *sig, size_t n);
-/* The two above and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
- * g = h sig; dh = dh * gelu'(h) in place (dh holds dg on entry); db[c] += sum over rows of
- * dh[., c] (rows in order, as rl_colsum_add). */
-void rl_gelu_backward_sum(float *g, float *dh, float *db, const float *h, const float *sig, int T,
-                          int C);
+ * Fused with the bias of the preceding linear: h = h + b (in place: the pre-activation),
+ * g = gelu(h), and gp = gelu'(h) where a backward will follow (NULL: not computed).  What
+ * the backward needs is g (fc2's weight gradient) and gp; keeping these two, rather than
+ * h and sigmoid(2u), leaves the backward one multiply per element instead of a
+ * recomputation. */
+void rl_bias_gelu_forward(float *g, float *gp, float *h, const float *b, int T, int C);
+/* dh = dg * gp, gp = gelu'(h) from the forward (overwrites; dh may equal dg). */
+void rl_gelu_backward(float *dh, const float *dg, const float *gp, size_t n);
+/* The same and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
+ * dh = dh * gp in place (dh holds dg on entry); db[c] += sum over rows of dh[., c] (rows in
+ * order, as rl_colsum_add). */
+void rl_gelu_backward_sum(float *dh, float *db, const float *gp, int T, int C);
 
 /* --- mean over positions (classifier) ---------------------------------------------------
  * out[b,:] = (1/N) sum_n x[b,n,:];  backward: dx[b,n,:] (=) dout[b,:] / N (overwrites). */

@@ -324,7 +324,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
         b->saved = carve(base, &off, G * (size_t)N), b->om = carve(base, &off, T * D);
         b->xmid = carve(base, &off, T * D), b->ln2 = carve(base, &off, T * D);
         b->mean2 = carve(base, &off, T), b->rstd2 = carve(base, &off, T);
-        b->h = carve(base, &off, 4 * T * D), b->sig = carve(base, &off, 4 * T * D);
+        b->g = carve(base, &off, 4 * T * D), b->gp = carve(base, &off, 4 * T * D);
         b->logf = carve(base, &off, m->c.attn.forget ? G * (size_t)N : 0);
     }
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);

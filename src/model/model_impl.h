@@ -23,8 +23,8 @@ struct rl_model_view {
 };
 
 struct rl_block_acts {
-    float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2, *h;
-    float *sig;  /* sigmoid(2u) of the GELU (its output is h * sig) */
+    float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2;
+    float *g, *gp; /* the GELU's output and its derivative gelu'(h) (T, 4D) each */
     float *logf; /* forget gate: log gates in the heads layout (B*H, N) */
 };
 

@@ -78,10 +78,10 @@ int rl_model_grad_groups(const struct rl_model_config *c, long T)
 /* the most rows a chunk has, at any T */
 static int rows_max(int D) { return rl_model_mlp_rows(D, 1L << 30); }
 
-/* per thread: two (rows, 4D) buffers of a chunk, then a (rows, D) one */
+/* per thread: a (rows, 4D) buffer of a chunk, then a (rows, D) one */
 size_t rl_model_scratch_floats(const struct rl_model_config *c)
 {
-    return round16(9 * (size_t)rows_max(c->d_model) * (size_t)c->d_model);
+    return round16(5 * (size_t)rows_max(c->d_model) * (size_t)c->d_model);
 }
 
 static rl_status ensure_scratch(rl_model *m)
@@ -124,15 +124,10 @@ static float *thread_scratch(const rl_model *m)
     return m->scratch + (size_t)rl_thread_slot() * rl_model_scratch_floats(&m->c);
 }
 
-/* the second (rows, 4D) buffer after wide, and the (rows, D) one */
-static float *wide2_scratch(const rl_model *m, float *wide)
-{
-    return wide + 4 * (size_t)rows_max(m->D) * m->D;
-}
-
+/* the (rows, D) buffer after the (rows, 4D) one */
 static float *narrow_scratch(const rl_model *m, float *wide)
 {
-    return wide + 8 * (size_t)rows_max(m->D) * m->D;
+    return wide + 4 * (size_t)rows_max(m->D) * m->D;
 }
 
 /* --- forward -------------------------------------------------------------------------- */
@@ -221,8 +216,8 @@ static void qkv_forward(rl_model *m, int l, long r0, int n, float *qkv)
 }
 
 /* xmid = x + merge(o) Wo^T + bo;  y = xmid + fc2(gelu(fc1(LN2(xmid)))) of block l;
- * g: (n, 4D) scratch for the GELU's output */
-static void out_mlp_forward(rl_model *m, int l, long r0, int n, float *g)
+ * h: (n, 4D) scratch for fc1's output, the GELU's input */
+static void out_mlp_forward(rl_model *m, int l, long r0, int n, float *h)
 {
     const int                   D  = m->D;
     const size_t                o1 = (size_t)r0 * D, o4 = 4 * o1;
@@ -235,10 +230,10 @@ static void out_mlp_forward(rl_model *m, int l, long r0, int n, float *g)
     rl_linear_forward(a->xmid + o1, a->om + o1, p->wo, NULL, n, D, D, 1);
     rl_layernorm_forward(a->ln2 + o1, a->mean2 + r0, a->rstd2 + r0, a->xmid + o1, p->ln2w, p->ln2b,
                          n, D);
-    rl_linear_forward(a->h + o4, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
-    rl_bias_gelu_forward(g, a->sig + o4, a->h + o4, p->fc1b, n, 4 * D);
+    rl_linear_forward(h, a->ln2 + o1, p->fc1w, NULL, n, D, 4 * D, 0);
+    rl_bias_gelu_forward(a->g + o4, a->gp + o4, h, p->fc1b, n, 4 * D);
     residual_bias(y + o1, a->xmid + o1, p->fc2b, n, D);
-    rl_linear_forward(y + o1, g, p->fc2w, NULL, n, 4 * D, D, 1);
+    rl_linear_forward(y + o1, a->g + o4, p->fc2w, NULL, n, 4 * D, D, 1);
 }
 
 /* f = LN_f(x_L); a language model's logits = f Whead^T + bhead and chunk c's loss */
@@ -373,12 +368,12 @@ static void mlp_wo_backward(rl_model *m, int l, long r0, int n, float *slot, int
     const size_t                o1 = (size_t)r0 * D, o4 = 4 * o1, *off = m->part_off;
     const struct rl_block_view *p = &m->p.blk[l];
     struct rl_block_acts       *a = &m->a.blk[l];
-    float *dres = m->a.dres + o1, *dh = wide, *g = wide2_scratch(m, wide), *dln = narrow;
-    /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2 into dh, then one pass recomputes
-     * g = h sig, makes dh = dg gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
+    float *dres = m->a.dres + o1, *dh = wide, *dln = narrow;
+    /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2 into dh, then one pass makes
+     * dh = dg gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
     rl_linear_backward(dh, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
-    rl_gelu_backward_sum(g, dh, slot + off[RL_PART_FC1B], a->h + o4, a->sig + o4, n, 4 * D);
-    wgrad(slot + off[RL_PART_FC2W], dres, g, n, 4 * D, D, first);
+    rl_gelu_backward_sum(dh, slot + off[RL_PART_FC1B], a->gp + o4, n, 4 * D);
+    wgrad(slot + off[RL_PART_FC2W], dres, a->g + o4, n, 4 * D, D, first);
     rl_colsum_add(slot + off[RL_PART_FC2B], dres, n, D);
     /* h = LN2(xmid) W1^T + b1 */
     wgrad(slot + off[RL_PART_FC1W], dh, a->ln2 + o1, n, D, 4 * D, first);
