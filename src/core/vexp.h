@@ -130,6 +130,42 @@ static RL_INLINE float rl_expf_inline(float x)
     return rl_f32_from_bits_(rl_f32_bits_(y) | (nan_mask & 0x7fc00000u));
 }
 
+/* rl_expf_inline for a thread that runs with flush-to-zero (softmax attention's kernels):
+ * 2^n is applied in one multiply, its exponent bits clamped at 0 below 2^-126, so results
+ * under FLT_MIN become 0 where rl_expf_inline rounds them to subnormals -- which
+ * flush-to-zero turns into 0 as well.  Every other result is the same float (p 2^n1 2^n2
+ * is exact when p 2^n is normal) up to x = 88.37, where n reaches 128 and the result is
+ * +inf rather than exp(x) < FLT_MAX (up to 88.72): the kernels pass scores less their row
+ * maximum, x <= 0.  One multiply and two integer operations fewer, on the exp that the
+ * score rows spend on every score. */
+static RL_INLINE float rl_expf_ftz_inline(float x)
+{
+    const float    log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;
+    const float    shift = 12582912.0f;
+    const uint32_t blo   = rl_f32_bits_(-104.0f);
+    const int32_t  bhi   = (int32_t)rl_f32_bits_(88.8f);
+    uint32_t       bx    = rl_f32_bits_(x);
+    bx                   = bx < blo ? bx : blo;
+    int32_t sx           = (int32_t)bx;
+    sx                   = sx < bhi ? sx : bhi;
+    float xc             = rl_f32_from_bits_((uint32_t)sx);
+    float n              = (xc * log2e + shift) - shift;
+    float r              = (xc - n * c1) - n * c2;
+    float p              = 1.0f / 5040.0f;
+    p                    = p * r + 1.0f / 720.0f;
+    p                    = p * r + 1.0f / 120.0f;
+    p                    = p * r + 1.0f / 24.0f;
+    p                    = p * r + 1.0f / 6.0f;
+    p                    = p * r + 0.5f;
+    p                    = p * r + 1.0f;
+    p                    = p * r + 1.0f;
+    int32_t e            = (int32_t)n + 127; /* -23 .. 255 (n <= 128 by the clamp) */
+    e                    = e > 0 ? e : 0;
+    float    y           = p * rl_f32_from_bits_((uint32_t)e << 23);
+    uint32_t nan_mask    = -(uint32_t)((int32_t)(rl_f32_bits_(x) & 0x7fffffffu) > 0x7f800000);
+    return rl_f32_from_bits_(rl_f32_bits_(y) | (nan_mask & 0x7fc00000u));
+}
+
 /* y[i] = exp(x[i]) for i < n; y may equal x. */
 void rl_vexpf(float *y, const float *x, size_t n);
 

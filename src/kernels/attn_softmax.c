@@ -222,7 +222,7 @@ static float online_row(float *s, const float *bias, const float *colb, int nc, 
         s[b] = -INFINITY; /* exp gives 0 */
 #pragma omp simd reduction(+ : sum)
     for (int b = 0; b < nv; b++) {
-        float p = rl_expf_inline(s[b] - mx);
+        float p = rl_expf_ftz_inline(s[b] - mx);
         s[b]    = p;
         sum += p;
     }
@@ -230,7 +230,7 @@ static float online_row(float *s, const float *bias, const float *colb, int nc, 
         s[b] = 0.0f;
     /* exp(m_old - m_new); on the row's first tile m_old = -inf, l = 0 and the output row
      * is still 0: no exp (its latency would sit on every row of a one-tile sequence) */
-    float alpha = *m == -INFINITY ? 0.0f : rl_expf_inline(*m - mx);
+    float alpha = *m == -INFINITY ? 0.0f : rl_expf_ftz_inline(*m - mx);
     *l          = *l * alpha + sum;
     *m          = mx;
     return alpha;
@@ -489,7 +489,7 @@ static void recompute_p(float *p, const float *bias, const float *colb, int nc, 
         p[b] = -INFINITY; /* exp gives 0 */
 #pragma omp simd
     for (int b = 0; b < nv; b++)
-        p[b] = rl_expf_inline(p[b] - lse_i);
+        p[b] = rl_expf_ftz_inline(p[b] - lse_i);
     for (int b = nv; b < nb; b++)
         p[b] = 0.0f;
 }
