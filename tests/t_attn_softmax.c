@@ -38,6 +38,41 @@ static double ulp_err(float got, double ref)
     return fabs((double)got - ref) / ldexp(1.0, e - 24);
 }
 
+/* rl_expf_ftz_inline, the score rows' exp: rl_expf_inline's float wherever that is
+ * normal, below FLT_MIN less than FLT_MIN (0 or a subnormal: the kernels' flush-to-zero
+ * makes both 0), +inf from 88.37 up, and the special values. */
+static void test_vexp_ftz(void)
+{
+    const int n = 600001;
+    int       diff = 0, big_small = 0, bad_special = 0;
+    for (int i = 0; i < n; i++) {
+        float x = (float)(-110.0 + 198.3 * i / (n - 1)), a = rl_expf_ftz_inline(x); /* ..88.3 */
+        float b = rl_expf_inline(x);
+        if (b >= FLT_MIN)
+            diff += memcmp(&a, &b, sizeof a) != 0;
+        else
+            big_small += !(a >= 0.0f && a < FLT_MIN);
+    }
+    for (float x = -87.5f; x < -87.2f; x = nextafterf(x, 0.0f)) { /* every float at FLT_MIN */
+        float a = rl_expf_ftz_inline(x), b = rl_expf_inline(x);
+        if (b >= FLT_MIN)
+            diff += memcmp(&a, &b, sizeof a) != 0;
+        else
+            big_small += !(a >= 0.0f && a < FLT_MIN);
+    }
+    const float sx[7] = {-INFINITY, -1e30f, 0.0f, NAN, 88.5f, INFINITY, -NAN};
+    bad_special += rl_expf_ftz_inline(sx[0]) != 0.0f || rl_expf_ftz_inline(sx[1]) != 0.0f;
+    bad_special += rl_expf_ftz_inline(sx[2]) != 1.0f || !isnan(rl_expf_ftz_inline(sx[3]));
+    bad_special += !isnan(rl_expf_ftz_inline(sx[6]));
+    bad_special += !isinf(rl_expf_ftz_inline(sx[4])) || !isinf(rl_expf_ftz_inline(sx[5]));
+    tap_ok(diff == 0 && big_small == 0,
+           "exp for flush-to-zero: rl_expf_inline's bits on normal results (%d differ), "
+           "below FLT_MIN below FLT_MIN (%d not)",
+           diff, big_small);
+    tap_ok(bad_special == 0, "exp for flush-to-zero: -inf, -1e30 -> 0, 0 -> 1, NaN and -NaN -> NaN, "
+                             "88.5 and +inf -> +inf");
+}
+
 static void test_vexp(void)
 {
     const int n = 400001;
@@ -541,6 +576,7 @@ int main(void)
     rl_init(1);
     tap_seed(20240521);
     test_vexp();
+    test_vexp_ftz();
     test_reference_fd(0, 0);
     test_reference_fd(1, 0);
     test_reference_fd(1, 1);
