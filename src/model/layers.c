@@ -519,13 +519,14 @@ void rl_meanpool_backward(float *dx, const float *dout, int B, int N, int C)
 
 /* --- softmax + cross-entropy -------------------------------------------------------- */
 
+/* log sum exp of a row of logits; *max: its largest logit (a vector max over order keys,
+ * vexp.h: a float compare kept the loop scalar) */
 RL_SIMD_CLONES
-static float row_lse(const float *l, int V)
+static float row_lse(const float *l, int V, float *max)
 {
-    float mx = l[0];
-    for (int j = 1; j < V; j++)
-        mx = l[j] > mx ? l[j] : mx;
-    float s = 0.0f;
+    const float mx = rl_maxf_inline(l, V, -INFINITY);
+    *max           = mx;
+    float s        = 0.0f;
 #pragma omp simd reduction(+ : s)
     for (int j = 0; j < V; j++)
         s += rl_expf_inline(l[j] - mx);
@@ -557,13 +558,14 @@ static void ce_forward_piece(void *ctx, long p)
     long       nt = 0, nc = 0;
     for (long r = p * R; r < r1; r++) {
         const float *l = e->logits + (size_t)r * V;
-        e->lse[r]      = row_lse(l, V);
+        float mx;
+        e->lse[r]      = row_lse(l, V, &mx);
         e->row_loss[r] = 0.0;
         if (e->row_ok) e->row_ok[r] = 0;
         if (e->mask && !e->mask[r]) continue;
-        int am = 0;
-        for (int j = 1; j < V; j++)
-            if (l[j] > l[am]) am = j;
+        int am = 0; /* the first largest logit (a NaN row finds none: 0) */
+        while (am < V - 1 && !(l[am] == mx))
+            am++;
         e->row_loss[r] = (double)e->lse[r] - (double)l[e->targets[r]];
         sum += e->row_loss[r];
         nt++;
