@@ -603,6 +603,9 @@ double rl_softmax_ce_forward(float *lse, double *row_loss, uint8_t *row_ok, long
     return sum;
 }
 
+/* In clones per instruction set, as row_lse: the backward's probabilities take the
+ * forward's exp (the baseline build's had no FMA in its polynomial) */
+RL_SIMD_CLONES
 static void ce_backward_piece(void *ctx, long p)
 {
     /* forward: loss = lse - logits[target]; dloss/dlogits[j] = softmax_j - [j == target] */
