@@ -43,7 +43,7 @@ static double ulp_err(float got, double ref)
  * makes both 0), +inf from 88.37 up, and the special values. */
 static void test_vexp_ftz(void)
 {
-    const int n = 600001;
+    const int n    = 600001;
     int       diff = 0, big_small = 0, bad_special = 0;
     for (int i = 0; i < n; i++) {
         float x = (float)(-110.0 + 198.3 * i / (n - 1)), a = rl_expf_ftz_inline(x); /* ..88.3 */
@@ -69,8 +69,9 @@ static void test_vexp_ftz(void)
            "exp for flush-to-zero: rl_expf_inline's bits on normal results (%d differ), "
            "below FLT_MIN below FLT_MIN (%d not)",
            diff, big_small);
-    tap_ok(bad_special == 0, "exp for flush-to-zero: -inf, -1e30 -> 0, 0 -> 1, NaN and -NaN -> NaN, "
-                             "88.5 and +inf -> +inf");
+    tap_ok(bad_special == 0,
+           "exp for flush-to-zero: -inf, -1e30 -> 0, 0 -> 1, NaN and -NaN -> NaN, "
+           "88.5 and +inf -> +inf");
 }
 
 static void test_vexp(void)

@@ -558,7 +558,7 @@ static void ce_forward_piece(void *ctx, long p)
     long       nt = 0, nc = 0;
     for (long r = p * R; r < r1; r++) {
         const float *l = e->logits + (size_t)r * V;
-        float mx;
+        float        mx;
         e->lse[r]      = row_lse(l, V, &mx);
         e->row_loss[r] = 0.0;
         if (e->row_ok) e->row_ok[r] = 0;

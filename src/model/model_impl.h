@@ -25,7 +25,7 @@ struct rl_model_view {
 struct rl_block_acts {
     float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2;
     float *g, *gp; /* the GELU's output and its derivative gelu'(h) (T, 4D) each */
-    float *logf; /* forget gate: log gates in the heads layout (B*H, N) */
+    float *logf;   /* forget gate: log gates in the heads layout (B*H, N) */
 };
 
 struct rl_model_acts {

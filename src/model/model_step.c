@@ -366,9 +366,9 @@ static void mlp_wo_backward(rl_model *m, int l, long r0, int n, float *slot, int
 {
     const int                   D  = m->D;
     const size_t                o1 = (size_t)r0 * D, o4 = 4 * o1, *off = m->part_off;
-    const struct rl_block_view *p = &m->p.blk[l];
-    struct rl_block_acts       *a = &m->a.blk[l];
-    float *dres = m->a.dres + o1, *dh = wide, *dln = narrow;
+    const struct rl_block_view *p    = &m->p.blk[l];
+    struct rl_block_acts       *a    = &m->a.blk[l];
+    float                      *dres = m->a.dres + o1, *dh = wide, *dln = narrow;
     /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2 into dh, then one pass makes
      * dh = dg gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
     rl_linear_backward(dh, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
