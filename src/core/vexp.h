@@ -92,7 +92,10 @@ static RL_INLINE float rl_maxf_inline(const float *x, int n, float init)
     return rl_f32_unkey_(k);
 }
 
-static RL_INLINE float rl_expf_inline(float x)
+/* exp's argument reduction and polynomial, shared by the two exps below: x clamped to
+ * [-104, 88.8] is n ln2 + r with n an integer (returned in *n) and |r| <= ln2/2; returns
+ * exp(r). */
+static RL_INLINE float rl_expf_reduced_(float x, int32_t *n_out)
 {
     const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;
     const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
@@ -103,7 +106,7 @@ static RL_INLINE float rl_expf_inline(float x)
      * every other non-NaN float smaller ones; then, as signed, the floats above 88.8 are
      * the only ones with larger bits than 88.8.  (Checked against a clamp on order keys
      * for all 2^32 bit patterns: the same float for every non-NaN x.)  NaNs clamp too;
-     * the NaN is restored by the last multiply. */
+     * the callers restore the NaN at the end. */
     const uint32_t blo = rl_f32_bits_(-104.0f);
     const int32_t  bhi = (int32_t)rl_f32_bits_(88.8f);
     uint32_t       bx  = rl_f32_bits_(x);
@@ -111,23 +114,35 @@ static RL_INLINE float rl_expf_inline(float x)
     int32_t sx         = (int32_t)bx;
     sx                 = sx < bhi ? sx : bhi;
     float xc           = rl_f32_from_bits_((uint32_t)sx);
-    float n    = (xc * log2e + shift) - shift;
-    float r    = (xc - n * c1) - n * c2;
-    float p    = 1.0f / 5040.0f;
-    p          = p * r + 1.0f / 720.0f;
-    p          = p * r + 1.0f / 120.0f;
-    p          = p * r + 1.0f / 24.0f;
-    p          = p * r + 1.0f / 6.0f;
-    p          = p * r + 0.5f;
-    p          = p * r + 1.0f;
-    p          = p * r + 1.0f;
-    int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* -150 <= n <= 128 */
-    float   y = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
-              rl_f32_from_bits_((uint32_t)(n2 + 127) << 23);
-    /* y, or a quiet NaN when x is NaN (|x| bits above inf's): the NaN bits OR-ed into y
-     * (+inf or 0 after the clamp) under an all-ones mask -- a compare and two bit ops */
+    float n            = (xc * log2e + shift) - shift;
+    float r            = (xc - n * c1) - n * c2;
+    float p            = 1.0f / 5040.0f;
+    p                  = p * r + 1.0f / 720.0f;
+    p                  = p * r + 1.0f / 120.0f;
+    p                  = p * r + 1.0f / 24.0f;
+    p                  = p * r + 1.0f / 6.0f;
+    p                  = p * r + 0.5f;
+    p                  = p * r + 1.0f;
+    *n_out             = (int32_t)n; /* -150 <= n <= 128 */
+    return p * r + 1.0f;
+}
+
+/* y, or a quiet NaN when x is NaN (|x| bits above inf's): the NaN bits OR-ed into y (+inf
+ * or 0 after the clamp) under an all-ones mask -- a compare and two bit ops */
+static RL_INLINE float rl_expf_nan_(float y, float x)
+{
     uint32_t nan_mask = -(uint32_t)((int32_t)(rl_f32_bits_(x) & 0x7fffffffu) > 0x7f800000);
     return rl_f32_from_bits_(rl_f32_bits_(y) | (nan_mask & 0x7fc00000u));
+}
+
+static RL_INLINE float rl_expf_inline(float x)
+{
+    int32_t ni;
+    float   p  = rl_expf_reduced_(x, &ni);
+    int32_t n1 = ni >> 1, n2 = ni - n1;
+    float   y  = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
+              rl_f32_from_bits_((uint32_t)(n2 + 127) << 23);
+    return rl_expf_nan_(y, x);
 }
 
 /* rl_expf_inline for a thread that runs with flush-to-zero (softmax attention's kernels):
@@ -140,30 +155,11 @@ static RL_INLINE float rl_expf_inline(float x)
  * score rows spend on every score. */
 static RL_INLINE float rl_expf_ftz_inline(float x)
 {
-    const float    log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440054690583e-4f;
-    const float    shift = 12582912.0f;
-    const uint32_t blo   = rl_f32_bits_(-104.0f);
-    const int32_t  bhi   = (int32_t)rl_f32_bits_(88.8f);
-    uint32_t       bx    = rl_f32_bits_(x);
-    bx                   = bx < blo ? bx : blo;
-    int32_t sx           = (int32_t)bx;
-    sx                   = sx < bhi ? sx : bhi;
-    float xc             = rl_f32_from_bits_((uint32_t)sx);
-    float n              = (xc * log2e + shift) - shift;
-    float r              = (xc - n * c1) - n * c2;
-    float p              = 1.0f / 5040.0f;
-    p                    = p * r + 1.0f / 720.0f;
-    p                    = p * r + 1.0f / 120.0f;
-    p                    = p * r + 1.0f / 24.0f;
-    p                    = p * r + 1.0f / 6.0f;
-    p                    = p * r + 0.5f;
-    p                    = p * r + 1.0f;
-    p                    = p * r + 1.0f;
-    int32_t e            = (int32_t)n + 127; /* -23 .. 255 (n <= 128 by the clamp) */
-    e                    = e > 0 ? e : 0;
-    float    y           = p * rl_f32_from_bits_((uint32_t)e << 23);
-    uint32_t nan_mask    = -(uint32_t)((int32_t)(rl_f32_bits_(x) & 0x7fffffffu) > 0x7f800000);
-    return rl_f32_from_bits_(rl_f32_bits_(y) | (nan_mask & 0x7fc00000u));
+    int32_t ni;
+    float   p = rl_expf_reduced_(x, &ni);
+    int32_t e = ni + 127; /* -23 .. 255 */
+    e         = e > 0 ? e : 0;
+    return rl_expf_nan_(p * rl_f32_from_bits_((uint32_t)e << 23), x);
 }
 
 /* y[i] = exp(x[i]) for i < n; y may equal x. */
