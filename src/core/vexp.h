@@ -140,7 +140,7 @@ static RL_INLINE float rl_expf_inline(float x)
     int32_t ni;
     float   p  = rl_expf_reduced_(x, &ni);
     int32_t n1 = ni >> 1, n2 = ni - n1;
-    float   y  = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
+    float   y = (p * rl_f32_from_bits_((uint32_t)(n1 + 127) << 23)) *
               rl_f32_from_bits_((uint32_t)(n2 + 127) << 23);
     return rl_expf_nan_(y, x);
 }
