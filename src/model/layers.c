@@ -563,7 +563,7 @@ static void ce_forward_piece(void *ctx, long p)
         e->row_loss[r] = 0.0;
         if (e->row_ok) e->row_ok[r] = 0;
         if (e->mask && !e->mask[r]) continue;
-        int am = 0; /* the first largest logit (a NaN row finds none: 0) */
+        int am = 0; /* the first logit equal to the max (none when it is NaN: V - 1) */
         while (am < V - 1 && !(l[am] == mx))
             am++;
         e->row_loss[r] = (double)e->lse[r] - (double)l[e->targets[r]];
