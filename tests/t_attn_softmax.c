@@ -41,25 +41,23 @@ static double ulp_err(float got, double ref)
 /* rl_expf_ftz_inline, the score rows' exp: rl_expf_inline's float wherever that is
  * normal, below FLT_MIN less than FLT_MIN (0 or a subnormal: the kernels' flush-to-zero
  * makes both 0), +inf from 88.37 up, and the special values. */
+static void compare_ftz(float x, int *diff, int *big_small)
+{
+    float a = rl_expf_ftz_inline(x), b = rl_expf_inline(x);
+    if (b >= FLT_MIN)
+        *diff += memcmp(&a, &b, sizeof a) != 0;
+    else
+        *big_small += !(a >= 0.0f && a < FLT_MIN);
+}
+
 static void test_vexp_ftz(void)
 {
     const int n    = 600001;
     int       diff = 0, big_small = 0, bad_special = 0;
-    for (int i = 0; i < n; i++) {
-        float x = (float)(-110.0 + 198.3 * i / (n - 1)), a = rl_expf_ftz_inline(x); /* ..88.3 */
-        float b = rl_expf_inline(x);
-        if (b >= FLT_MIN)
-            diff += memcmp(&a, &b, sizeof a) != 0;
-        else
-            big_small += !(a >= 0.0f && a < FLT_MIN);
-    }
-    for (float x = -87.5f; x < -87.2f; x = nextafterf(x, 0.0f)) { /* every float at FLT_MIN */
-        float a = rl_expf_ftz_inline(x), b = rl_expf_inline(x);
-        if (b >= FLT_MIN)
-            diff += memcmp(&a, &b, sizeof a) != 0;
-        else
-            big_small += !(a >= 0.0f && a < FLT_MIN);
-    }
+    for (int i = 0; i < n; i++) /* -110 .. 88.3 */
+        compare_ftz((float)(-110.0 + 198.3 * i / (n - 1)), &diff, &big_small);
+    for (float x = -87.5f; x < -87.2f; x = nextafterf(x, 0.0f)) /* every float at FLT_MIN */
+        compare_ftz(x, &diff, &big_small);
     const float sx[7] = {-INFINITY, -1e30f, 0.0f, NAN, 88.5f, INFINITY, -NAN};
     bad_special += rl_expf_ftz_inline(sx[0]) != 0.0f || rl_expf_ftz_inline(sx[1]) != 0.0f;
     bad_special += rl_expf_ftz_inline(sx[2]) != 1.0f || !isnan(rl_expf_ftz_inline(sx[3]));
