@@ -51,9 +51,10 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
  * the maps without Shen's positional normaliser (elu1, exp; no bias PE; RoPE and the gate
  * allowed).  A head's states st (rl_attn_linear_state_doubles) pass between the phases:
  * forward  sums (each block) -> prefix (the head) -> rows (each block);
- * backward sums (each block) -> prefix (the head) -> [causal: gsums (each block) -> suffix
- *          (the head) ->] rows (each block), after which, with the gate, dlogf holds dc per
- *          row and the caller takes its suffix sums (rl_attn_gate_suffix).
+ * backward sums (each block: the forward-running and the reverse-running states' increments)
+ *          -> prefix (the head: the prefixes and the suffixes) -> rows (each block), after
+ *          which, with the gate, dlogf holds dc per row and the caller takes its suffix sums
+ *          (rl_attn_gate_suffix).
  * Any order of the blocks within a phase gives the same bits. */
 int    rl_attn_linear_splits(const struct rl_attn_opts *o);
 int    rl_attn_linear_blocks(int N);
@@ -71,11 +72,6 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
                              float *scratch);
 void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
-                               const struct rl_attn_opts *o, float *scratch);
-void rl_attn_linear_bwd_gsums(double *st, const float *dout, const float *out, const float *den,
-                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
-                              float *scratch);
-void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
                                const struct rl_attn_opts *o, float *scratch);
 void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, const float *dout,
                              const float *out, const float *den, const struct rl_lin_head *h,

@@ -6,10 +6,11 @@
  * of the blocks before it.  So a call runs in phases, each a loop over pieces:
  *   sums     (head, block)  the block's own increment of every state: C^T V and sum E for
  *                           the forward (the gate weighs each term by its decay to the
- *                           block's end), V^T C, A^T dnum, sum dden B for the backward;
+ *                           block's end), V^T C, A^T dnum, sum dden B for the backward
+ *                           (all from one build of the block's features);
  *   prefix   (head)         the states at every block start (an exclusive prefix in block
- *                           order, each carried state decayed across its block), or the
- *                           suffixes at every block end for the backward's reverse scans,
+ *                           order, each carried state decayed across its block), and for
+ *                           the backward's reverse scans the suffixes at every block end,
  *                           or the totals (non-causal);
  *   rows     (head, block)  the block's rows from its start states: the scans of
  *                           attn_linear_scan.c, the denominators, the chain rule.
@@ -171,8 +172,23 @@ long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const str
 
 /* ---- backward --------------------------------------------------------------------------- */
 
-/* Causal: the increments of the dA state (V^T C, dv x D) and of z.  Non-causal: every total's
- * increment (S = C^T V, z, G = A^T dnum, g = sum dden B). */
+/* Causal: the block's increments of the reverse states, G = sum A^T dnum and g = sum dden B
+ * (the gate weighs each row by its decay from the block's first row). */
+static void reverse_increment(struct lin_plan *p, struct slot s, int t0, int l, int gated)
+{
+    const double *w = NULL;
+    if (gated) rl_lin_gate_fold_weights(p, t0, l, 1), w = p->wk;
+    memset(s.G, 0, (size_t)p->D * p->dv * sizeof(double));
+    memset(s.g, 0, (size_t)p->Dd * sizeof(double));
+    rl_lin_gemm_acc(s.G, p->Gf, weighted(p, p->A, l, p->D, w), p->D, p->dnum, p->dv, l);
+    for (int i = 0; w && i < l; i++) /* the weights of sum dden B */
+        p->eg[i] = p->dden[i] * w[i];
+    rl_lin_wsum_rows(s.g, w ? p->eg : p->dden, p->B, l, p->Dd);
+}
+
+/* Every increment of block b, from one build of its features.  Causal: the dA state's
+ * (V^T C, dv x D) and z's, then the reverse states' (reverse_increment).  Non-causal: the
+ * totals' (S = C^T V, z, G = A^T dnum, g = sum dden B). */
 void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, const float *den,
                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
                              float *scratch)
@@ -182,16 +198,16 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     const int    t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
     const float *vb = h->v + (size_t)t0 * dv;
     struct slot  s  = slot_of(&p, st, b);
-    if (o->causal) {
-        rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
-        if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
-        increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
-        return;
-    }
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
-    increment(&p, s, p.C, p.D, vb, dv, l, NULL);
     rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
                            l, dv);
+    if (o->causal) {
+        if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
+        increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
+        reverse_increment(&p, s, t0, l, h->logf != NULL);
+        return;
+    }
+    increment(&p, s, p.C, p.D, vb, dv, l, NULL);
     memset(s.G, 0, (size_t)p.D * dv * sizeof(double));
     memset(s.g, 0, (size_t)p.Dd * sizeof(double));
     rl_lin_gemm_acc(s.G, p.Gf, p.A, p.D, p.dnum, dv, l);
@@ -215,65 +231,44 @@ static void totals_g(struct lin_plan *p, double *st)
     }
 }
 
+/* Causal: the reverse states after every block (an exclusive suffix; the gate decays a
+ * carried state across each block). */
+static void suffix(struct lin_plan *p, double *st, int gated)
+{
+    const int    nb  = rl_attn_linear_blocks(p->N);
+    const size_t nG  = (size_t)p->D * p->dv;
+    struct slot  run = slot_of(p, st, nb);
+    memset(run.G, 0, nG * sizeof(double));
+    memset(run.g, 0, (size_t)p->Dd * sizeof(double));
+    for (int b = nb - 1; b >= 0; b--) {
+        struct slot s  = slot_of(p, st, b);
+        double      bd = 1.0; /* the decay from block b + 1's first row to block b's */
+        if (gated) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 1);
+        for (size_t i = 0; i < nG; i++) {
+            double inc = s.G[i];
+            s.G[i]     = run.G[i];
+            run.G[i]   = inc + bd * run.G[i];
+        }
+        for (int i = 0; i < p->Dd; i++) {
+            double inc = s.g[i];
+            s.g[i]     = run.g[i];
+            run.g[i]   = inc + bd * run.g[i];
+        }
+    }
+}
+
+/* The states every block's rows start from: the dA state's prefix and the reverse states'
+ * suffix (causal), or the four totals (non-causal). */
 void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
                                const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     prefix(&p, st, o->causal, h->logf);
-    if (!o->causal) totals_g(&p, st);
-}
-
-/* Causal: the block's increments of the reverse states, G = sum A^T dnum and g = sum dden B
- * (the gate weighs each row by its decay from the block's first row). */
-void rl_attn_linear_bwd_gsums(double *st, const float *dout, const float *out, const float *den,
-                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
-                              float *scratch)
-{
-    struct lin_plan p;
-    rl_lin_plan_make(&p, h, o, scratch);
-    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
-    struct slot s = slot_of(&p, st, b);
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
-    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                           l, dv);
-    const double *w = NULL;
-    if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 1), w = p.wk;
-    memset(s.G, 0, (size_t)p.D * dv * sizeof(double));
-    memset(s.g, 0, (size_t)p.Dd * sizeof(double));
-    rl_lin_gemm_acc(s.G, p.Gf, weighted(&p, p.A, l, p.D, w), p.D, p.dnum, dv, l);
-    for (int i = 0; w && i < l; i++) /* the weights of sum dden B */
-        p.eg[i] = p.dden[i] * w[i];
-    rl_lin_wsum_rows(s.g, w ? p.eg : p.dden, p.B, l, p.Dd);
-}
-
-/* Causal: the reverse states after every block (an exclusive suffix; the gate decays a
- * carried state across each block). */
-void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
-                               const struct rl_attn_opts *o, float *scratch)
-{
-    struct lin_plan p;
-    rl_lin_plan_make(&p, h, o, scratch);
-    const int    nb  = rl_attn_linear_blocks(p.N);
-    const size_t nG  = (size_t)p.D * p.dv;
-    struct slot  run = slot_of(&p, st, nb);
-    memset(run.G, 0, nG * sizeof(double));
-    memset(run.g, 0, (size_t)p.Dd * sizeof(double));
-    for (int b = nb - 1; b >= 0; b--) {
-        struct slot s  = slot_of(&p, st, b);
-        double      bd = 1.0; /* the decay from block b + 1's first row to block b's */
-        if (h->logf) bd = rl_lin_gate_block_decay(&p, b * RL_LIN_BLOCK, rows_of(&p, b), 1);
-        for (size_t i = 0; i < nG; i++) {
-            double inc = s.G[i];
-            s.G[i]     = run.G[i];
-            run.G[i]   = inc + bd * run.G[i];
-        }
-        for (int i = 0; i < p.Dd; i++) {
-            double inc = s.g[i];
-            s.g[i]     = run.g[i];
-            run.g[i]   = inc + bd * run.g[i];
-        }
-    }
+    if (o->causal)
+        suffix(&p, st, h->logf != NULL);
+    else
+        totals_g(&p, st);
 }
 
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */

@@ -120,7 +120,7 @@ struct phase {
     int                         G, nb;
 };
 
-enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_GSUMS, B_SUFFIX, B_ROWS, B_GATE };
+enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_ROWS, B_GATE };
 
 static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, float *scr)
 {
@@ -147,12 +147,6 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
         break;
     case B_PREFIX:
         rl_attn_linear_bwd_prefix(st, &h, &op, scr);
-        break;
-    case B_GSUMS:
-        rl_attn_linear_bwd_gsums(st, dout, o, den, &h, &op, b, scr);
-        break;
-    case B_SUFFIX:
-        rl_attn_linear_bwd_suffix(st, &h, &op, scr);
         break;
     case B_ROWS: {
         const struct rl_lin_grads lg = {f->gr->dq + g * sq, f->gr->dk + g * sq, f->gr->dv + g * sv,
@@ -196,10 +190,6 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
         a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_linear_blocks(a->N)};
     run_phase(&f, B_SUMS, 0);
     run_phase(&f, B_PREFIX, 1);
-    if (a->o.causal) {
-        run_phase(&f, B_GSUMS, 0);
-        run_phase(&f, B_SUFFIX, 1);
-    }
     run_phase(&f, B_ROWS, 0);
     if (in->logf) run_phase(&f, B_GATE, 1);
 }
