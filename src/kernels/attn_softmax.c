@@ -519,40 +519,49 @@ static void softmax_grad_row(float *dp, const float *p, double *drel, double *dc
     }
 }
 
-/* What a backward tile writes: the query side (dq rows), the key side (dk, dv rows, the
- * gate's column sums dcum, whose entry 0 is key dcum0), drel; any may be NULL. */
-struct sm_out {
-    float  *dq, *dk, *dv;
-    double *drel, *dcum;
-    int     dcum0;
+/* A backward pass beyond its head: what it reads (dout, the forward's lse), what its tiles
+ * write (the query side: dq rows; the key side: dk, dv rows, the gate's column sums dcum,
+ * whose entry 0 is key dcum0; drel; any may be NULL) and its packs of key and value tiles. */
+struct sm_bwd {
+    const float    *dout, *lse;
+    float          *dq, *dk, *dv;
+    double         *drel, *dcum;
+    int             dcum0;
+    struct key_pack kp, vp;
 };
 
-/* Rows [i0, i0+mb) of query block [bi0, bi0+bmb) against key columns [j0, j0+nb): the
- * block's queries qblk (scaled for xPos) and Drow (D of its rows, from bi0 on). */
-static void backward_tile(struct sm_call *c, const struct sm_out *w, const float *dout,
-                          const float *lse, const float *Drow, const float *qblk, int bi0, int bmb,
-                          int i0, int mb, int j0, int nb, struct key_pack *kp, struct key_pack *vp)
+/* A query block: rows [i0, i0+mb), its queries q (scaled for xPos) and D of its rows
+ * (D[0] is row i0's). */
+struct sm_qblock {
+    const float *q, *D;
+    int          i0, mb;
+};
+
+/* Rows [i0, i0+mb) of query block qb against key columns [j0, j0+nb). */
+static void backward_tile(struct sm_call *c, struct sm_bwd *w, const struct sm_qblock *qb, int i0,
+                          int mb, int j0, int nb)
 {
     const struct rl_sm_head *h = c->h;
     const int                d = h->d, dv = h->dv, ld = c->ld, np = (nb + 15) & ~15;
-    const float *qi = qblk + (size_t)(i0 - bi0) * d, *gi = dout + (size_t)i0 * dv, *kj = NULL;
+    const float *qi = qb->q + (size_t)(i0 - qb->i0) * d, *gi = w->dout + (size_t)i0 * dv;
+    const float *kj = NULL, *D = qb->D + (i0 - qb->i0);
     float       *fk = NULL, *p = c->s, *dp = c->dp;
-    const float *kt = key_tile(c, kp, bi0 + bmb / 2, j0, nb, &kj, &fk);
-    const float *gb = gate_cols(c, bi0 + bmb - 1, j0, nb);
+    const float *kt = key_tile(c, &w->kp, qb->i0 + qb->mb / 2, j0, nb, &kj, &fk);
+    const float *gb = gate_cols(c, qb->i0 + qb->mb - 1, j0, nb);
     /* s = q k^T / sqrt(d) + rel + gate, p = exp(s - lse): the forward's softmax, recomputed */
     rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, kt, ld, 0.0f, p, ld);
     for (int a = 0; a < mb; a++)
         recompute_p(p + (size_t)a * ld, SM_DIAG(h->rel, c, i0 + a, j0), gb,
-                    row_cols(h->causal, i0 + a, j0, nb), nb, lse[i0 + a]);
+                    row_cols(h->causal, i0 + a, j0, nb), nb, w->lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
     if (w->dv) rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, w->dv + (size_t)j0 * dv, dv);
-    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, packed(vp, h->v, dv, ld, j0, imin(c->bk, h->N - j0)),
-                 ld, 0.0f, dp, ld);
+    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1,
+                 packed(&w->vp, h->v, dv, ld, j0, imin(c->bk, h->N - j0)), ld, 0.0f, dp, ld);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(w->drel, c, i0 + a, j0),
                          w->dcum ? w->dcum + (j0 - w->dcum0) : NULL,
-                         row_cols(h->causal, i0 + a, j0, nb), nb, Drow[i0 - bi0 + a]);
+                         row_cols(h->causal, i0 + a, j0, nb), nb, D[a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
     if (w->dq) rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, w->dq + (size_t)i0 * d, d);
     if (!w->dk) return;
@@ -566,20 +575,18 @@ static void backward_tile(struct sm_call *c, const struct sm_out *w, const float
     mul_acc(w->dk + (size_t)j0 * d, dks, fk, (size_t)nb * d);
 }
 
-/* Query block [i0, i0+mb) against key tile [j0, ...): its row groups in order. */
-static void backward_block_tile(struct sm_call *c, const struct sm_out *w, const float *dout,
-                                const float *lse, const float *Drow, const float *qblk, int i0,
-                                int mb, int j0, struct key_pack *kp, struct key_pack *vp)
+/* Query block qb against key tile [j0, ...): its row groups in order. */
+static void backward_block_tile(struct sm_call *c, struct sm_bwd *w, const struct sm_qblock *qb,
+                                int j0)
 {
-    const struct rl_sm_head *h    = c->h;
-    const int                jend = h->causal ? i0 + mb : h->N;
+    const struct rl_sm_head *h  = c->h;
+    const int                i0 = qb->i0, mb = qb->mb, jend = h->causal ? i0 + mb : h->N;
     if (j0 >= jend) return;
     const int nb = imin(c->bk, jend - j0),
               g  = diag_group(h->causal, h->xlam != NULL, i0, mb, j0, nb);
     for (int a0 = 0; a0 < mb; a0 += g) {
         const int rows = imin(g, mb - a0), ng = group_cols(h->causal, i0 + a0, rows, j0, nb);
-        if (ng > 0)
-            backward_tile(c, w, dout, lse, Drow, qblk, i0, mb, i0 + a0, rows, j0, ng, kp, vp);
+        if (ng > 0) backward_tile(c, w, qb, i0 + a0, rows, j0, ng);
     }
 }
 
@@ -618,18 +625,17 @@ static void xpos_dq(const struct sm_call *c, float *dq, int i0, int mb)
 void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, const float *Drow,
                                 const struct rl_sm_head *h, int b, float *scratch)
 {
-    struct sm_call  c  = sm_call_make(h, scratch);
-    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
-    struct sm_out   w = {.dq = dq};
-    int             i0, mb;
-    rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &i0, &mb);
-    memset(dq + (size_t)i0 * h->d, 0, sizeof(float) * (size_t)mb * h->d);
+    struct sm_call   c = sm_call_make(h, scratch);
+    struct sm_bwd    w = {.dout = dout, .lse = lse, .dq = dq, .kp = {c.kt, -1}, .vp = {c.vt, -1}};
+    struct sm_qblock qb;
+    rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &qb.i0, &qb.mb);
+    memset(dq + (size_t)qb.i0 * h->d, 0, sizeof(float) * (size_t)qb.mb * h->d);
     const unsigned mode = ftz_on();
-    const float   *qblk = block_queries(&c, i0, mb);
+    qb.q = block_queries(&c, qb.i0, qb.mb), qb.D = Drow + qb.i0;
     for (int j0 = 0; j0 < h->N; j0 += c.bk)
-        backward_block_tile(&c, &w, dout, lse, Drow + i0, qblk, i0, mb, j0, &kp, &vp);
-    if (h->xlam) xpos_dq(&c, dq, i0, mb);
-    unrotate(&c, dq, i0, mb);
+        backward_block_tile(&c, &w, &qb, j0);
+    if (h->xlam) xpos_dq(&c, dq, qb.i0, qb.mb);
+    unrotate(&c, dq, qb.i0, qb.mb);
     ftz_restore(mode);
 }
 
@@ -637,10 +643,10 @@ void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *d
                                  const float *lse, const float *Drow, const struct rl_sm_head *h,
                                  int b, float *scratch)
 {
-    struct sm_call  c  = sm_call_make(h, scratch);
-    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
-    struct sm_out   w  = {.dk = dk, .dv = dv};
-    const int       j0 = b * c.bk, nb = imin(c.bk, h->N - j0), qb = block_height(h);
+    struct sm_call c = sm_call_make(h, scratch);
+    struct sm_bwd  w = {
+         .dout = dout, .lse = lse, .dk = dk, .dv = dv, .kp = {c.kt, -1}, .vp = {c.vt, -1}};
+    const int j0 = b * c.bk, nb = imin(c.bk, h->N - j0), qh = block_height(h);
     memset(dk + (size_t)j0 * h->d, 0, sizeof(float) * (size_t)nb * h->d);
     memset(dv + (size_t)j0 * h->dv, 0, sizeof(float) * (size_t)nb * h->dv);
     if (h->cum && dc) { /* the block's column sums in double, then dc */
@@ -648,10 +654,10 @@ void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *d
         memset(w.dcum, 0, sizeof(double) * (size_t)nb);
     }
     const unsigned mode = ftz_on();
-    for (int i0 = h->causal ? j0 / qb * qb : 0; i0 < h->N; i0 += qb) {
-        const int    mb   = imin(qb, h->N - i0);
-        const float *qblk = block_queries(&c, i0, mb);
-        backward_block_tile(&c, &w, dout, lse, Drow + i0, qblk, i0, mb, j0, &kp, &vp);
+    for (int i0 = h->causal ? j0 / qh * qh : 0; i0 < h->N; i0 += qh) {
+        const int              mb = imin(qh, h->N - i0);
+        const struct sm_qblock qb = {block_queries(&c, i0, mb), Drow + i0, i0, mb};
+        backward_block_tile(&c, &w, &qb, j0);
     }
     unrotate(&c, dk, j0, nb);
     if (w.dcum)
@@ -663,22 +669,29 @@ void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *d
 void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, const float *o,
                               const float *lse, const struct rl_sm_head *h, float *scratch)
 {
-    struct sm_call  c  = sm_call_make(h, scratch);
-    struct key_pack kp = {c.kt, -1}, vp = {c.vt, -1};
-    struct sm_out   w  = {g->dq, g->dk, g->dv, g->drel, h->cum ? g->dcum : NULL, 0};
-    const int       qb = block_height(h), N = h->N;
-    float          *Drow = c.mrow; /* bq floats: this block's D, indexed from its first row */
+    struct sm_call c  = sm_call_make(h, scratch);
+    struct sm_bwd  w  = {.dout = dout,
+                         .lse  = lse,
+                         .dq   = g->dq,
+                         .dk   = g->dk,
+                         .dv   = g->dv,
+                         .drel = g->drel,
+                         .dcum = h->cum ? g->dcum : NULL,
+                         .kp   = {c.kt, -1},
+                         .vp   = {c.vt, -1}};
+    const int      qh = block_height(h), N = h->N;
+    float         *Drow = c.mrow; /* bq floats: this block's D, indexed from its first row */
     memset(g->dq, 0, sizeof(float) * (size_t)N * h->d);
     memset(g->dk, 0, sizeof(float) * (size_t)N * h->d);
     memset(g->dv, 0, sizeof(float) * (size_t)N * h->dv);
     if (w.dcum) memset(w.dcum, 0, sizeof(double) * (size_t)N);
     const unsigned mode = ftz_on();
-    for (int i0 = 0; i0 < N; i0 += qb) {
-        const int mb = imin(qb, N - i0);
+    for (int i0 = 0; i0 < N; i0 += qh) {
+        const int mb = imin(qh, N - i0);
         row_dots(Drow, dout + (size_t)i0 * h->dv, o + (size_t)i0 * h->dv, mb, h->dv);
-        const float *qblk = block_queries(&c, i0, mb);
+        const struct sm_qblock qb = {block_queries(&c, i0, mb), Drow, i0, mb};
         for (int j0 = 0; j0 < N; j0 += c.bk)
-            backward_block_tile(&c, &w, dout, lse, Drow, qblk, i0, mb, j0, &kp, &vp);
+            backward_block_tile(&c, &w, &qb, j0);
         if (h->xlam) xpos_dq(&c, g->dq, i0, mb);
         unrotate(&c, g->dq, i0, mb);
     }
