@@ -155,6 +155,13 @@ static void shen_keys(struct lin_plan *p, int l)
             p->phk[(size_t)i * d + f] *= p->row[f];
 }
 
+/* The Shen map's block of rows t0 .. t0+l-1 (its u: the keys' features) with the running
+ * sums Z. */
+static struct rl_lin_shen_block shen_block(const struct lin_plan *p, double *Z, int t0, int l)
+{
+    return (struct rl_lin_shen_block){p->rope, p->phk, Z, p->row, l, p->d, t0};
+}
+
 /* The block's (rotated) input rows: p->q, p->k point at them. */
 static void block_inputs(struct lin_plan *p, const float *q, const float *k, int t0, int l,
                          int side)
@@ -201,7 +208,10 @@ void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int 
             rl_fmap_k_forward(p->phk, p->cmb, p->k, l, d, p->fmap);
         if (p->mode == ROT_NUM || p->mode == ROT_BOTH) /* eq. 19: R_n phi_k(k_n) */
             rl_rope_rotate(p->rope, p->C, d, p->phk, d, l, t0, 0);
-        if (p->mode >= SHEN_ROT_NUM) rl_lin_shen_rope_keys(p->C, p->phk, p->rope, l, d, t0);
+        if (p->mode >= SHEN_ROT_NUM) {
+            const struct rl_lin_shen_block sb = shen_block(p, p->Zrun, t0, l);
+            rl_lin_shen_rope_keys(p->C, &sb);
+        }
     }
     if (!(side & SIDE_Q)) return;
     rl_fmap_q_forward(p->phq, p->q, l, d, p->fmap);
@@ -214,9 +224,10 @@ void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int 
                 p->Zrun[f] += (double)p->phk[r];
                 p->A[r] = (float)((double)p->phq[r] / p->Zrun[f]);
             }
-    if (p->mode >= SHEN_ROT_NUM)
-        rl_lin_shen_rope_queries(p->A, p->mode == SHEN_ROT_NUM ? p->B : NULL, p->phq, p->phk,
-                                 p->rope, l, d, t0, p->Zrun, p->row);
+    if (p->mode >= SHEN_ROT_NUM) {
+        const struct rl_lin_shen_block sb = shen_block(p, p->Zrun, t0, l);
+        rl_lin_shen_rope_queries(p->A, p->mode == SHEN_ROT_NUM ? p->B : NULL, p->phq, &sb);
+    }
 }
 
 /* The causal forward block by block; with the forget gate (p->logf) the scans decay. */
@@ -234,14 +245,16 @@ static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         if (!p->logf) {
             rl_lin_scan_rows(&s, o, p->A, p->C, vb, l, 0, 1);
-            *bad += rl_lin_den_rows(den + t0, o, p->dv, p->B, p->E, l, p->Dd, 1, eps, p->z);
+            const struct rl_lin_den dn = rl_lin_den_of(p, l);
+            *bad += rl_lin_den_rows(den + t0, o, p->dv, &dn, 1, eps);
             continue;
         }
         rl_lin_gate_decays(p, t0, l);
         rl_lin_scan_rows_decay(&s, o, p->A, p->C, vb, l, 0, p->af);
         double bd = rl_lin_gate_fold_weights(p, t0, l, 0);
         rl_lin_scan_fold_decay(&s, p->C, vb, l, NULL, p->wk, bd, p->Kw);
-        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, p->B, p->E, l, p->Dd, eps, p->z, p->ad);
+        const struct rl_lin_den dn = rl_lin_den_of(p, l);
+        *bad += rl_lin_den_rows_decay(den + t0, o, p->dv, &dn, eps);
     }
 }
 
@@ -264,7 +277,8 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
         float *o = out + (size_t)t0 * dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_Q);
         rl_tile_gemm(l, dv, D, 1.0f, p->A, D, 1, p->Sf, dv, 0.0f, o, dv);
-        *bad += rl_lin_den_rows(den + t0, o, dv, p->B, p->E, l, p->Dd, 0, eps, p->z);
+        const struct rl_lin_den dn = rl_lin_den_of(p, l);
+        *bad += rl_lin_den_rows(den + t0, o, dv, &dn, 0, eps);
     }
 }
 
@@ -359,6 +373,16 @@ static void shen_prefix_backward(struct lin_plan *p, float *dk, int l)
         }
 }
 
+/* The Shen map with RoPE: the query side's dphq and dZ (Z from the prefix before the
+ * block), then the key side's dk (Zs: the suffix of dZ after the block). */
+static void shen_rope_backward(struct lin_plan *p, float *dk, int t0, int l)
+{
+    const struct rl_lin_shen_block q = shen_block(p, p->Zrun, t0, l),
+                                   k = shen_block(p, p->Zs, t0, l);
+    rl_lin_shen_rope_query_backward(p->dphq, p->dZ, p->dA, p->sep ? p->dB : NULL, p->A, p->B, &q);
+    rl_lin_shen_rope_key_backward(dk, p->dC, p->sep ? p->dE : NULL, p->dZ, &k);
+}
+
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
  * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
  * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
@@ -383,10 +407,7 @@ void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l,
         break;
     case SHEN_ROT_NUM:
     case SHEN_ROT_BOTH:
-        rl_lin_shen_rope_query_backward(p->dphq, p->dZ, p->dA, p->sep ? p->dB : NULL, p->A, p->B,
-                                        p->phk, p->rope, l, d, t0, p->Zrun, p->row);
-        rl_lin_shen_rope_key_backward(dkb, p->dC, p->sep ? p->dE : NULL, p->dZ, p->phk, p->rope, l,
-                                      d, t0, p->Zs);
+        shen_rope_backward(p, dkb, t0, l);
         break;
     }
     rl_fmap_q_backward(dqb, p->dphq, p->q, p->phq, l, d, p->fmap);
@@ -469,7 +490,8 @@ static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, co
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
         }
         memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 1, p->z, p->g);
+        const struct rl_lin_den dn = rl_lin_den_of(p, l);
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, 1);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
@@ -520,7 +542,8 @@ static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, cons
             memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
         }
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 0, p->z, p->g);
+        const struct rl_lin_den dn = rl_lin_den_of(p, l);
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, 0);
         rl_lin_chain_block(p, dq, dk, t0, l, p->Zs);
     }
     if (!p->shen) return;

@@ -108,8 +108,8 @@ void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, con
             memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
         }
         memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
-        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
-                                       p->ad, p->adn);
+        const struct rl_lin_den dn = rl_lin_den_of(p, l);
+        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
         rl_lin_gate_dc(dlogf + t0, p, vb, dvg + (size_t)t0 * dv, l, eps);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);

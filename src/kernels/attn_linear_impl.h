@@ -72,26 +72,35 @@ void rl_lin_gemm_acc(double *Sd, float *T, const float *X, int nx, const float *
 void rl_lin_sum_rows(double *z, const float *E, int l, int n);
 void rl_lin_wsum_rows(double *g, const double *w, const float *B, int l, int n);
 
-/* den[m] = (float)(B_m . z_m + eps) for the block's rows; out[m] (num on entry) /= den[m].
- * Causal: z (Dd doubles) is the prefix sum of E before the block and is advanced row by
- * row (z_m includes E_m); non-causal: z is the total and is not changed.
+/* A block's denominator operands: the query-side features B and the key-side features E
+ * (l rows of Dd), the running states z (sums of E) and g (sums of dden B), Dd doubles each,
+ * and the forget gate's decays (NULL without it): a[i] = e^{lambda_i} of the block's row i,
+ * a_next[i] = e^{lambda_{i+1}} (the decay from row i+1 back to row i). */
+struct rl_lin_den {
+    const float  *B, *E;
+    double       *z, *g;
+    const double *a, *a_next;
+    int           l, Dd;
+};
+
+/* den[m] = (float)(B_m . z_m + eps) for the block's rows; out[m] (num on entry, rows of dv)
+ * /= den[m].  Causal: z is the prefix sum of E before the block and is advanced row by row
+ * (z_m includes E_m); non-causal: z is the total and is not changed.
  * Returns the rows with B_m . z_m <= eps. */
-long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float *E, int l, int Dd,
-                     int causal, float eps, double *z);
+long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n, int causal,
+                     float eps);
 /* Accumulates dB_m += dden_m z_m and dE_n += g_n, g_n = sum_{m >= n} dden_m B_m: causal, z
  * is the prefix before the block (advanced forward) and g the suffix after it (advanced
  * backward over the rows); non-causal, both are totals. */
-void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const float *B,
-                              const float *E, int l, int Dd, int causal, double *z, double *g);
+void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const struct rl_lin_den *n,
+                              int causal);
 
-/* Gated (causal) denominators: z_m = a_m z_{m-1} + E_m with a_m = e^{lambda_m} (double);
- * the backward's prefix z likewise and the suffix g_n = a_next[n] g_{n+1} + dden_n B_n
- * (a_next[n] = e^{lambda_{n+1}}), dE_n += g_n, eg[n] = E_n . g_n. */
-long rl_lin_den_rows_decay(float *den, float *out, int dv, const float *B, const float *E, int l,
-                           int Dd, float eps, double *z, const double *a);
+/* Gated (causal) denominators: z_m = a_m z_{m-1} + E_m (double); the backward's prefix z
+ * likewise and the suffix g_n = a_next[n] g_{n+1} + dden_n B_n, dE_n += g_n, eg[n] =
+ * E_n . g_n. */
+long rl_lin_den_rows_decay(float *den, float *out, int dv, const struct rl_lin_den *n, float eps);
 void rl_lin_den_rows_backward_decay(float *dB, float *dE, double *eg, const double *dden,
-                                    const float *B, const float *E, int l, int Dd, double *z,
-                                    double *g, const double *a, const double *a_next);
+                                    const struct rl_lin_den *n);
 /* z = block_decay z + sum_i wk[i] E_i over l rows of n. */
 void rl_lin_sum_rows_decay(double *z, const float *E, int l, int n, const double *wk,
                            double block_decay);
@@ -104,27 +113,32 @@ void rl_lin_sum_rows_decay(double *z, const float *E, int l, int n, const double
  *   A'_m = [P_a/Z_a, P_b/Z_b | P_b/Z_a, -P_a/Z_b]  at (a, b | a, b)       (l, 2d)
  * so that A'_m . C'_n = (R_m phi_q)^T R_n (u_n / Z_m).  Features past rope_dims: P_f/Z_f
  * against u_f, zero in the sin half.  Rows are positions pos0 .. pos0+l-1.
+ * The functions below take a block of the map (struct rl_lin_shen_block):
  * keys: C' (l, 2d) from u.  queries: A' (l, 2d) and, when B is not NULL, B = phi_q / Z_m
- * (l, d), the plain denominator's queries; Z (d doubles) holds the prefix sum of u before
- * the block and is advanced; P: d floats of workspace. */
-void rl_lin_shen_rope_keys(float *C, const float *u, const struct rl_rope *rope, int l, int d,
-                           int pos0);
-void rl_lin_shen_rope_queries(float *A, float *B, const float *phq, const float *u,
-                              const struct rl_rope *rope, int l, int d, int pos0, double *Z,
-                              float *P);
+ * (l, d), the plain denominator's queries; Z holds the prefix sum of u before the block
+ * and is advanced. */
+struct rl_lin_shen_block {
+    const struct rl_rope *rope;
+    const float          *u;    /* exp(k - colmax) of the block's rows (l x d) */
+    double               *Z;    /* d running sums: see each function */
+    float                *work; /* d floats of workspace */
+    int                   l, d, pos0;
+};
+void rl_lin_shen_rope_keys(float *C, const struct rl_lin_shen_block *b);
+void rl_lin_shen_rope_queries(float *A, float *B, const float *phq,
+                              const struct rl_lin_shen_block *b);
 
-/* Backward, query side (rows in order, Z advanced as above): dphq (l, d) and dZ_m (l x d
- * doubles) from dA' (l, 2d) and, for the plain denominator, dB (l, d) (else NULL). */
+/* Backward, query side (rows in order, Z the prefix of u, advanced as above): dphq (l, d)
+ * and dZ_m (l x d doubles) from dA' (l, 2d) and, for the plain denominator, dB (l, d)
+ * (else NULL). */
 void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, const float *dB,
-                                     const float *A, const float *B, const float *u,
-                                     const struct rl_rope *rope, int l, int d, int pos0, double *Z,
-                                     float *dP);
+                                     const float *A, const float *B,
+                                     const struct rl_lin_shen_block *b);
 
 /* Backward, key side (rows reversed): dk (l, d) through u = exp(k - colmax) from dC' (l, 2d),
- * dE (l, d, plain denominator, else NULL) and dZ (consumed); Zs (d doubles) is the suffix
- * sum of dZ after the block and is advanced. */
+ * dE (l, d, plain denominator, else NULL) and dZ (consumed); Z here is the suffix sum of dZ
+ * after the block and is advanced. */
 void rl_lin_shen_rope_key_backward(float *dk, const float *dC, const float *dE, double *dZ,
-                                   const float *u, const struct rl_rope *rope, int l, int d,
-                                   int pos0, double *Zs);
+                                   const struct rl_lin_shen_block *b);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include "attn_opts.h"
+#include "attn_linear_impl.h"
 
 enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
 enum { SIDE_K = 1, SIDE_Q = 2 };
@@ -39,6 +40,13 @@ struct lin_plan {
     double      *drel, *dcd;
     float       *Af, *Cf, *dAf, *dCf, *tS, *tW, *tD;
 };
+
+/* The denominator operands of the plan's current block of l rows (its B, E, z, g and, with
+ * the gate, the block's decays). */
+static inline struct rl_lin_den rl_lin_den_of(const struct lin_plan *p, int l)
+{
+    return (struct rl_lin_den){p->B, p->E, p->z, p->g, p->ad, p->adn, l, p->Dd};
+}
 
 struct rl_lin_head;
 struct rl_lin_grads;

@@ -420,13 +420,15 @@ void rl_lin_wsum_rows(double *g, const double *w, const float *B, int l, int n)
 }
 
 RL_SIMD_CLONES
-long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float *E, int l, int Dd,
-                     int causal, float eps, double *z)
+long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n, int causal,
+                     float eps)
 {
-    long bad = 0;
-    for (int m = 0; m < l; m++) {
-        const float *b = B + (size_t)m * Dd;
-        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
+    const int Dd  = n->Dd;
+    double   *z   = n->z;
+    long      bad = 0;
+    for (int m = 0; m < n->l; m++) {
+        const float *b = n->B + (size_t)m * Dd;
+        if (causal) add_row(z, n->E + (size_t)m * Dd, Dd);
         double s = 0.0;
 #pragma omp simd reduction(+ : s)
         for (int f = 0; f < Dd; f++)
@@ -443,19 +445,21 @@ long rl_lin_den_rows(float *den, float *out, int dv, const float *B, const float
 }
 
 RL_SIMD_CLONES
-void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const float *B,
-                              const float *E, int l, int Dd, int causal, double *z, double *g)
+void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const struct rl_lin_den *n,
+                              int causal)
 {
-    for (int m = 0; m < l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
+    const int Dd = n->Dd;
+    double   *z = n->z, *g = n->g;
+    for (int m = 0; m < n->l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
         float *db = dB + (size_t)m * Dd;
-        if (causal) add_row(z, E + (size_t)m * Dd, Dd);
+        if (causal) add_row(z, n->E + (size_t)m * Dd, Dd);
 #pragma omp simd
         for (int f = 0; f < Dd; f++)
             db[f] += (float)(dden[m] * z[f]);
     }
-    for (int n = l - 1; n >= 0; n--) { /* dE_n = sum_{m >= n, or all m} dden_m B_m */
-        float *de = dE + (size_t)n * Dd;
-        if (causal) add_scaled_row(g, dden[n], B + (size_t)n * Dd, Dd);
+    for (int r = n->l - 1; r >= 0; r--) { /* dE_r = sum_{m >= r, or all m} dden_m B_m */
+        float *de = dE + (size_t)r * Dd;
+        if (causal) add_scaled_row(g, dden[r], n->B + (size_t)r * Dd, Dd);
 #pragma omp simd
         for (int f = 0; f < Dd; f++)
             de[f] += (float)g[f];
@@ -463,13 +467,14 @@ void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const fl
 }
 
 RL_SIMD_CLONES
-long rl_lin_den_rows_decay(float *den, float *out, int dv, const float *B, const float *E, int l,
-                           int Dd, float eps, double *z, const double *a)
+long rl_lin_den_rows_decay(float *den, float *out, int dv, const struct rl_lin_den *n, float eps)
 {
-    long bad = 0;
-    for (int m = 0; m < l; m++) {
-        const float *b = B + (size_t)m * Dd, *e = E + (size_t)m * Dd;
-        double       s = 0.0, am = a[m];
+    const int Dd  = n->Dd;
+    double   *z   = n->z;
+    long      bad = 0;
+    for (int m = 0; m < n->l; m++) {
+        const float *b = n->B + (size_t)m * Dd, *e = n->E + (size_t)m * Dd;
+        double       s = 0.0, am = n->a[m];
 #pragma omp simd reduction(+ : s)
         for (int f = 0; f < Dd; f++) {
             z[f] = am * z[f] + (double)e[f]; /* z_m = e^{lambda_m} z_{m-1} + E_m */
@@ -488,30 +493,31 @@ long rl_lin_den_rows_decay(float *den, float *out, int dv, const float *B, const
 
 RL_SIMD_CLONES
 void rl_lin_den_rows_backward_decay(float *dB, float *dE, double *eg, const double *dden,
-                                    const float *B, const float *E, int l, int Dd, double *z,
-                                    double *g, const double *a, const double *a_next)
+                                    const struct rl_lin_den *n)
 {
-    for (int m = 0; m < l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
+    const int Dd = n->Dd;
+    double   *z = n->z, *g = n->g;
+    for (int m = 0; m < n->l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
         float       *db = dB + (size_t)m * Dd;
-        const float *e  = E + (size_t)m * Dd;
-        double       am = a[m];
+        const float *e  = n->E + (size_t)m * Dd;
+        double       am = n->a[m];
 #pragma omp simd
         for (int f = 0; f < Dd; f++) {
             z[f] = am * z[f] + (double)e[f];
             db[f] += (float)(dden[m] * z[f]);
         }
     }
-    for (int n = l - 1; n >= 0; n--) { /* g_n = e^{lambda_{n+1}} g_{n+1} + dden_n B_n = dE_n */
-        float       *de = dE + (size_t)n * Dd;
-        const float *b = B + (size_t)n * Dd, *e = E + (size_t)n * Dd;
-        double       an = a_next[n], dot = 0.0;
+    for (int r = n->l - 1; r >= 0; r--) { /* g_r = e^{lambda_{r+1}} g_{r+1} + dden_r B_r = dE_r */
+        float       *de = dE + (size_t)r * Dd;
+        const float *b = n->B + (size_t)r * Dd, *e = n->E + (size_t)r * Dd;
+        double       an = n->a_next[r], dot = 0.0;
 #pragma omp simd reduction(+ : dot)
         for (int f = 0; f < Dd; f++) {
-            g[f] = an * g[f] + dden[n] * (double)b[f];
+            g[f] = an * g[f] + dden[r] * (double)b[f];
             de[f] += (float)g[f];
             dot += (double)e[f] * g[f];
         }
-        eg[n] = dot; /* E_n . g_n: the denominator's share of the gate's key-side gradient */
+        eg[r] = dot; /* E_r . g_r: the denominator's share of the gate's key-side gradient */
     }
 }
 

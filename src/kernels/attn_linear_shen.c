@@ -19,11 +19,12 @@ static void pair_of(const struct rl_rope *r, int i, int *pa, int *pb)
     *pb       = pairs ? 2 * i + 1 : i + r->dims / 2;
 }
 
-void rl_lin_shen_rope_keys(float *C, const float *u, const struct rl_rope *rope, int l, int d,
-                           int pos0)
+void rl_lin_shen_rope_keys(float *C, const struct rl_lin_shen_block *sb)
 {
-    const int h = rope->dims / 2;
-    for (int i = 0; i < l; i++) {
+    const struct rl_rope *rope = sb->rope;
+    const float          *u    = sb->u;
+    const int             d = sb->d, pos0 = sb->pos0, h = rope->dims / 2;
+    for (int i = 0; i < sb->l; i++) {
         const float *um = u + (size_t)i * d;
         float       *Cc = C + (size_t)i * 2 * d, *Cs = Cc + d;
         const float *cs = rope->cos + (size_t)(pos0 + i) * h,
@@ -39,16 +40,20 @@ void rl_lin_shen_rope_keys(float *C, const float *u, const struct rl_rope *rope,
     }
 }
 
-void rl_lin_shen_rope_queries(float *A, float *B, const float *phq, const float *u,
-                              const struct rl_rope *rope, int l, int d, int pos0, double *Z,
-                              float *P)
+void rl_lin_shen_rope_queries(float *A, float *B, const float *phq,
+                              const struct rl_lin_shen_block *sb)
 {
-    for (int i = 0; i < l; i++) {
+    const struct rl_rope *rope = sb->rope;
+    const float          *u    = sb->u;
+    const int             d    = sb->d;
+    double               *Z    = sb->Z;
+    float                *P    = sb->work;
+    for (int i = 0; i < sb->l; i++) {
         const float *um = u + (size_t)i * d, *pm = phq + (size_t)i * d;
         float       *Ac = A + (size_t)i * 2 * d, *As = Ac + d;
         for (int f = 0; f < d; f++)
             Z[f] += (double)um[f];
-        rl_rope_rotate(rope, P, d, pm, d, 1, pos0 + i, 0); /* P = R_m phi_q(q_m) */
+        rl_rope_rotate(rope, P, d, pm, d, 1, sb->pos0 + i, 0); /* P = R_m phi_q(q_m) */
         for (int f = rope->dims; f < d; f++)
             Ac[f] = (float)((double)P[f] / Z[f]), As[f] = 0.0f;
         for (int t = 0; t < rope->dims / 2; t++) {
@@ -83,17 +88,22 @@ static void query_row_backward(float *dP, double *dZ, const float *dAc, const fl
 }
 
 void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, const float *dB,
-                                     const float *A, const float *B, const float *u,
-                                     const struct rl_rope *rope, int l, int d, int pos0, double *Z,
-                                     float *dP)
+                                     const float *A, const float *B,
+                                     const struct rl_lin_shen_block *sb)
 {
-    for (int i = 0; i < l; i++) {
+    const struct rl_rope *rope = sb->rope;
+    const float          *u    = sb->u;
+    const int             d    = sb->d;
+    double               *Z    = sb->Z;
+    float                *dP   = sb->work;
+    for (int i = 0; i < sb->l; i++) {
         size_t  r  = (size_t)i * d;
         double *dz = dZ + r;
         for (int f = 0; f < d; f++)
             Z[f] += (double)u[r + f];
         query_row_backward(dP, dz, dA + 2 * r, A + 2 * r, rope, d, Z);
-        rl_rope_rotate(rope, dphq + r, d, dP, d, 1, pos0 + i, 1); /* P = R_m phi_q => R_m^T dP */
+        /* P = R_m phi_q  =>  dphi_q = R_m^T dP */
+        rl_rope_rotate(rope, dphq + r, d, dP, d, 1, sb->pos0 + i, 1);
         if (dB) /* B = phi_q / Z_m (plain denominator) */
             for (int f = 0; f < d; f++) {
                 dphq[r + f] += (float)((double)dB[r + f] / Z[f]);
@@ -105,11 +115,13 @@ void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, c
 /* C'c = u cos, C's = u sin (E = u);  Z_m = sum_{n<=m} u_n  =>  du_n += sum_{m>=n} dZ_m;
  * u = exp(k - colmax)  =>  dk = du u.  Zs: the suffix sum of dZ after the block. */
 void rl_lin_shen_rope_key_backward(float *dk, const float *dC, const float *dE, double *dZ,
-                                   const float *u, const struct rl_rope *rope, int l, int d,
-                                   int pos0, double *Zs)
+                                   const struct rl_lin_shen_block *sb)
 {
-    const int h = rope->dims / 2;
-    for (int i = l - 1; i >= 0; i--) {
+    const struct rl_rope *rope = sb->rope;
+    const float          *u    = sb->u;
+    const int             d = sb->d, pos0 = sb->pos0, h = rope->dims / 2;
+    double               *Zs = sb->Z;
+    for (int i = sb->l - 1; i >= 0; i--) {
         size_t       r   = (size_t)i * d;
         const float *dCc = dC + 2 * r, *dCs = dCc + d;
         const float *cs = rope->cos + (size_t)(pos0 + i) * h,

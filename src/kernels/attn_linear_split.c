@@ -153,21 +153,22 @@ long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const str
     const float *vb = h->v + (size_t)t0 * dv;
     memcpy(p.z, s.z, (size_t)p.Dd * sizeof(double));
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    const struct rl_lin_den dn = rl_lin_den_of(&p, l);
     if (!o->causal) { /* num = A S with the totals */
         for (size_t i = 0; i < (size_t)p.D * dv; i++)
             p.Sf[i] = (float)s.S[i];
         rl_tile_gemm(l, dv, p.D, 1.0f, p.A, p.D, 1, p.Sf, dv, 0.0f, ob, dv);
-        return rl_lin_den_rows(den + t0, ob, dv, p.B, p.E, l, p.Dd, 0, o->eps, p.z);
+        return rl_lin_den_rows(den + t0, ob, dv, &dn, 0, o->eps);
     }
     struct rl_lin_scan sc;
     rl_lin_scan_init(&sc, p.scan[0], p.D, dv, s.S);
     if (!h->logf) {
         rl_lin_scan_rows(&sc, ob, p.A, p.C, vb, l, 0, 0);
-        return rl_lin_den_rows(den + t0, ob, dv, p.B, p.E, l, p.Dd, 1, o->eps, p.z);
+        return rl_lin_den_rows(den + t0, ob, dv, &dn, 1, o->eps);
     }
     rl_lin_gate_decays(&p, t0, l);
     rl_lin_scan_rows_decay(&sc, ob, p.A, p.C, vb, l, 0, p.af);
-    return rl_lin_den_rows_decay(den + t0, ob, dv, p.B, p.E, l, p.Dd, o->eps, p.z, p.ad);
+    return rl_lin_den_rows_decay(den + t0, ob, dv, &dn, o->eps);
 }
 
 /* ---- backward --------------------------------------------------------------------------- */
@@ -271,11 +272,28 @@ void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
         totals_g(&p, st);
 }
 
+/* The denominators' share of dB, dE (and with the gate of eg) from the slot's z and g. */
+static void den_backward(struct lin_plan *p, struct slot s, int l, int causal, int gated)
+{
+    const int Dd = p->Dd;
+    if (p->sep) {
+        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+    }
+    memcpy(p->z, s.z, (size_t)Dd * sizeof(double));
+    memcpy(p->g, s.g, (size_t)Dd * sizeof(double));
+    const struct rl_lin_den dn = rl_lin_den_of(p, l);
+    if (gated)
+        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
+    else
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, causal);
+}
+
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */
 static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot s,
                         const struct rl_lin_head *h, float eps, int t0, int l)
 {
-    const int          D = p->D, dv = p->dv, Dd = p->Dd;
+    const int          D = p->D, dv = p->dv;
     const float       *vb = h->v + (size_t)t0 * dv;
     const float       *af = NULL, *afn = NULL;
     struct rl_lin_scan sA, sG, sGT;
@@ -289,39 +307,23 @@ static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct
     rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, af);
     rl_lin_scan_rows_decay(&sG, g->dv + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, afn);
     rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, afn);
-    if (p->sep) {
-        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-    }
-    memcpy(p->z, s.z, (size_t)Dd * sizeof(double));
-    memcpy(p->g, s.g, (size_t)Dd * sizeof(double));
-    if (!h->logf) {
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 1, p->z, p->g);
-        return;
-    }
-    rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, p->B, p->E, l, Dd, p->z, p->g,
-                                   p->ad, p->adn);
-    rl_lin_gate_dc(g->dlogf + t0, p, h->v + (size_t)t0 * dv, g->dv + (size_t)t0 * dv, l, eps);
+    den_backward(p, s, l, 1, h->logf != NULL);
+    if (h->logf)
+        rl_lin_gate_dc(g->dlogf + t0, p, h->v + (size_t)t0 * dv, g->dv + (size_t)t0 * dv, l, eps);
 }
 
 /* Non-causal rows: num = A S  =>  dA = dnum S^T, dC = V Gs^T, dV = C Gs; den = B . z. */
 static void full_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot t,
                       const struct rl_lin_head *h, int t0, int l)
 {
-    const int D = p->D, dv = p->dv, Dd = p->Dd;
+    const int D = p->D, dv = p->dv;
     for (size_t i = 0; i < (size_t)D * dv; i++)
         p->Sf[i] = (float)t.S[i], p->Gf[i] = (float)t.G[i];
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, h->v + (size_t)t0 * dv, dv, p->Gf, dv, 0.0f,
              p->dC, D);
     rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, g->dv + (size_t)t0 * dv, dv);
-    if (p->sep) {
-        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-    }
-    memcpy(p->z, t.z, (size_t)Dd * sizeof(double));
-    memcpy(p->g, t.g, (size_t)Dd * sizeof(double));
-    rl_lin_den_rows_backward(p->dB, p->dE, p->dden, p->B, p->E, l, Dd, 0, p->z, p->g);
+    den_backward(p, t, l, 0, 0);
 }
 
 void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, const float *dout,

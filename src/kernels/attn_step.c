@@ -343,10 +343,12 @@ static void key_features(rl_attn_step *s, const float *k, const struct rl_rope *
         memcpy(s->E, s->mode == ROT_NUM ? s->phk : s->C, (size_t)d * sizeof(float));
         break;
     case SHEN_ROT_NUM:
-    case SHEN_ROT_BOTH:
-        rl_lin_shen_rope_keys(s->C, s->phk, rope, 1, d, m);
+    case SHEN_ROT_BOTH: {
+        const struct rl_lin_shen_block sb = {rope, s->phk, NULL, NULL, 1, d, m};
+        rl_lin_shen_rope_keys(s->C, &sb);
         memcpy(s->E, s->mode == SHEN_ROT_NUM ? s->phk : s->C, (size_t)s->Dd * sizeof(float));
         break;
+    }
     default: /* PLAIN, SHEN, DECAY */
         memcpy(s->C, s->phk, (size_t)d * sizeof(float));
         memcpy(s->E, s->phk, (size_t)d * sizeof(float));
@@ -370,11 +372,12 @@ static void query_features(rl_attn_step *s, const float *q, const struct rl_rope
         memcpy(s->B, s->mode == ROT_NUM ? s->phq : s->A, (size_t)d * sizeof(float));
         break;
     case SHEN_ROT_NUM:
-    case SHEN_ROT_BOTH:
-        rl_lin_shen_rope_queries(s->A, s->mode == SHEN_ROT_NUM ? s->B : NULL, s->phq, s->phk, rope,
-                                 1, d, m, Z, s->P);
+    case SHEN_ROT_BOTH: {
+        const struct rl_lin_shen_block sb = {rope, s->phk, Z, s->P, 1, d, m};
+        rl_lin_shen_rope_queries(s->A, s->mode == SHEN_ROT_NUM ? s->B : NULL, s->phq, &sb);
         if (s->mode == SHEN_ROT_BOTH) memcpy(s->B, s->A, 2 * (size_t)d * sizeof(float));
         break;
+    }
     default: /* SHEN, DECAY: A = phi_q, over Z_m for the Shen map */
         for (int f = 0; f < d; f++) {
             if (s->shen) Z[f] += (double)s->phk[f];

@@ -236,8 +236,10 @@ static rl_status block_step(rl_decoder *dc, int l)
     rl_layernorm_forward(dc->ln, &mean, &rstd, dc->x, p->ln1w, p->ln1b, 1, D);
     rl_linear_forward(dc->qkv, dc->ln, p->wqkv, NULL, 1, D, 3 * D, 0);
     rl_heads_split(dc->q, dc->k, dc->v, dc->qkv, p->bqkv, 1, 1, dc->H, dc->d);
-    if (dc->c.attn.forget) /* lambda_h = log sigmoid(wf_h . ln + bf_h), as in training */
-        rl_forget_forward_rows(dc->lf, dc->ln, p->wf, p->bf, 0, 1, 1, dc->H, D);
+    if (dc->c.attn.forget) { /* lambda_h = log sigmoid(wf_h . ln + bf_h), as in training */
+        const struct rl_forget_rows fr = {0, 1, 1, dc->H, D};
+        rl_forget_forward_rows(dc->lf, dc->ln, p->wf, p->bf, &fr);
+    }
     const struct rl_attn_step_in in = {dc->q, dc->k,
                                        dc->v, dc->rope_n ? &dc->rope : NULL,
                                        p->t5, dc->c.attn.forget ? dc->lf : NULL};

@@ -10,10 +10,11 @@
  * and exactly 0 only where sigmoid(a) rounds to 1 in double */
 static double log_sigmoid(double a) { return -(fmax(-a, 0.0) + log1p(exp(-fabs(a)))); }
 
-void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b, long t0,
-                            int n, int N, int H, int D)
+void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b,
+                            const struct rl_forget_rows *r)
 {
-    for (long t = t0; t < t0 + n; t++) {
+    const int N = r->N, H = r->H, D = r->D;
+    for (long t = r->t0; t < r->t0 + r->n; t++) {
         const float *xr = x + (size_t)t * D;
         for (int h = 0; h < H; h++) {
             const float *wh = w + (size_t)h * D;
@@ -26,11 +27,12 @@ void rl_forget_forward_rows(float *logf, const float *x, const float *w, const f
 }
 
 void rl_forget_backward_rows(float *dx, float *dw, float *db, float *dlogf, const float *logf,
-                             const float *x, const float *w, long t0, int n, int N, int H, int D)
+                             const float *x, const float *w, const struct rl_forget_rows *r)
 {
-    for (long t = t0; t < t0 + n; t++) {
+    const int N = r->N, H = r->H, D = r->D;
+    for (long t = r->t0; t < r->t0 + r->n; t++) {
         const float *xr  = x + (size_t)t * D;
-        float       *dxr = dx + (size_t)(t - t0) * D;
+        float       *dxr = dx + (size_t)(t - r->t0) * D;
         for (int h = 0; h < H; h++) {
             /* lambda = log sigmoid(a): d lambda / d a = sigmoid(-a) = 1 - exp(lambda) */
             const size_t i   = rl_heads_offset(t, h, N, H, 1);

@@ -19,16 +19,22 @@
 #define RL_FORGET_H
 
 /* The token rows [t0, t0 + n) of a batch of sequences of length N (token t is position
- * t mod N of sequence t / N): x is the batch's (B*N, D) LN1 output, logf its (B*H, N) log
- * gates, both whole; the rows' log gates are written. */
-void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b, long t0,
-                            int n, int N, int H, int D);
+ * t mod N of sequence t / N), H heads, model width D. */
+struct rl_forget_rows {
+    long t0;
+    int  n, N, H, D;
+};
+
+/* x is the batch's (B*N, D) LN1 output, logf its (B*H, N) log gates, both whole; the rows'
+ * log gates are written. */
+void rl_forget_forward_rows(float *logf, const float *x, const float *w, const float *b,
+                            const struct rl_forget_rows *r);
 
 /* The backward of the same rows: dlogf (B*H, N, whole) holds the kernel's gradient at the
  * rows' log gates and becomes, in place, the gradient at the pre-activation d a; then
  * dx (n, D: the rows' own) += d a . wf, dw (H, D) += d a^T x and db (H) += sum of d a, the
  * rows taken in order. */
 void rl_forget_backward_rows(float *dx, float *dw, float *db, float *dlogf, const float *logf,
-                             const float *x, const float *w, long t0, int n, int N, int H, int D);
+                             const float *x, const float *w, const struct rl_forget_rows *r);
 
 #endif

@@ -211,8 +211,10 @@ static void qkv_forward(rl_model *m, int l, long r0, int n, float *qkv)
                          p->ln1b, n, D);
     rl_linear_forward(qkv, a->ln1 + o, p->wqkv, NULL, n, D, 3 * D, 0);
     rl_heads_split_rows(a->q, a->k, a->v, qkv, p->bqkv, r0, n, m->N, m->H, m->d);
-    if (m->c.attn.forget)
-        rl_forget_forward_rows(a->logf, a->ln1, p->wf, p->bf, r0, n, m->N, m->H, D);
+    if (m->c.attn.forget) {
+        const struct rl_forget_rows fr = {r0, n, m->N, m->H, D};
+        rl_forget_forward_rows(a->logf, a->ln1, p->wf, p->bf, &fr);
+    }
 }
 
 /* xmid = x + merge(o) Wo^T + bo;  y = xmid + fc2(gelu(fc1(LN2(xmid)))) of block l;
@@ -403,9 +405,11 @@ static void qkv_backward(rl_model *m, int l, long r0, int n, float *slot, int fi
     rl_colsum_add(slot + off[RL_PART_BQKV], dqkv, n, 3 * D);
     rl_linear_backward(dln, NULL, NULL, dqkv, NULL, p->wqkv, n, D, 3 * D, 0);
     /* log f = log sigmoid(ln1 wf^T + bf) */
-    if (m->c.attn.forget)
+    if (m->c.attn.forget) {
+        const struct rl_forget_rows fr = {r0, n, m->N, m->H, D};
         rl_forget_backward_rows(dln, slot + off[RL_PART_WF], slot + off[RL_PART_BF], m->a.dlogf,
-                                a->logf, a->ln1, p->wf, r0, n, m->N, m->H, D);
+                                a->logf, a->ln1, p->wf, &fr);
+    }
     /* ln1 = LN1(x) */
     rl_layernorm_backward(m->a.dres + o1, slot + off[RL_PART_LN1W], slot + off[RL_PART_LN1B], dln,
                           stream(m, l) + o1, a->mean1 + r0, a->rstd1 + r0, p->ln1w, n, D);
