@@ -459,6 +459,23 @@ void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float
     }
 }
 
+void rl_lin_den_block_backward(struct lin_plan *p, const double *z0, const double *g0, int l,
+                               int causal)
+{
+    const int Dd = p->Dd;
+    if (p->sep) {
+        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
+        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
+    }
+    if (z0 != p->z) memcpy(p->z, z0, (size_t)Dd * sizeof(double));
+    if (g0) memcpy(p->g, g0, (size_t)Dd * sizeof(double));
+    const struct rl_lin_den dn = rl_lin_den_of(p, l);
+    if (p->logf)
+        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
+    else
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, causal);
+}
+
 static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,
                             const float *out, const float *den, const struct rl_lin_head *h)
 {
@@ -485,13 +502,7 @@ static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, co
         rl_lin_scan_rows(&sG, dvg + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, 0);
         rl_lin_scan_rows(&sGT, p->dC, vb, p->dnum, p->A, l, 1, 0);
         rl_lin_scan_fold(&sG, p->A, p->dnum, l, &sGT); /* one GEMM for both states */
-        if (p->sep) {
-            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-        }
-        memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
-        const struct rl_lin_den dn = rl_lin_den_of(p, l);
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, 1);
+        rl_lin_den_block_backward(p, ck + Dv, NULL, l, 1);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
@@ -526,7 +537,7 @@ static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, cons
 {
     float       *dq = g->dq, *dk = g->dk, *dvg = g->dv;
     const float *q = h->q, *k = h->k, *v = h->v;
-    const int    D = p->D, dv = p->dv, Dd = p->Dd, d = p->d;
+    const int    D = p->D, dv = p->dv, d = p->d;
     full_sums(p, dout, out, den, q, k, v);
     memset(p->Zs, 0, (size_t)d * sizeof(double)); /* Shen: the column sums (colsum) */
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
@@ -538,12 +549,7 @@ static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, cons
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, p->dnum, dv, p->Sf, dv, 0.0f, p->dA, D);
         rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, vb, dv, p->Gf, dv, 0.0f, p->dC, D);
         rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, dvg + (size_t)t0 * dv, dv);
-        if (p->sep) {
-            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-        }
-        const struct rl_lin_den dn = rl_lin_den_of(p, l);
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, 0);
+        rl_lin_den_block_backward(p, p->z, NULL, l, 0);
         rl_lin_chain_block(p, dq, dk, t0, l, p->Zs);
     }
     if (!p->shen) return;

@@ -103,13 +103,7 @@ void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, con
         rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, p->afn);
         double bd = rl_lin_gate_fold_weights(p, t0, l, 1);
         rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
-        if (p->sep) {
-            memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-            memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-        }
-        memcpy(p->z, ck + Dv, (size_t)Dd * sizeof(double));
-        const struct rl_lin_den dn = rl_lin_den_of(p, l);
-        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
+        rl_lin_den_block_backward(p, ck + Dv, NULL, l, 1);
         rl_lin_gate_dc(dlogf + t0, p, vb, dvg + (size_t)t0 * dv, l, eps);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);

@@ -60,6 +60,12 @@ void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int 
 /* o_m = num_m / den_m  =>  dnum_m = dout_m / den_m,  dden_m = -(dout_m . o_m) / den_m */
 void rl_lin_output_backward(float *dnum, double *dden, const float *dout, const float *out,
                             const float *den, int l, int dv);
+/* The denominators' share of the block's dB, dE (zeroed first where they are buffers of
+ * their own) and, with the gate (p->logf), of eg; z starts from z0 (causal: the prefix
+ * before the block; non-causal: the total) and g from g0 (NULL: g carries on from the
+ * block after). */
+void rl_lin_den_block_backward(struct lin_plan *p, const double *z0, const double *g0, int l,
+                               int causal);
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE. */
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum);
 

@@ -419,6 +419,18 @@ void rl_lin_wsum_rows(double *g, const double *w, const float *B, int l, int n)
         add_scaled_row(g, w[i], B + (size_t)i * n, n);
 }
 
+/* A row's denominator from s = B_m . z_m: *den = s + eps, o (num on entry, dv wide) /= it;
+ * returns 1 when s <= eps (the diagnostic count of rl_lin_den_rows). */
+static RL_INLINE long den_row(float *den, float *o, int dv, double s, float eps)
+{
+    double dd = s + (double)eps;
+    *den      = (float)dd;
+#pragma omp simd
+    for (int j = 0; j < dv; j++)
+        o[j] = (float)((double)o[j] / dd);
+    return s <= (double)eps;
+}
+
 RL_SIMD_CLONES
 long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n, int causal,
                      float eps)
@@ -433,13 +445,7 @@ long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n,
 #pragma omp simd reduction(+ : s)
         for (int f = 0; f < Dd; f++)
             s += (double)b[f] * z[f];
-        bad += s <= (double)eps; /* diagnostic: the denominator before eps is <= eps */
-        double dd = s + (double)eps;
-        den[m]    = (float)dd;
-        float *o  = out + (size_t)m * dv;
-#pragma omp simd
-        for (int j = 0; j < dv; j++)
-            o[j] = (float)((double)o[j] / dd);
+        bad += den_row(den + m, out + (size_t)m * dv, dv, s, eps);
     }
     return bad;
 }
@@ -480,13 +486,7 @@ long rl_lin_den_rows_decay(float *den, float *out, int dv, const struct rl_lin_d
             z[f] = am * z[f] + (double)e[f]; /* z_m = e^{lambda_m} z_{m-1} + E_m */
             s += (double)b[f] * z[f];
         }
-        bad += s <= (double)eps;
-        double dd = s + (double)eps;
-        den[m]    = (float)dd;
-        float *o  = out + (size_t)m * dv;
-#pragma omp simd
-        for (int j = 0; j < dv; j++)
-            o[j] = (float)((double)o[j] / dd);
+        bad += den_row(den + m, out + (size_t)m * dv, dv, s, eps);
     }
     return bad;
 }

@@ -272,23 +272,6 @@ void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
         totals_g(&p, st);
 }
 
-/* The denominators' share of dB, dE (and with the gate of eg) from the slot's z and g. */
-static void den_backward(struct lin_plan *p, struct slot s, int l, int causal, int gated)
-{
-    const int Dd = p->Dd;
-    if (p->sep) {
-        memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
-        memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
-    }
-    memcpy(p->z, s.z, (size_t)Dd * sizeof(double));
-    memcpy(p->g, s.g, (size_t)Dd * sizeof(double));
-    const struct rl_lin_den dn = rl_lin_den_of(p, l);
-    if (gated)
-        rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
-    else
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, causal);
-}
-
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */
 static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct slot s,
                         const struct rl_lin_head *h, float eps, int t0, int l)
@@ -307,7 +290,7 @@ static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct
     rl_lin_scan_rows_decay(&sA, p->dA, p->dnum, vb, p->C, l, 0, af);
     rl_lin_scan_rows_decay(&sG, g->dv + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, afn);
     rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, afn);
-    den_backward(p, s, l, 1, h->logf != NULL);
+    rl_lin_den_block_backward(p, s.z, s.g, l, 1);
     if (h->logf)
         rl_lin_gate_dc(g->dlogf + t0, p, h->v + (size_t)t0 * dv, g->dv + (size_t)t0 * dv, l, eps);
 }
@@ -323,7 +306,7 @@ static void full_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct s
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, l, D, dv, 1.0f, h->v + (size_t)t0 * dv, dv, p->Gf, dv, 0.0f,
              p->dC, D);
     rl_tile_gemm(l, dv, D, 1.0f, p->C, D, 1, p->Gf, dv, 0.0f, g->dv + (size_t)t0 * dv, dv);
-    den_backward(p, t, l, 0, 0);
+    rl_lin_den_block_backward(p, t.z, t.g, l, 0);
 }
 
 void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, const float *dout,
