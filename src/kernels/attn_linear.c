@@ -459,6 +459,11 @@ void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float
     }
 }
 
+struct rl_lin_den rl_lin_den_of(const struct lin_plan *p, int l)
+{
+    return (struct rl_lin_den){p->B, p->E, p->z, p->g, p->ad, p->adn, l, p->Dd};
+}
+
 void rl_lin_den_block_backward(struct lin_plan *p, const double *z0, const double *g0, int l,
                                int causal)
 {

@@ -10,7 +10,6 @@
 
 #include <stddef.h>
 #include "attn_opts.h"
-#include "attn_linear_impl.h"
 
 enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
 enum { SIDE_K = 1, SIDE_Q = 2 };
@@ -43,10 +42,8 @@ struct lin_plan {
 
 /* The denominator operands of the plan's current block of l rows (its B, E, z, g and, with
  * the gate, the block's decays). */
-static inline struct rl_lin_den rl_lin_den_of(const struct lin_plan *p, int l)
-{
-    return (struct rl_lin_den){p->B, p->E, p->z, p->g, p->ad, p->adn, l, p->Dd};
-}
+struct rl_lin_den;
+struct rl_lin_den rl_lin_den_of(const struct lin_plan *p, int l);
 
 struct rl_lin_head;
 struct rl_lin_grads;
