@@ -528,6 +528,45 @@ static void test_gate_is_alibi(void)
     kbuf_free(&b);
 }
 
+/* The same with the keys prepared once for the head (rl_attn_softmax_prepare, tiles in
+ * reverse order): the pieces and the whole-head backward give the unprepared whole-head
+ * bits in b. */
+static void test_prepared(const struct rl_sm_head *h0, const struct kbuf *b, int N, int nb, int nk)
+{
+    const size_t pf =
+        rl_attn_softmax_prepared_floats(N, h0->d, h0->dv, h0->causal, 0, h0->rope != NULL);
+    if (pf == 0) return;
+    const size_t nq = (size_t)N * h0->d, nv = (size_t)N * h0->dv;
+    float       *prep = malloc(4 * pf), *o = malloc(4 * nv), *l = malloc(4 * (size_t)N),
+          *dq = malloc(4 * nq), *dk = malloc(4 * nq), *dv = malloc(4 * nv),
+          *D = malloc(4 * (size_t)N), *dc = malloc(4 * (size_t)N);
+    for (int t = nk - 1; t >= 0; t--)
+        rl_attn_softmax_prepare(prep, h0, t, 1);
+    struct rl_sm_head h = *h0;
+    h.prep              = prep;
+    for (int i = nb - 1; i >= 0; i--)
+        rl_attn_softmax_forward_block(o, l, &h, i, b->scr);
+    for (int i = 0; i < nb; i++)
+        rl_attn_softmax_row_dots(D, b->dout, o, &h, i);
+    for (int j = nk - 1; j >= 0; j--)
+        rl_attn_softmax_backward_kv(dk, dv, dc, b->dout, l, D, &h, j, b->scr);
+    for (int i = nb - 1; i >= 0; i--)
+        rl_attn_softmax_backward_q(dq, b->dout, l, D, &h, i, b->scr);
+    int same = !memcmp(o, b->o, 4 * nv) && !memcmp(l, b->lse, 4 * (size_t)N) &&
+               !memcmp(dq, b->dq, 4 * nq) && !memcmp(dk, b->dk, 4 * nq) &&
+               !memcmp(dv, b->dv, 4 * nv);
+    for (int n = 0; h.cum && n < N; n++)
+        same &= dc[n] == (float)b->dcum[n];
+    double                  *dcum = malloc(8 * (size_t)N);
+    const struct rl_sm_grads g    = {dq, dk, dv, NULL, dcum};
+    rl_attn_softmax_backward(&g, b->dout, o, l, &h, b->scr); /* whole head, prepared */
+    same &= !memcmp(dq, b->dq, 4 * nq) && !memcmp(dk, b->dk, 4 * nq) && !memcmp(dv, b->dv, 4 * nv);
+    same &= !h.cum || !memcmp(dcum, b->dcum, 8 * (size_t)N);
+    tap_ok(same, "N=%d: the pieces and the whole-head backward on prepared keys give the same bits",
+           N);
+    free(prep), free(o), free(l), free(dq), free(dk), free(dv), free(D), free(dc), free(dcum);
+}
+
 /* The pieces -- forward by query block, backward by key block (dk, dv, dc) and by query
  * block (dq) -- give the whole-head calls' bits, in any order of the pieces. */
 static void test_pieces(int N, int causal, double gate, int rope_on)
@@ -565,6 +604,7 @@ static void test_pieces(int N, int causal, double gate, int rope_on)
     tap_ok(same, "N=%d %s%s%s: %d query and %d key block pieces give the whole-head bits", N,
            causal ? "causal" : "non-causal", gate > 0 ? " gated" : "", rope_on ? " RoPE" : "", nb,
            nk);
+    test_prepared(&h, &b, N, nb, nk);
     if (rope_on) rl_rope_free(&rope);
     free(o1), free(l1), free(dq1), free(dk1), free(dv1), free(D), free(dc);
     kbuf_free(&b);

@@ -236,6 +236,8 @@ static int make_configs(struct bench_cfg *c, int attn, int pe, int causal_sel)
 static double predicted_bytes(const struct rl_attn_opts *o, double N, int H, int d, int dv)
 {
     double base = 4.0 * H * N * (3 * d + 3 * dv + 1) * 2;
+    if (o->kind == RL_ATTN_SOFTMAX) /* the keys a call prepares: about 2 d + d + dv per row */
+        base += 4.0 * H * N * (o->xpos ? 0 : (o->pe == RL_ATTN_PE_ROPE ? 2 * d : 0) + d + dv);
     if (o->kind == RL_ATTN_LINEAR &&
         (o->pe == RL_ATTN_PE_T5 || (o->pe == RL_ATTN_PE_ALIBI && !o->alibi_scan)))
         base += 8.0 * 4 * N * 64 * rl_threads_get(); /* FFT column blocks */

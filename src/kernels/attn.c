@@ -122,7 +122,7 @@ void rl_attn_free(rl_attn *a)
     free(a->scratch);
     rl_free(a->drel);
     rl_free(a->rowbuf);
-    rl_free(a->linst);
+    rl_free(a->linst), rl_free(a->prep);
     rl_free(a->cum), rl_free(a->dec);
     free(a->toeplitz);
     rl_rope_free(&a->rope);
@@ -198,6 +198,8 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     }
     if (st == RL_OK) st = alloc_per_thread(a);
     if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
+    if (o->kind == RL_ATTN_SOFTMAX)
+        a->prep_head = rl_attn_softmax_prepared_floats(N, d, dv, o->causal, o->xpos, a->has_rope);
     if (st == RL_OK) st = rl_attn_reserve(a, H);
     if (st != RL_OK) {
         rl_attn_free(a);
@@ -218,18 +220,19 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
-    float  *r = rl_alloc((size_t)G * a->N * sizeof(float));
+    float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
     int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;
     if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
+    if (a->prep_head) p = rl_alloc((size_t)G * a->prep_head * sizeof(float));
     if (cum) c = rl_alloc((size_t)G * a->N * sizeof(double));
     if (dec) e = rl_alloc((size_t)G * a->N * sizeof(double));
-    if (!r || (a->linst_head && !l) || (cum && !c) || (dec && !e)) {
-        rl_free(r), rl_free(l), rl_free(c), rl_free(e);
+    if (!r || (a->linst_head && !l) || (a->prep_head && !p) || (cum && !c) || (dec && !e)) {
+        rl_free(r), rl_free(l), rl_free(p), rl_free(c), rl_free(e);
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
     }
-    rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->cum), rl_free(a->dec);
-    a->rowbuf = r, a->linst = l, a->cum = c, a->dec = e, a->G_max = G;
+    rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->prep), rl_free(a->cum), rl_free(a->dec);
+    a->rowbuf = r, a->linst = l, a->prep = p, a->cum = c, a->dec = e, a->G_max = G;
     return RL_OK;
 }
 

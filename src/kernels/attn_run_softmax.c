@@ -55,7 +55,26 @@ static struct rl_sm_head head_of(const rl_attn *a, const struct rl_attn_in *in, 
                            .dv     = a->dv,
                            .causal = a->o.causal};
     if (gate && in->logf) h.cum = a->cum + (size_t)g * a->N;
+    if (a->prep_head) h.prep = a->prep + (size_t)g * a->prep_head;
     return h;
+}
+
+/* The call's prepared keys (attn_softmax.h; with `values` the packed values too, which the
+ * backward reads), one piece per (head, key tile), before the pieces that read them; none
+ * where they do not pay. */
+static void prepare(rl_attn *a, const struct rl_attn_in *in, int G, int values)
+{
+    if (!a->prep_head) return;
+    const int  nk = rl_attn_softmax_key_blocks(a->N);
+    const long np = (long)G * nk;
+    double     t0 = rl_region_begin();
+#pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, np))
+    for (long p = 0; p < np; p++) {
+        const int         g = (int)(p / nk);
+        struct rl_sm_head h = head_of(a, in, g, 0);
+        rl_attn_softmax_prepare(a->prep + (size_t)g * a->prep_head, &h, (int)(p % nk), values);
+    }
+    rl_region_end(t0, np);
 }
 
 void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
@@ -63,7 +82,8 @@ void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struc
 {
     const int  nb = rl_attn_softmax_blocks(a->N, a->o.causal, a->xlam, a->d);
     const long np = (long)G * nb;
-    double     t0 = rl_region_begin();
+    prepare(a, in, G, 0);
+    double t0 = rl_region_begin();
 #pragma omp parallel num_threads(rl_attn_team(a, np))
     {
         float            *scr  = a->scratch[rl_thread_slot()];
@@ -163,6 +183,7 @@ void rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, co
     const int planned = rl_threads_planned(); /* > threads only while regions are counted */
     const int team    = planned > rl_threads_get() ? planned : rl_attn_team(a, (long)G * a->N);
     const int by_head = (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) || G >= 2 * team;
+    prepare(a, in, G, 1);
     if (by_head) {
         backward_by_head(a, gr, dout, o, saved, in, G);
         return;

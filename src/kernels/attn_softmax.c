@@ -357,12 +357,79 @@ void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int
     *mb                  = imin(qb, N - *i0);
 }
 
-/* Key rows j0 .. j0+n-1 as the scores use them: k, or R_n k_n (rotated into kr, kept while
- * the tile is the same). */
+/* ---- prepared keys ---- */
+
+static size_t prep_tiles(int N)
+{
+    int bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    return (size_t)((N + bk - 1) / bk);
+}
+
+size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int causal, int xpos, int rope)
+{
+    if (xpos || rl_attn_softmax_blocks(N, causal, NULL, d) < 2) return 0;
+    int bq, bk, ld;
+    tile_dims(N, &bq, &bk, &ld);
+    return (rope ? 2 * (size_t)N * d : 0) + prep_tiles(N) * (size_t)ld * (size_t)(d + dv);
+}
+
+/* The parts of a head's prepared keys: rotated q and k (RoPE), packed k^T and v^T tiles. */
+struct sm_prep {
+    float *qr, *kr, *kt, *vt;
+};
+
+static struct sm_prep prep_parts(float *prep, const struct rl_sm_head *h)
+{
+    int bq, bk, ld;
+    tile_dims(h->N, &bq, &bk, &ld);
+    const size_t   nd = (size_t)h->N * h->d;
+    struct sm_prep p  = {NULL, NULL, prep, NULL};
+    if (h->rope) p.qr = prep, p.kr = prep + nd, p.kt = prep + 2 * nd;
+    p.vt = p.kt + prep_tiles(h->N) * (size_t)ld * h->d;
+    return p;
+}
+
+/* A head's prepared keys, to read (the one place their pointer loses its const). */
+static struct sm_prep head_prep(const struct rl_sm_head *h)
+{
+    return prep_parts((float *)h->prep, h);
+}
+
+/* The packed v^T of the key tile at j0: prepared, or packed into vp and kept while the
+ * tile is the same. */
+static const float *value_tile(struct sm_call *c, struct key_pack *vp, int j0)
+{
+    const struct rl_sm_head *h = c->h;
+    if (h->prep) return head_prep(h).vt + (size_t)(j0 / c->bk) * h->dv * c->ld;
+    return packed(vp, h->v, h->dv, c->ld, j0, imin(c->bk, h->N - j0));
+}
+
+void rl_attn_softmax_prepare(float *prep, const struct rl_sm_head *h, int t, int values)
+{
+    int bq, bk, ld;
+    tile_dims(h->N, &bq, &bk, &ld);
+    const int            d = h->d, dv = h->dv, j0 = t * bk, n = imin(bk, h->N - j0);
+    const struct sm_prep p    = prep_parts(prep, h);
+    const float         *k    = h->k + (size_t)j0 * d;
+    const unsigned       mode = ftz_on(); /* the rotations as the kernels make them */
+    if (h->rope) {
+        rl_rope_rotate(h->rope, p.qr + (size_t)j0 * d, d, h->q + (size_t)j0 * d, d, n, j0, 0);
+        rl_rope_rotate(h->rope, p.kr + (size_t)j0 * d, d, k, d, n, j0, 0);
+        k = p.kr + (size_t)j0 * d;
+    }
+    rl_tile_pack_t(p.kt + (size_t)t * d * ld, ld, k, d, n, d);
+    if (values) rl_tile_pack_t(p.vt + (size_t)t * dv * ld, ld, h->v + (size_t)j0 * dv, dv, n, dv);
+    ftz_restore(mode);
+}
+
+/* Key rows j0 .. j0+n-1 as the scores use them: k, or R_n k_n (prepared, or rotated into
+ * kr and kept while the tile is the same). */
 static const float *key_rows(struct sm_call *c, int j0, int n)
 {
     const struct rl_sm_head *h = c->h;
     if (!h->rope) return h->k + (size_t)j0 * h->d;
+    if (h->prep) return head_prep(h).kr + (size_t)j0 * h->d;
     if (c->kr_j0 != j0) {
         rl_rope_rotate(h->rope, c->kr, h->d, h->k + (size_t)j0 * h->d, h->d, n, j0, 0);
         c->kr_j0 = j0;
@@ -380,6 +447,7 @@ static const float *key_tile(struct sm_call *c, struct key_pack *kp, int c0, int
     const int                n = h->xlam ? nb : imin(c->bk, h->N - j0);
     const float             *k = key_rows(c, j0, n);
     if (rows_out) *rows_out = k;
+    if (!h->xlam && h->prep) return head_prep(h).kt + (size_t)(j0 / c->bk) * h->d * c->ld;
     if (!h->xlam) {
         if (kp->j0 != j0) rl_tile_pack_t(kp->t, c->ld, k, h->d, n, h->d), kp->j0 = j0;
         return kp->t;
@@ -399,7 +467,10 @@ static const float *block_queries(const struct sm_call *c, int i0, int mb)
 {
     const struct rl_sm_head *h = c->h;
     const float             *q = h->q + (size_t)i0 * h->d;
-    if (h->rope) rl_rope_rotate(h->rope, c->qr, h->d, q, h->d, mb, i0, 0), q = c->qr;
+    if (h->rope && h->prep)
+        q = head_prep(h).qr + (size_t)i0 * h->d;
+    else if (h->rope)
+        rl_rope_rotate(h->rope, c->qr, h->d, q, h->d, mb, i0, 0), q = c->qr;
     if (!h->xlam) return q;
     float *qs = c->xs, *fq = qs + (size_t)c->bq * h->d;
     xpos_rows(qs, fq, q, h->xlam, i0, mb, h->d, i0 + mb / 2, 1.0f);
@@ -555,8 +626,7 @@ static void backward_tile(struct sm_call *c, struct sm_bwd *w, const struct sm_q
                     row_cols(h->causal, i0 + a, j0, nb), nb, w->lse[i0 + a]);
     /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
     if (w->dv) rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, w->dv + (size_t)j0 * dv, dv);
-    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1,
-                 packed(&w->vp, h->v, dv, ld, j0, imin(c->bk, h->N - j0)), ld, 0.0f, dp, ld);
+    rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, value_tile(c, &w->vp, j0), ld, 0.0f, dp, ld);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
         softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(w->drel, c, i0 + a, j0),

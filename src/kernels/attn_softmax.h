@@ -5,7 +5,8 @@
  *   o_m    = sum_n softmax_n(s[m,.]) v_n
  *
  * With RoPE, q_m and k_n enter as R_m q_m and R_n k_n: rotated block by block inside the
- * kernel (a key tile once per query block that uses it), and dq, dk are rotated back.  rel is the
+ * kernel (a key tile once per query block that uses it, or once per call: prepared keys,
+ * below), and dq, dk are rotated back.  rel is the
  * relative bias vector (2N-1, see posbias.h) or NULL.  cum is the forget gate's cumulative log gate
  * c[m] = sum_{l<=m} lambda[l] (N doubles) or NULL. causal: n <= m.  Memory O(N*d): the N x N matrix
  * is never stored; tiles are Bq x Bk. lse (N): the log-sum-exp of each score row as the kernel
@@ -33,6 +34,7 @@ struct rl_sm_head {
     const float          *rel;       /* relative bias (2N-1) or NULL */
     const float          *xlam;      /* xPos: ln(zeta_f)/gamma per feature (d), or NULL (causal) */
     const double         *cum;       /* forget gate: c (N), or NULL (causal) */
+    const float          *prep; /* the call's prepared keys (rl_attn_softmax_prepare) or NULL */
     int                   N, d, dv, causal;
 };
 
@@ -51,6 +53,18 @@ int rl_attn_softmax_key_blocks(int N);
 int  rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d);
 void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int b, int *i0,
                                 int *mb);
+
+/* Prepared keys.  Each query block visits every key tile it sees, so a tile's rotated
+ * keys and its packed transposes would be made once per query block; a call can make them
+ * once per head instead, tile by tile, into rl_attn_softmax_prepared_floats(...) floats
+ * per head (0 where it does not pay: one query block, or xPos, whose keys are scaled per
+ * query block): [R_m q_m (N x d) | R_n k_n (N x d), both with RoPE only | each tile's
+ * packed k^T | each tile's packed v^T].  A head whose `prep` points at them reads them
+ * instead of making them; the bits are the same. */
+size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int causal, int xpos, int rope);
+/* Key tile t's share of the head's prepared keys (prep: the head's first float; h->prep
+ * is not read); the packed v^T only with `values` (the forward does not read them). */
+void rl_attn_softmax_prepare(float *prep, const struct rl_sm_head *h, int t, int values);
 
 /* Whole head. */
 void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, float *scratch);
