@@ -667,5 +667,8 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
         check_case(&big[i], 1e-3, 1e-2);
+    /* (last: the cases above keep their data) query blocks of 63 rows, an odd number of
+     * rows of d = 16, which rl_rope_rotate rotates in its vector loop's tail */
+    test_pieces(250, 1, 0.2, 1);
     return tap_done();
 }

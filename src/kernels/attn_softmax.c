@@ -414,7 +414,16 @@ void rl_attn_softmax_prepare(float *prep, const struct rl_sm_head *h, int t, int
     const float         *k    = h->k + (size_t)j0 * d;
     const unsigned       mode = ftz_on(); /* the rotations as the kernels make them */
     if (h->rope) {
-        rl_rope_rotate(h->rope, p.qr + (size_t)j0 * d, d, h->q + (size_t)j0 * d, d, n, j0, 0);
+        /* the queries by query block, as block_queries rotates them (each block lies in
+         * one tile): rl_rope_rotate's last bit may depend on how rows are grouped */
+        const int nb = rl_attn_softmax_blocks(h->N, h->causal, NULL, d);
+        for (int b = 0; b < nb; b++) {
+            int i0, mb;
+            rl_attn_softmax_block_rows(h->N, h->causal, NULL, d, b, &i0, &mb);
+            if (i0 >= j0 && i0 < j0 + n)
+                rl_rope_rotate(h->rope, p.qr + (size_t)i0 * d, d, h->q + (size_t)i0 * d, d, mb, i0,
+                               0);
+        }
         rl_rope_rotate(h->rope, p.kr + (size_t)j0 * d, d, k, d, n, j0, 0);
         k = p.kr + (size_t)j0 * d;
     }
