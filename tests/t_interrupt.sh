@@ -158,7 +158,11 @@ normalise "$tmp/ref-one/runs/k" "$tmp/ref-one.norm"
 d="$tmp/kill"
 start "$d" 1 $one --set train.checkpoint_minutes=0.0005; pid=$!
 i=0
-while [ "$(cat "$d/runs/k/metrics.jsonl" 2>/dev/null | wc -l)" -lt 20 ] && [ $i -lt 3000 ]; do
+# after 20 updates and the first safety checkpoint (30 ms of training: on a fast machine
+# more than 20 updates, and killing at 20 then found none)
+while { [ "$(cat "$d/runs/k/metrics.jsonl" 2>/dev/null | wc -l)" -lt 20 ] ||
+    ! ls "$d/runs/k/checkpoints" 2>/dev/null | grep -q '^step-[0-9]*\.safetensors$'; } &&
+    [ $i -lt 3000 ]; do
     sleep 0.005; i=$((i + 1))
 done
 kill -KILL $pid; { wait $pid; } 2>/dev/null
