@@ -18,7 +18,7 @@ case "$ROPELAB" in /*) ;; *) ROPELAB="$(pwd)/$ROPELAB" ;; esac
 tiny_ini "$tmp/k.ini" k <<END_INI
 [train]
 steps = 24
-batch = 4
+batch = 32
 log_every = 1
 [eval]
 lengths = 8, 16
