@@ -533,8 +533,7 @@ static void test_gate_is_alibi(void)
  * bits in b. */
 static void test_prepared(const struct rl_sm_head *h0, const struct kbuf *b, int N, int nb, int nk)
 {
-    const size_t pf =
-        rl_attn_softmax_prepared_floats(N, h0->d, h0->dv, h0->causal, 0, h0->rope != NULL);
+    const size_t pf = rl_attn_softmax_prepared_floats(N, h0->d, h0->dv, 0, h0->rope != NULL);
     if (pf == 0) return;
     const size_t nq = (size_t)N * h0->d, nv = (size_t)N * h0->dv;
     float       *prep = malloc(4 * pf), *o = malloc(4 * nv), *l = malloc(4 * (size_t)N),
@@ -668,7 +667,8 @@ int main(void)
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
         check_case(&big[i], 1e-3, 1e-2);
     /* (last: the cases above keep their data) query blocks of 63 rows, an odd number of
-     * rows of d = 16, which rl_rope_rotate rotates in its vector loop's tail */
+     * rows of d = 16, whose last rl_rope_rotate takes in its vector loop's tail: the pieces
+     * must group the rows as the whole head does */
     test_pieces(250, 1, 0.2, 1);
     return tap_done();
 }

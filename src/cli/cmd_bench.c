@@ -236,7 +236,7 @@ static int make_configs(struct bench_cfg *c, int attn, int pe, int causal_sel)
 static double predicted_bytes(const struct rl_attn_opts *o, double N, int H, int d, int dv)
 {
     double base = 4.0 * H * N * (3 * d + 3 * dv + 1) * 2;
-    if (o->kind == RL_ATTN_SOFTMAX) /* the keys a call prepares: about 2 d + d + dv per row */
+    if (o->kind == RL_ATTN_SOFTMAX && N > 256) /* prepared keys: about 2 d + d + dv per row */
         base += 4.0 * H * N * (o->xpos ? 0 : (o->pe == RL_ATTN_PE_ROPE ? 2 * d : 0) + d + dv);
     if (o->kind == RL_ATTN_LINEAR &&
         (o->pe == RL_ATTN_PE_T5 || (o->pe == RL_ATTN_PE_ALIBI && !o->alibi_scan)))

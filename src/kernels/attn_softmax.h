@@ -57,11 +57,11 @@ void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int
 /* Prepared keys.  Each query block visits every key tile it sees, so a tile's rotated
  * keys and its packed transposes would be made once per query block; a call can make them
  * once per head instead, tile by tile, into rl_attn_softmax_prepared_floats(...) floats
- * per head (0 where it does not pay: one query block, or xPos, whose keys are scaled per
- * query block): [R_m q_m (N x d) | R_n k_n (N x d), both with RoPE only | each tile's
+ * per head (0 where it does not pay: one key tile, N <= 256, or xPos, whose keys are
+ * scaled per query block): [R_m q_m (N x d) | R_n k_n (N x d), both with RoPE only | each tile's
  * packed k^T | each tile's packed v^T].  A head whose `prep` points at them reads them
  * instead of making them; the bits are the same. */
-size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int causal, int xpos, int rope);
+size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int xpos, int rope);
 /* Key tile t's share of the head's prepared keys (prep: the head's first float; h->prep
  * is not read); the packed v^T only with `values` (the forward does not read them). */
 void rl_attn_softmax_prepare(float *prep, const struct rl_sm_head *h, int t, int values);

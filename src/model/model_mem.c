@@ -71,7 +71,7 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
     if (c->attn.kind == RL_ATTN_SOFTMAX) { /* the keys a call prepares, per head */
         const int d = c->d_model / c->heads;
         *call_bytes += 4.0 * B * c->heads *
-                       (double)rl_attn_softmax_prepared_floats(
-                           N, d, d, c->attn.causal, c->attn.xpos, c->attn.pe == RL_ATTN_PE_ROPE);
+                       (double)rl_attn_softmax_prepared_floats(N, d, d, c->attn.xpos,
+                                                               c->attn.pe == RL_ATTN_PE_ROPE);
     }
 }
