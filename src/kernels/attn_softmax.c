@@ -359,22 +359,16 @@ void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int
 
 /* ---- prepared keys ---- */
 
-static size_t prep_tiles(int N)
-{
-    int bq, bk, ld;
-    tile_dims(N, &bq, &bk, &ld);
-    return (size_t)((N + bk - 1) / bk);
-}
-
 size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int xpos, int rope)
 {
     /* one key tile (N <= 256): the whole-head backward packs it once per head anyway, and
      * reading it from the buffers measured 5 % slower there (forward + backward, causal
      * N = 256, 64 heads); the forward's four query blocks repack it from cache for free */
-    if (xpos || prep_tiles(N) < 2) return 0;
+    if (xpos || rl_attn_softmax_key_blocks(N) < 2) return 0;
     int bq, bk, ld;
     tile_dims(N, &bq, &bk, &ld);
-    return (rope ? 2 * (size_t)N * d : 0) + prep_tiles(N) * (size_t)ld * (size_t)(d + dv);
+    return (rope ? 2 * (size_t)N * d : 0) +
+           (size_t)rl_attn_softmax_key_blocks(N) * ld * (size_t)(d + dv);
 }
 
 /* The parts of a head's prepared keys: rotated q and k (RoPE), packed k^T and v^T tiles. */
@@ -389,7 +383,7 @@ static struct sm_prep prep_parts(float *prep, const struct rl_sm_head *h)
     const size_t   nd = (size_t)h->N * h->d;
     struct sm_prep p  = {NULL, NULL, prep, NULL};
     if (h->rope) p.qr = prep, p.kr = prep + nd, p.kt = prep + 2 * nd;
-    p.vt = p.kt + prep_tiles(h->N) * (size_t)ld * h->d;
+    p.vt = p.kt + (size_t)rl_attn_softmax_key_blocks(h->N) * ld * h->d;
     return p;
 }
 
