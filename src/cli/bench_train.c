@@ -99,7 +99,7 @@ static void csv_row(FILE *csv, const struct rl_bench_train_cell *c, const struct
 }
 
 struct train_args {
-    int         mode, threads, steps, warmup, kind, ns[16], nn;
+    int         mode, threads, steps, warmup, kind, ns[16], nn, regions;
     const char *out;
 };
 
@@ -114,8 +114,31 @@ const struct rl_opt rl_bench_train_opts[] = {
     RL_OPT_INT("threads", A, threads, 1, 1024, "N",
                "threads (default OMP_NUM_THREADS or all cores)"),
     RL_OPT_STRING("out", A, out, "DIR", "write DIR/bench_train.csv (default: no CSV)"),
+    RL_OPT_FLAG("regions", 0, A, regions, 1,
+                "after each row, its parallel regions: ms per update, calls, pieces"),
     RL_OPT_END};
 #undef A
+
+/* The region profile of a cell's timed updates (--regions): per region (named after its
+ * piece function, or the function that opens it), ms per update, share of the update,
+ * calls per update and pieces per call; then the time outside every region. */
+static void print_regions(FILE *out, const struct rl_bench_train_cell *c, int steps)
+{
+    struct rl_region_site rows[64];
+    const int             n      = rl_region_sites_get(rows, 64);
+    const double          upd    = c->ms_timed / steps;
+    double                inside = 0;
+    fprintf(out, "  %-36s %9s %7s %9s %9s\n", "region", "ms/upd", "share", "calls/upd", "pieces");
+    for (int i = 0; i < n; i++) {
+        const double ms = rows[i].ms / steps;
+        inside += ms;
+        fprintf(out, "  %-36s %9.3f %6.1f%% %9.1f %9.1f\n", rows[i].name, ms,
+                upd > 0 ? 100.0 * ms / upd : 0, (double)rows[i].calls / steps,
+                (double)rows[i].pieces / (double)rows[i].calls);
+    }
+    fprintf(out, "  %-36s %9.3f %6.1f%%\n", "(outside the regions)", upd - inside,
+            upd > 0 ? 100.0 * (upd - inside) / upd : 0);
+}
 
 /* The rows: each attention kind asked for at each length. */
 static int train_table(FILE *out, FILE *csv, const struct train_args *a)
@@ -130,7 +153,8 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
         const enum rl_attn_kind k = (enum rl_attn_kind)(i % RL_ATTN_KIND_COUNT);
         const int               N = ns[i / RL_ATTN_KIND_COUNT];
         if (a->kind >= 0 && (int)k != a->kind) continue;
-        struct rl_bench_train_cell c = {.kind = k, .N = N, .B = N < 4096 ? 4096 / N : 1};
+        struct rl_bench_train_cell c = {
+            .kind = k, .N = N, .B = N < 4096 ? 4096 / N : 1, .regions = a->regions};
         if (ran++ > 0) measure_peak(&pk, rl_threads_get()); /* start-up's serves the first */
         if (rl_bench_train_cell(&c, a->warmup, a->steps) != RL_OK) {
             fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
@@ -138,6 +162,7 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
             break;
         }
         print_row(out, &c, &pk, t);
+        if (a->regions) print_regions(out, &c, a->steps);
         fflush(out);
         if (csv) csv_row(csv, &c, &pk, t);
     }

@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -106,7 +107,7 @@ int rl_nested(void)
 #endif
 }
 
-void rl_pieces(long pieces, void (*body)(void *ctx, long p), void *ctx)
+void rl_pieces_named(long pieces, void (*body)(void *ctx, long p), void *ctx, const char *name)
 {
     if (rl_nested()) {
         for (long p = 0; p < pieces; p++)
@@ -119,7 +120,7 @@ void rl_pieces(long pieces, void (*body)(void *ctx, long p), void *ctx)
 #pragma omp parallel for schedule(static) num_threads(team)
     for (long p = 0; p < pieces; p++)
         body(ctx, p);
-    rl_region_end(t0, pieces);
+    rl_region_end_named(t0, pieces, name);
 }
 
 /* Region time by piece count p, bin min(p, PIECE_MAX): a target above PIECE_MAX counts the
@@ -163,17 +164,60 @@ double rl_regions_serial_ms(int target)
     return s;
 }
 
+#define SITE_MAX 96
+static int                   sites_on, n_sites;
+static struct rl_region_site sites[SITE_MAX];
+
+void rl_region_sites(int on)
+{
+    if (on) n_sites = 0;
+    sites_on = on;
+}
+
+static int by_ms_desc(const void *a, const void *b)
+{
+    const double x = ((const struct rl_region_site *)a)->ms;
+    const double y = ((const struct rl_region_site *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+int rl_region_sites_get(struct rl_region_site *rows, int max)
+{
+    qsort(sites, (size_t)n_sites, sizeof *sites, by_ms_desc);
+    int n = n_sites < max ? n_sites : max;
+    for (int i = 0; i < n; i++)
+        rows[i] = sites[i];
+    return n;
+}
+
+/* Names are string literals and __func__: equal names are one row. */
+static void site_book(const char *name, long pieces, double t)
+{
+    int i = 0;
+    while (i < n_sites && sites[i].name != name && strcmp(sites[i].name, name) != 0)
+        i++;
+    if (i == n_sites) {
+        if (n_sites == SITE_MAX) return;
+        sites[n_sites++] = (struct rl_region_site){.name = name};
+    }
+    sites[i].calls++;
+    sites[i].pieces += pieces;
+    sites[i].ms += t;
+}
+
 double rl_region_begin(void)
 {
     if (rl_nested()) return -1.0; /* booked by the enclosing region */
-    return regions_on ? rl_now_ms() : -1.0;
+    return regions_on || sites_on ? rl_now_ms() : -1.0;
 }
 
-void rl_region_end(double t0, long pieces)
+void rl_region_end_named(double t0, long pieces, const char *name)
 {
-    if (!regions_on || t0 < 0) return;
+    if (t0 < 0) return;
     double t = rl_now_ms() - t0;
     if (pieces < 1) pieces = 1;
+    if (sites_on) site_book(name, pieces, t);
+    if (!regions_on) return;
     regions.ms += t;
     regions.regions++;
     regions.serial_ms += serial_part(t, (double)pieces, regions.target);

@@ -39,7 +39,9 @@ int rl_nested(void);
  * problem: outside any region, on rl_team(pieces) threads and booked (rl_region_begin /
  * rl_region_end below); nested in a region, in order on the calling thread without a region
  * of its own (opening even a one-thread region costs microseconds). */
-void rl_pieces(long pieces, void (*body)(void *ctx, long p), void *ctx);
+void rl_pieces_named(long pieces, void (*body)(void *ctx, long p), void *ctx, const char *name);
+/* rl_pieces(pieces, body, ctx): the region is named after its body (the profile below). */
+#define rl_pieces(pieces, body, ctx) rl_pieces_named(pieces, body, ctx, #body)
 
 /* Where a step's time goes, for the serial fraction `bench --train` reports (Amdahl's law
  * judged on a machine with fewer cores than the target).  Between rl_regions_count(1)
@@ -65,6 +67,21 @@ int rl_threads_planned(void);
  * kept by their number of pieces, so any target can be asked after the count). */
 double rl_regions_serial_ms(int target);
 double rl_region_begin(void);
-void   rl_region_end(double t0, long pieces);
+void   rl_region_end_named(double t0, long pieces, const char *name);
+/* rl_region_end(t0, pieces): the region is named after the function it is in. */
+#define rl_region_end(t0, pieces) rl_region_end_named(t0, pieces, __func__)
+
+/* The region profile (`bench --train --regions`): between rl_region_sites(1) (which zeroes
+ * it) and rl_region_sites(0), each booked region adds its wall time, calls and pieces to
+ * its name's row, on any thread count, so that the rows of two counts show which regions
+ * stop scaling.  rl_region_sites_get fills up to `max` rows, largest time first, and gives
+ * the number filled. */
+struct rl_region_site {
+    const char *name;
+    long        calls, pieces; /* pieces summed over the calls */
+    double      ms;
+};
+void rl_region_sites(int on);
+int  rl_region_sites_get(struct rl_region_site *rows, int max);
 
 #endif

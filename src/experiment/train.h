@@ -203,6 +203,10 @@ struct rl_bench_train_cell {
      * on the speed-up it implies, 1 / (s + (1 - s) / n) (Amdahl's law) */
     double serial16, serial64, amdahl16, amdahl64;
     int    serial_updates; /* updates the serial fraction was measured on */
+    /* regions != 0: the timed updates are booked in the region profile (core/threads.h,
+     * rl_region_sites), and ms_timed is their summed wall time */
+    int    regions;
+    double ms_timed;
 };
 /* One cell of that benchmark (the same model), for callers that format themselves. */
 rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int steps);

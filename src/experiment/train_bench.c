@@ -104,7 +104,7 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
         mom && ms ? RL_OK : rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "bench: out of memory");
     double total = 0; /* ms of the timed updates */
     for (int s = 0; st == RL_OK && s < warmup + steps; s++) {
-        if (s == warmup) rl_products_count(1);
+        if (s == warmup) rl_products_count(1), rl_region_sites(cell->regions);
         double t[5];
         if ((st = update(m, b, mom, s, t)) != RL_OK || s < warmup) continue;
         int i             = s - warmup;
@@ -115,6 +115,8 @@ static rl_status run_updates(struct rl_bench_train_cell *cell, rl_model *m,
         total += t[4] - t[0];
     }
     rl_products_count(0);
+    rl_region_sites(0);
+    cell->ms_timed = total;
     if (st == RL_OK) st = serial_fraction(cell, m, b, mom, warmup + steps, steps < 3 ? steps : 3);
     if (st == RL_OK) {
         struct rl_products p             = rl_products_counted();
