@@ -161,6 +161,12 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
     return 0;
 }
 
+/* the phases' names in the region profile (core/threads.h) */
+static const char *const phase_names[] = {"linear: forward sums",    "linear: forward prefix",
+                                          "linear: forward rows",    "linear: backward sums",
+                                          "linear: backward prefix", "linear: backward rows",
+                                          "linear: gate suffix"};
+
 static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
 {
     const long np  = per_head ? f->G : (long)f->G * f->nb;
@@ -171,7 +177,7 @@ static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
         int g = per_head ? (int)p : (int)(p / f->nb), b = per_head ? -1 : (int)(p % f->nb);
         bad += phase_piece(f, k, g, b, f->a->scratch[rl_thread_slot()]);
     }
-    rl_region_end(t0, np);
+    rl_region_end_named(t0, np, phase_names[k]);
     return bad;
 }
 
