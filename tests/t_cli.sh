@@ -123,5 +123,15 @@ printf '[experiment]\nname = c\n[model]\nd_model = 16\nheads = 2\nlayers = 1\n[t
 ROPELAB_GNUPLOT=none "$ROPELAB" run -q --out="$tmp/runs" --set=train.steps=3 --threads=1 "$tmp/c.ini" >/dev/null 2>&1 &&
     grep -q '^steps = 3$' "$tmp/runs/c/config.ini" && grep -q '^threads = 1$' "$tmp/runs/c/config.ini"
 ok $? "run with --out=DIR --set=KEY=V --threads=N before the file"
+# bench --train --regions: under the row, the cell's regions by name, then the time outside
+# them; the regions' ms per update add up to at most the update's
+out=$("$ROPELAB" bench --train --regions --attention linear --n 16 --steps 1 --warmup 0 --threads 1 2>&1)
+echo "$out" | awk '/^linear/ { row = 1 } row && /^  region +ms\/upd/ { head = 1 }
+    head && $1 == "forward_rows" { f = 1 } head && $1 == "backward_rows" { b = 1 }
+    head && /^  linear: forward sums/ { s = 1 } head && /^  \(outside the regions\)/ { out = $4 }
+    END { exit !(f && b && s && out != "" && out + 0 >= 0) }'
+r=$?
+ok $r "bench --train --regions lists the step's regions and the time outside them"
+[ $r = 0 ] || echo "$out" | sed 's/^/# /'
 echo "1..$n"
 exit $failed

@@ -14,7 +14,8 @@
  * 3. The governor, fed synthetic update times: on an idle machine it never leaves the
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
- *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off. */
+ *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off.
+ * 4. The region profile of `bench --train --regions` (below). */
 #include "config.h"
 #include "core/threads.h"
 #include "core/init.h"
@@ -237,6 +238,59 @@ static void test_governor(void)
     tap_ok(at2 == 0 && fin == 1 && rl_threads_get() == 1, "one thread asked for: stays at 1");
 }
 
+/* 4. The region profile (core/threads.h, rl_region_sites): each region books its name
+ *    (rl_pieces: the body's; a bracketed region: its function's), calls, pieces and wall
+ *    time while it is on and nothing after; a region nested in another books nothing of
+ *    its own; the rows come largest time first. */
+static void busy_ms(double ms)
+{
+    const double t0 = rl_now_ms();
+    while (rl_now_ms() - t0 < ms) {
+    }
+}
+
+static void inner_piece(void *ctx, long p) { (void)ctx, (void)p, busy_ms(0.05); }
+
+static void outer_piece(void *ctx, long p)
+{
+    (void)ctx, (void)p;
+    busy_ms(1.0);
+    rl_pieces(2, inner_piece, NULL); /* nested: on this thread, no region of its own */
+}
+
+static void bracketed_region(void)
+{
+    const double t0 = rl_region_begin();
+    busy_ms(0.5);
+    rl_region_end(t0, 3);
+}
+
+static void test_region_profile(void)
+{
+    struct rl_region_site rows[8];
+    rl_threads_set(2);
+    rl_region_sites(1);
+    rl_pieces(8, outer_piece, NULL);
+    rl_pieces(8, outer_piece, NULL);
+    bracketed_region();
+    rl_region_sites(0);
+    rl_pieces(8, outer_piece, NULL); /* after the profile: not booked */
+    const int n = rl_region_sites_get(rows, 8);
+    tap_ok(n == 2, "region profile: two rows (got %d)", n);
+    if (n != 2) return;
+    tap_ok(!strcmp(rows[0].name, "outer_piece") && rows[0].calls == 2 && rows[0].pieces == 16,
+           "rl_pieces is booked under its body's name with its calls and pieces (%s: %ld, %ld)",
+           rows[0].name, rows[0].calls, rows[0].pieces);
+    /* 16 pieces of >= 1 ms on 2 threads: at least 8 ms of wall time */
+    tap_ok(rows[0].ms >= 7.9, "its wall time covers the pieces' (%.2f ms >= 8)", rows[0].ms);
+    tap_ok(!strcmp(rows[1].name, "bracketed_region") && rows[1].calls == 1 && rows[1].pieces == 3 &&
+               rows[1].ms >= 0.49 && rows[1].ms <= rows[0].ms,
+           "a bracketed region is booked under its function's name, after the larger one (%s: "
+           "%ld calls, %ld pieces, %.2f ms)",
+           rows[1].name, rows[1].calls, rows[1].pieces, rows[1].ms);
+    rl_threads_set(1);
+}
+
 int main(void)
 {
     tap_scratch(tmpdir, sizeof tmpdir, "t_threads");
@@ -245,6 +299,7 @@ int main(void)
     test_independent();
     test_counts();
     test_governor();
+    test_region_profile();
     tap_scratch_remove(tmpdir);
     return tap_done();
 }

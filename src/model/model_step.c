@@ -1,9 +1,9 @@
 /* model_step.c -- one forward and one backward of the transformer (docs/model.md), split by
  * the problem so that they spread over any number of threads with the same bits.
  *
- * The batch's T = B*N token rows are cut into chunks of `rows` rows (rl_model_mlp_rows, 128
- * at D = 128), so many that 16 or 64 threads have work (32 at T = 4096), and their number
- * and bounds depend on T and D only.  Per block the step is
+ * The batch's T = B*N token rows are cut into chunks of `rows` rows (rl_model_mlp_rows, 256
+ * at D = 128), so many that 16 threads have work (16 at T = 4096), and their number and
+ * bounds depend on T and D only.  Per block the step is
  *
  *   forward:   [chunks: LN1, QKV, head split]  attention  [chunks: head merge, Wo, residual,
  *              LN2, fc1, GELU, fc2, residual; then the next block's LN1, QKV and split, or
