@@ -45,6 +45,11 @@ done
 for fm in elu1 softmax exp; do
     check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan
 done
+# elu1 and exp run the decayed scan in blocks of 256 rows: three blocks, the last partial
+# (the states entering each block, forward and reverse)
+for fm in elu1 exp; do
+    check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan --ref-shape 2,600,4,3 --ref-sample 24
+done
 # YaRN (a base and L that put a ramp value strictly between 0 and 1) and xPos (a small
 # gamma, so that the decay is strong over the short test sequence)
 Y="--pe rope --rope-yarn 4 --rope-yarn-orig 1000 --rope-base 100"

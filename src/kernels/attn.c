@@ -198,6 +198,7 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
     }
     if (st == RL_OK) st = alloc_per_thread(a);
     if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
+    if (rl_attn_decay_splits(o)) a->linst_head = rl_attn_decay_state_doubles(N, d, dv);
     if (o->kind == RL_ATTN_SOFTMAX)
         a->prep_head = rl_attn_softmax_prepared_floats(N, d, dv, o->xpos, a->has_rope);
     if (st == RL_OK) st = rl_attn_reserve(a, H);

@@ -1,11 +1,12 @@
 /* attn_run_linear.c -- linear attention over G heads (attn_impl.h).
  *
  * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
- * with or without the gate, are cut into (head, block of rows) pieces run in phases
- * (attn_linear_split.c): as many pieces as blocks, whatever the thread count.  Everything
- * else runs one piece per head:
+ * with or without the gate, and ALiBi's decayed scan (causal, alibi_scan, no gate) with
+ * those maps, are cut into (head, block of rows) pieces run in phases (attn_linear_split.c,
+ * attn_decay.c): as many pieces as blocks, whatever the thread count.  Everything else
+ * runs one piece per head:
  *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
- *   ALiBi causal with alibi_scan                 attn_decay.c, the decayed scan
+ *   ALiBi causal with alibi_scan, Shen's map     attn_decay.c, the decayed scan
  *   T5, ALiBi                                    attn_toeplitz.c, FFT Toeplitz products
  *   the forget gate, no PE or RoPE               attn_linear.c's decayed scans
  *   the forget gate with ALiBi                   the same with log gates lambda - slope:
@@ -118,12 +119,39 @@ struct phase {
     float                      *o, *saved;
     const float                *dout;
     int                         G, nb;
+    int                         decay; /* ALiBi's decayed scan (attn_decay.c) */
 };
 
 enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_ROWS, B_GATE };
 
+/* A piece of ALiBi's decayed scan: the same phases on the scan's states. */
+static long decay_piece(const struct phase *f, enum phase_kind k, int g, int b)
+{
+    rl_attn                  *a  = f->a;
+    const struct rl_lin_head  h  = toeplitz_head(a, f->in, g);
+    const size_t              sv = (size_t)a->N * a->dv, sq = (size_t)a->N * a->d;
+    const int                 back = k >= B_SUMS;
+    const struct rl_lin_grads lg   = {back ? f->gr->dq + g * sq : NULL,
+                                    back ? f->gr->dk + g * sq : NULL,
+                                    back ? f->gr->dv + g * sv : NULL, NULL, NULL};
+    const struct rl_decay_piece p = {a->toeplitz[rl_thread_slot()],
+                                     &h,
+                                     a->linst + (size_t)g * a->linst_head,
+                                     exp(-a->slopes[g % a->H]),
+                                     a->o.fmap,
+                                     a->o.eps,
+                                     f->o + g * sv,
+                                     f->saved + (size_t)g * a->N,
+                                     back ? f->dout + g * sv : NULL,
+                                     &lg};
+    if (k == F_SUMS || k == B_SUMS) rl_attn_decay_sums(&p, b);
+    if (k == F_PREFIX || k == B_PREFIX) rl_attn_decay_prefix(&p);
+    return k == F_ROWS || k == B_ROWS ? rl_attn_decay_rows(&p, b) : 0;
+}
+
 static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, float *scr)
 {
+    if (f->decay) return decay_piece(f, k, g, b);
     rl_attn                 *a  = f->a;
     struct rl_attn_opts      op = lin_opts(a);
     const struct rl_lin_head h  = lin_head(a, f->in, g, scr);
@@ -181,9 +209,16 @@ static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
     return bad;
 }
 
+static int split_decay(const rl_attn *a) { return rl_attn_decay_splits(&a->o); }
+
+static int split_blocks(const rl_attn *a)
+{
+    return split_decay(a) ? rl_attn_decay_blocks(a->N) : rl_attn_linear_blocks(a->N);
+}
+
 static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct phase f = {a, in, NULL, o, saved, NULL, G, rl_attn_linear_blocks(a->N)};
+    const struct phase f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
     run_phase(&f, F_SUMS, 0);
     run_phase(&f, F_PREFIX, 1);
     return run_phase(&f, F_ROWS, 0);
@@ -193,7 +228,7 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
     const struct phase f = {
-        a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_linear_blocks(a->N)};
+        a, in, gr, (float *)o, (float *)saved, dout, G, split_blocks(a), split_decay(a)};
     run_phase(&f, B_SUMS, 0);
     run_phase(&f, B_PREFIX, 1);
     run_phase(&f, B_ROWS, 0);

@@ -101,22 +101,38 @@ rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
 /* A, B (and Z for softmax) from q, k; see the file header.  B is computed here in double
  * (not by rl_fmap_k_forward in float): exp(k - c) of a key 100 below its column maximum
  * would underflow in float and leave a zero prefix normaliser. */
+void rl_toeplitz_features_rows(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
+                               int m0, int m1)
+{
+    RL_ASSERT(fm != RL_FMAP_SOFTMAX);
+    const int    d = t->d;
+    const size_t o = (size_t)m0 * d, n = (size_t)(m1 - m0) * d;
+    if (q) rl_fmap_q_forward(t->phq + o, q + o, m1 - m0, d, fm);
+    for (size_t i = o; i < o + n; i++) {
+        double x = k[i];
+        if (q) t->A[i] = t->phq[i];
+        t->B[i] = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x);
+    }
+}
+
 void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
                           int causal)
 {
     int    N = t->N, d = t->d;
     size_t nd = (size_t)N * d;
+    if (fm != RL_FMAP_SOFTMAX) {
+        rl_toeplitz_features_rows(t, q, k, fm, 0, N);
+        return;
+    }
     rl_fmap_q_forward(t->phq, q, N, d, fm);
     for (int f = 0; f < d; f++)
-        t->colmax[f] = fm == RL_FMAP_SOFTMAX ? -INFINITY : 0.0;
-    for (size_t i = 0; fm == RL_FMAP_SOFTMAX && i < nd; i++)
+        t->colmax[f] = -INFINITY;
+    for (size_t i = 0; i < nd; i++)
         t->colmax[i % d] = fmax(t->colmax[i % d], (double)k[i]);
     for (size_t i = 0; i < nd; i++) {
-        double x = k[i];
-        t->A[i]  = t->phq[i];
-        t->B[i]  = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x - t->colmax[i % d]);
+        t->A[i] = t->phq[i];
+        t->B[i] = exp((double)k[i] - t->colmax[i % d]);
     }
-    if (fm != RL_FMAP_SOFTMAX) return;
     /* Z_m[f] = sum_{n'} exp(k[n',f] - c_f) over the prefix n' <= m, or over all n' */
     for (int f = 0; f < d; f++) {
         double s = 0.0;
@@ -132,12 +148,12 @@ void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum r
         t->A[i] /= t->Z[i];
 }
 
-/* out = num / (den + eps) from t->num, t->den (the sums before eps). */
-void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, float eps)
+/* out = num / (den + eps) from t->num, t->den (the sums before eps), rows m0 .. m1-1. */
+long rl_toeplitz_finish_rows(rl_toeplitz *t, float *out, float *den, float eps, int m0, int m1)
 {
-    int  N = t->N, dv = t->dv;
-    long bad = 0;
-    for (int m = 0; m < N; m++) {
+    const int dv  = t->dv;
+    long      bad = 0;
+    for (int m = m0; m < m1; m++) {
         double dn = t->den[m];
         bad += dn <= (double)eps;
         dn += (double)eps;
@@ -145,15 +161,21 @@ void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, flo
         for (int j = 0; j < dv; j++)
             out[(size_t)m * dv + j] = (float)(t->num[(size_t)m * dv + j] / dn);
     }
-    *n_bad = bad;
+    return bad;
+}
+
+void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, float eps)
+{
+    *n_bad = rl_toeplitz_finish_rows(t, out, den, eps, 0, t->N);
 }
 
 /* The fixed part of every backward: from o = num / den,
  *   dnum[m,j] = g[m,j] / den[m],   dden[m] = -(g_m . o_m) / den[m]. */
-void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den)
+void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, const float *den,
+                           int m0, int m1)
 {
-    int N = t->N, dv = t->dv;
-    for (int m = 0; m < N; m++) {
+    const int dv = t->dv;
+    for (int m = m0; m < m1; m++) {
         double inv = 1.0 / (double)den[m], go = 0.0;
         for (int j = 0; j < dv; j++) {
             size_t i   = (size_t)m * dv + j;
@@ -162,6 +184,11 @@ void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const
         }
         t->dden[m] = -go * inv;
     }
+}
+
+void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den)
+{
+    rl_toeplitz_dout_rows(t, dout, out, den, 0, t->N);
 }
 
 /* dq, dk from dA, dB (t->dA, t->dB: gradients of the loss w.r.t. A and B). */
@@ -188,14 +215,22 @@ void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const f
         }
         for (size_t i = 0; i < nd; i++)
             t->dph[i] = (float)(t->dA[i] / t->Z[i]);
-    } else {
-        for (size_t i = 0; i < nd; i++)
-            t->dph[i] = (float)t->dA[i];
     }
-    rl_fmap_q_backward(dq, t->dph, q, t->phq, N, d, fm);
+    rl_toeplitz_features_backward_rows(t, dq, dk, q, k, fm, 0, N);
+}
+
+void rl_toeplitz_features_backward_rows(rl_toeplitz *t, float *dq, float *dk, const float *q,
+                                        const float *k, enum rl_fmap fm, int m0, int m1)
+{
+    const int    d = t->d;
+    const size_t o = (size_t)m0 * d, n = (size_t)(m1 - m0) * d;
+    if (fm != RL_FMAP_SOFTMAX) /* A = phi_q */
+        for (size_t i = o; i < o + n; i++)
+            t->dph[i] = (float)t->dA[i];
+    rl_fmap_q_backward(dq + o, t->dph + o, q + o, t->phq + o, m1 - m0, d, fm);
     /* B = exp(k - c) (softmax, exp; c is constant: the map is invariant to it), or
      * elu1(k) = k + 1 (k > 0), exp(k) = B otherwise */
-    for (size_t i = 0; i < nd; i++)
+    for (size_t i = o; i < o + n; i++)
         dk[i] = (float)(t->dB[i] * (fm == RL_FMAP_ELU1 && k[i] > 0 ? 1.0 : t->B[i]));
 }
 

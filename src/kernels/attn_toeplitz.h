@@ -36,4 +36,28 @@ void rl_attn_decay_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const 
                             const float *out, const float *den, const struct rl_lin_head *h,
                             double gamma, const struct rl_attn_opts *o);
 
+/* The decayed scan in pieces, for the maps whose features are row by row (elu1, exp; not
+ * Shen's): blocks of 256 rows, run in the linear split's phases -- sums (each block: its
+ * scan from zero, and in the backward its reverse scan), prefix (each head: the states
+ * entering every block), rows (each block).  A piece: the head, its states (st, of
+ * rl_attn_decay_state_doubles), the calling thread's workspace; dout NULL in the forward,
+ * which writes out and den; the backward reads them and writes g's dq, dk, dv. */
+struct rl_decay_piece {
+    rl_toeplitz               *t;
+    const struct rl_lin_head  *h;
+    double                    *st;
+    double                     gamma;
+    enum rl_fmap               fm;
+    float                      eps;
+    float                     *out, *den;
+    const float               *dout;
+    const struct rl_lin_grads *g;
+};
+int    rl_attn_decay_splits(const struct rl_attn_opts *o);
+int    rl_attn_decay_blocks(int N);
+size_t rl_attn_decay_state_doubles(int N, int d, int dv);
+void   rl_attn_decay_sums(const struct rl_decay_piece *p, int b);
+void   rl_attn_decay_prefix(const struct rl_decay_piece *p);
+long   rl_attn_decay_rows(const struct rl_decay_piece *p, int b);
+
 #endif

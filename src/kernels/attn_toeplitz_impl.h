@@ -36,5 +36,15 @@ void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, flo
 void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den);
 void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *q,
                                    const float *k, enum rl_fmap fm, int causal);
+/* The same for rows m0 .. m1-1 alone, where every row's features are its own (elu1, exp;
+ * the backward also takes Shen's rows once dph and dB hold their Shen terms; q NULL: the
+ * keys' alone); finish returns the rows whose denominator is <= eps. */
+void rl_toeplitz_features_rows(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
+                               int m0, int m1);
+long rl_toeplitz_finish_rows(rl_toeplitz *t, float *out, float *den, float eps, int m0, int m1);
+void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, const float *den,
+                           int m0, int m1);
+void rl_toeplitz_features_backward_rows(rl_toeplitz *t, float *dq, float *dk, const float *q,
+                                        const float *k, enum rl_fmap fm, int m0, int m1);
 
 #endif

@@ -7,6 +7,7 @@
 #include "model_impl.h"
 #include "../kernels/attn_linear.h"
 #include "../kernels/attn_softmax.h"
+#include "../kernels/attn_toeplitz.h"
 
 static double param_count(const struct rl_model_config *c)
 {
@@ -68,8 +69,12 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
     *call_bytes = 4 * act_floats(c, B, N, threads) + T * (4 + 4 + 1 + 8 + 1) +
                   (c->input_pe == RL_INPUT_PE_SINUSOIDAL ? 4.0 * N * c->d_model : 0) +
                   plan_bytes(c, N, threads > 0 ? threads : 1);
+    const int d = c->d_model / c->heads;
+    if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces */
+        *call_bytes += 8.0 * B * c->heads * (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
+    if (rl_attn_decay_splits(&c->attn))
+        *call_bytes += 8.0 * B * c->heads * (double)rl_attn_decay_state_doubles(N, d, d);
     if (c->attn.kind == RL_ATTN_SOFTMAX) { /* the keys a call prepares, per head */
-        const int d = c->d_model / c->heads;
         *call_bytes += 4.0 * B * c->heads *
                        (double)rl_attn_softmax_prepared_floats(N, d, d, c->attn.xpos,
                                                                c->attn.pe == RL_ATTN_PE_ROPE);
