@@ -190,10 +190,13 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
 }
 
 /* the phases' names in the region profile (core/threads.h) */
-static const char *const phase_names[] = {"linear: forward sums",    "linear: forward prefix",
-                                          "linear: forward rows",    "linear: backward sums",
-                                          "linear: backward prefix", "linear: backward rows",
-                                          "linear: gate suffix"};
+static const char *const phase_names[2][B_GATE + 1] = {
+    {"linear: forward sums", "linear: forward prefix", "linear: forward rows",
+     "linear: backward sums", "linear: backward prefix", "linear: backward rows",
+     "linear: gate suffix"},
+    {"ALiBi scan: forward sums", "ALiBi scan: forward prefix", "ALiBi scan: forward rows",
+     "ALiBi scan: backward sums", "ALiBi scan: backward prefix", "ALiBi scan: backward rows",
+     "ALiBi scan: unused (no gate)"}};
 
 static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
 {
@@ -205,7 +208,7 @@ static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
         int g = per_head ? (int)p : (int)(p / f->nb), b = per_head ? -1 : (int)(p % f->nb);
         bad += phase_piece(f, k, g, b, f->a->scratch[rl_thread_slot()]);
     }
-    rl_region_end_named(t0, np, phase_names[k]);
+    rl_region_end_named(t0, np, phase_names[f->decay][k]);
     return bad;
 }
 
