@@ -124,8 +124,8 @@ const struct rl_opt rl_bench_train_opts[] = {
  * calls per update and pieces per call; then the time outside every region. */
 static void print_regions(FILE *out, const struct rl_bench_train_cell *c, int steps)
 {
-    struct rl_region_site rows[64];
-    const int             n      = rl_region_sites_get(rows, 64);
+    struct rl_region_site rows[RL_REGION_SITES_MAX];
+    const int             n      = rl_region_sites_get(rows, RL_REGION_SITES_MAX);
     const double          upd    = c->ms_timed / steps;
     double                inside = 0;
     fprintf(out, "  %-36s %9s %7s %9s %9s\n", "region", "ms/upd", "share", "calls/upd", "pieces");

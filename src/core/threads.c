@@ -164,9 +164,8 @@ double rl_regions_serial_ms(int target)
     return s;
 }
 
-#define SITE_MAX 96
 static int                   sites_on, n_sites;
-static struct rl_region_site sites[SITE_MAX];
+static struct rl_region_site sites[RL_REGION_SITES_MAX];
 
 void rl_region_sites(int on)
 {
@@ -197,7 +196,7 @@ static void site_book(const char *name, long pieces, double t)
     while (i < n_sites && sites[i].name != name && strcmp(sites[i].name, name) != 0)
         i++;
     if (i == n_sites) {
-        if (n_sites == SITE_MAX) return;
+        if (n_sites == RL_REGION_SITES_MAX) return;
         sites[n_sites++] = (struct rl_region_site){.name = name};
     }
     sites[i].calls++;

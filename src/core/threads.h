@@ -76,6 +76,7 @@ void   rl_region_end_named(double t0, long pieces, const char *name);
  * its name's row, on any thread count, so that the rows of two counts show which regions
  * stop scaling.  rl_region_sites_get fills up to `max` rows, largest time first, and gives
  * the number filled. */
+#define RL_REGION_SITES_MAX 96 /* names kept; a region of a further name is not booked */
 struct rl_region_site {
     const char *name;
     long        calls, pieces; /* pieces summed over the calls */

@@ -225,6 +225,25 @@ void rl_attn_decay_sums(const struct rl_decay_piece *p, int b)
                      1);
 }
 
+/* Block b's increments x[0..n) become the carried state run that enters b, and run moves
+ * past b: run = bd run + x (bd: the decay across b). */
+static void carry(double *x, double *run, size_t n, double bd)
+{
+    for (size_t i = 0; i < n; i++) {
+        double inc = x[i];
+        x[i]       = run[i];
+        run[i]     = bd * run[i] + inc;
+    }
+}
+
+/* gamma^(rows of block b): a carried state's decay across it */
+static double block_decay(const struct rl_decay_piece *p, int b)
+{
+    int m0, m1;
+    block_rows(p, b, &m0, &m1);
+    return pow(p->gamma, (double)(m1 - m0));
+}
+
 /* The states entering every block: the forward ones' exclusive prefix in block order into
  * S, z, and (backward) the reverse ones' exclusive suffix into G, g; each carried state
  * decays by gamma^(rows) across a block. */
@@ -234,28 +253,10 @@ void rl_attn_decay_prefix(const struct rl_decay_piece *p)
     const size_t nf  = (size_t)d * dv + (size_t)d; /* S and z; G and g follow */
     double      *run = slot(p, nb);
     memset(run, 0, decay_slot(d, dv) * sizeof(double));
-    for (int b = 0; b < nb; b++) {
-        int m0, m1;
-        block_rows(p, b, &m0, &m1);
-        const double bd = pow(p->gamma, (double)(m1 - m0));
-        double      *x  = slot(p, b);
-        for (size_t i = 0; i < nf; i++) {
-            double inc = x[i];
-            x[i]       = run[i];
-            run[i]     = bd * run[i] + inc;
-        }
-    }
-    for (int b = nb - 1; p->dout && b >= 0; b--) {
-        int m0, m1;
-        block_rows(p, b, &m0, &m1);
-        const double bd = pow(p->gamma, (double)(m1 - m0));
-        double      *x = slot(p, b) + nf, *r = run + nf;
-        for (size_t i = 0; i < nf; i++) {
-            double inc = x[i];
-            x[i]       = r[i];
-            r[i]       = inc + bd * r[i];
-        }
-    }
+    for (int b = 0; b < nb; b++)
+        carry(slot(p, b), run, nf, block_decay(p, b));
+    for (int b = nb - 1; p->dout && b >= 0; b--)
+        carry(slot(p, b) + nf, run + nf, nf, block_decay(p, b));
 }
 
 long rl_attn_decay_rows(const struct rl_decay_piece *p, int b)

@@ -107,11 +107,14 @@ void rl_toeplitz_features_rows(rl_toeplitz *t, const float *q, const float *k, e
     RL_ASSERT(fm != RL_FMAP_SOFTMAX);
     const int    d = t->d;
     const size_t o = (size_t)m0 * d, n = (size_t)(m1 - m0) * d;
-    if (q) rl_fmap_q_forward(t->phq + o, q + o, m1 - m0, d, fm);
+    if (q) {
+        rl_fmap_q_forward(t->phq + o, q + o, m1 - m0, d, fm);
+        for (size_t i = o; i < o + n; i++)
+            t->A[i] = t->phq[i];
+    }
     for (size_t i = o; i < o + n; i++) {
         double x = k[i];
-        if (q) t->A[i] = t->phq[i];
-        t->B[i] = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x);
+        t->B[i]  = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x);
     }
 }
 
