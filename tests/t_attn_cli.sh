@@ -50,6 +50,14 @@ done
 for fm in elu1 exp; do
     check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan --ref-shape 2,600,4,3 --ref-sample 24
 done
+# The FFT products: a call of fewer than 16 heads runs in (head, group of features)
+# pieces, summed group by group (above: 4 groups of one feature; here 3 heads, 11 groups of
+# 1 or 2 of 16 features); 16 heads or more keep one piece per head
+for fm in elu1 softmax; do
+    check --attention linear --feature-map $fm --pe t5 --t5-buckets 8 --t5-max-distance 16 --causal --ref-shape 3,40,16,3 --ref-sample 24
+    check --attention linear --feature-map $fm --pe t5 --t5-buckets 8 --t5-max-distance 16 --causal --ref-shape 16,9,4,3 --ref-sample 24
+    check --attention linear --feature-map $fm --pe alibi --ref-shape 16,9,4,3 --ref-sample 24
+done
 # YaRN (a base and L that put a ramp value strictly between 0 and 1) and xPos (a small
 # gamma, so that the decay is strong over the short test sequence)
 Y="--pe rope --rope-yarn 4 --rope-yarn-orig 1000 --rope-base 100"

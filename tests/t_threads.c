@@ -10,7 +10,8 @@
  *    1, 2, 3, 7 and 16 threads -- on a 2-core machine too, the library does not lower the
  *    count (only the command line does, and ROPELAB_OVERSUBSCRIBE=1 stops it) -- and every
  *    count ends with the checkpoint bytes of 1 thread: softmax and linear attention, RoPE,
- *    T5 and ALiBi, the forget gate, and two micro-batches per update.
+ *    T5 and ALiBi, the forget gate, and two micro-batches per update; and a batch of 2
+ *    (8 heads a call), whose T5 products by FFT run in (head, group of features) pieces.
  * 3. The governor, fed synthetic update times: on an idle machine it never leaves the
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
@@ -148,6 +149,8 @@ static void test_counts(void)
         {"model.attention=linear", "model.pe=alibi", "model.alibi_scan=true", NULL},
         {"model.attention=softmax", "model.pe=alibi", "train.accumulate=2", NULL},
         {"model.attention=linear", "model.pe=rope", "model.forget_gate=true", NULL},
+        /* 8 heads a call: the FFT products in (head, group of features) pieces */
+        {"model.attention=linear", "model.pe=t5", "train.batch=2", NULL},
     };
     static const int counts[] = {1, 2, 3, 7, 16};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
@@ -169,7 +172,7 @@ static void test_counts(void)
             size_t bytes = 0;
             int    same  = s1 == RL_OK && sk == RL_OK && same_run(n1, &r1, nk, &rk, 3, &bytes);
             tap_ok(same,
-                   "%s %s%s%s, D 64, 4096 tokens per update: %d threads give the checkpoint "
+                   "%s %s%s%s, D 64, length 128: %d threads give the checkpoint "
                    "(%zu tensor bytes) and evaluation loss of 1 thread",
                    variants[v][0] + 6, variants[v][1] + 6, variants[v][2] ? " " : "",
                    variants[v][2] ? variants[v][2] + 6 : "", counts[k], bytes);

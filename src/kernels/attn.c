@@ -125,6 +125,10 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->linst), rl_free(a->prep);
     rl_free(a->cum), rl_free(a->dec);
     free(a->toeplitz);
+    for (int h = 0; h < a->tstore_n; h++)
+        rl_toeplitz_free(a->tstore[h]);
+    free(a->tstore);
+    rl_free(a->tpart);
     rl_rope_free(&a->rope);
     free(a->slopes);
     free(a->xlam);
@@ -217,10 +221,38 @@ static int needs_cum(const rl_attn *a)
     return a->o.forget && (a->o.kind == RL_ATTN_SOFTMAX || a->o.pe == RL_ATTN_PE_T5);
 }
 
+/* The FFT path's stores and parts for calls of up to G heads (attn_toeplitz_split.c). */
+static rl_status reserve_toeplitz(rl_attn *a, int G)
+{
+    int    heads = 0;
+    size_t parts = 0;
+    for (int g = 1; g <= G && rl_attn_linear_uses_fft(a); g++) {
+        size_t ng = (size_t)rl_toeplitz_groups(g, a->N, a->d, a->dv);
+        size_t n  = g * ng * rl_toeplitz_part_doubles(a->N, a->dv);
+        if (ng) heads = g;
+        parts = n > parts ? n : parts;
+    }
+    if (parts > a->tpart_n) {
+        rl_free(a->tpart);
+        a->tpart_n = 0;
+        if (!(a->tpart = rl_alloc(parts * sizeof(double))))
+            RL_FAIL(RL_ENOMEM, "attention: cannot allocate the FFT parts of %d heads", G);
+        a->tpart_n = parts;
+    }
+    if (heads <= a->tstore_n) return RL_OK;
+    rl_toeplitz **s = realloc(a->tstore, (size_t)heads * sizeof *s);
+    if (!s) RL_FAIL(RL_ENOMEM, "attention: out of memory");
+    a->tstore = s;
+    for (; a->tstore_n < heads; a->tstore_n++)
+        RL_TRY(rl_toeplitz_create_store(&a->tstore[a->tstore_n], a->N, a->d, a->dv));
+    return RL_OK;
+}
+
 rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
+    RL_TRY(reserve_toeplitz(a, G));
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
     int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;

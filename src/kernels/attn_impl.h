@@ -20,6 +20,10 @@ struct rl_attn {
     float             **scratch;    /* per thread */
     double             *drel;       /* H x (2N-1) (t5 backward): head h's slice */
     rl_toeplitz       **toeplitz;   /* per thread (linear + bias) */
+    rl_toeplitz       **tstore;     /* per head of a call in (head, feature group) pieces */
+    int                 tstore_n;   /* heads with a store */
+    double             *tpart;      /* those calls' parts (attn_toeplitz_split.c) */
+    size_t              tpart_n;    /* doubles */
     int                 G_max;      /* heads a call may have (rl_attn_reserve) */
     float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
     double             *linst;      /* G_max heads' block states of split linear attention */
@@ -63,7 +67,9 @@ void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, c
                                    const float *o, const float *saved, const struct rl_attn_in *in,
                                    int G);
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a);
-/* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate). */
+/* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate);
+ * the FFT products among them (not ALiBi's decayed scan). */
 int rl_attn_linear_uses_toeplitz(const rl_attn *a);
+int rl_attn_linear_uses_fft(const rl_attn *a);
 
 #endif

@@ -3,8 +3,9 @@
  * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
  * with or without the gate, and ALiBi's decayed scan (causal, alibi_scan, no gate) with
  * those maps, are cut into (head, block of rows) pieces run in phases (attn_linear_split.c,
- * attn_decay.c): as many pieces as blocks, whatever the thread count.  Everything else
- * runs one piece per head:
+ * attn_decay.c): as many pieces as blocks, whatever the thread count.  The FFT Toeplitz
+ * products (T5, ALiBi) of a call of fewer than 16 heads run in (head, group of features)
+ * pieces (attn_toeplitz_split.c).  Everything else runs one piece per head:
  *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
  *   ALiBi causal with alibi_scan, Shen's map     attn_decay.c, the decayed scan
  *   T5, ALiBi                                    attn_toeplitz.c, FFT Toeplitz products
@@ -13,7 +14,8 @@
  *                                                ALiBi's causal weight is a constant gate
  *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
  *                                                weights have no recurrence
- * T5's relative gradient is summed head by head in g order by the owner of head h. */
+ * T5's relative gradient is summed head by head in g order by the owner of head h (in the
+ * FFT pieces: by a last phase of one piece per bias head). */
 #include "config.h"
 #include "attn_impl.h"
 #include "attn_linear.h"
@@ -25,6 +27,11 @@
 int rl_attn_linear_uses_toeplitz(const rl_attn *a)
 {
     return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !a->o.forget;
+}
+
+int rl_attn_linear_uses_fft(const rl_attn *a)
+{
+    return rl_attn_linear_uses_toeplitz(a) && !a->o.alibi_scan;
 }
 
 /* The gated path's options: features without a bias PE (ALiBi moved into the gate). */
@@ -238,9 +245,109 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     if (in->logf) run_phase(&f, B_GATE, 1);
 }
 
+/* ---- the FFT products of few heads: (head, group of features) pieces ---- */
+
+struct fft_call {
+    rl_attn                    *a;
+    const struct rl_attn_in    *in;
+    const struct rl_attn_grads *gr;
+    float                      *o, *saved;
+    const float                *dout;
+    int                         G, groups;
+};
+
+enum fft_phase { T_PREPARE, T_SUMS, T_ROWS, T_GRADS, T_DREL };
+
+static const char *const fft_names[2][T_DREL + 1] = {
+    {"FFT: forward features", "FFT: forward sums", "FFT: forward rows", "", ""},
+    {"FFT: backward features", "FFT: backward sums", "", "FFT: backward grads",
+     "FFT: T5 bias gradient"}};
+
+/* piece p of phase k: (head, group), (head, row block) or a head */
+static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
+{
+    rl_attn                  *a  = c->a;
+    const int                 nb = rl_toeplitz_row_blocks(a->N), N = a->N;
+    const int                 g  = (int)(k == T_SUMS ? p / c->groups : k == T_ROWS ? p / nb : p);
+    const size_t              sq = (size_t)N * a->d, sv = (size_t)N * a->dv;
+    const struct rl_lin_head  th = toeplitz_head(a, c->in, g);
+    const struct rl_lin_grads lg = {
+        c->dout ? c->gr->dq + g * sq : NULL, c->dout ? c->gr->dk + g * sq : NULL,
+        c->dout ? c->gr->dv + g * sv : NULL, NULL,
+        c->dout && c->gr->dt5 ? a->drel + (size_t)(g % a->H) * (2 * N - 1) : NULL};
+    const struct rl_toeplitz_piece tp = {a->toeplitz[rl_thread_slot()],
+                                         a->tstore[g],
+                                         &th,
+                                         &a->o,
+                                         a->tpart + (size_t)g * c->groups *
+                                                        rl_toeplitz_part_doubles(N, a->dv),
+                                         c->groups,
+                                         c->o + g * sv,
+                                         c->saved + (size_t)g * N,
+                                         c->dout ? c->dout + g * sv : NULL,
+                                         &lg};
+    switch (k) {
+    case T_PREPARE:
+        rl_toeplitz_split_prepare(&tp);
+        break;
+    case T_SUMS:
+        rl_toeplitz_split_sums(&tp, (int)(p % c->groups));
+        break;
+    case T_ROWS:
+        return rl_toeplitz_split_rows(&tp, (int)(p % nb));
+    case T_GRADS:
+        rl_toeplitz_split_grads(&tp);
+        break;
+    case T_DREL:
+        rl_toeplitz_split_drel(&tp, (c->G - g + a->H - 1) / a->H, a->H);
+        break;
+    }
+    return 0;
+}
+
+static long fft_phase(const struct fft_call *c, enum fft_phase k)
+{
+    const long np  = k == T_SUMS   ? (long)c->G * c->groups
+                     : k == T_ROWS ? (long)c->G * rl_toeplitz_row_blocks(c->a->N)
+                     : k == T_DREL ? (c->G < c->a->H ? c->G : c->a->H)
+                                   : c->G;
+    long       bad = 0;
+    double     t0  = rl_region_begin();
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad) num_threads(rl_attn_team(c->a, np))
+    for (long p = 0; p < np; p++)
+        bad += fft_piece(c, k, p);
+    rl_region_end_named(t0, np, fft_names[c->dout != NULL][k]);
+    return bad;
+}
+
+/* the groups per head of a call of G heads in pieces; 0: one piece per head */
+static int fft_groups(const rl_attn *a, int G)
+{
+    return rl_attn_linear_uses_fft(a) ? rl_toeplitz_groups(G, a->N, a->d, a->dv) : 0;
+}
+
+static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct fft_call c = {a, in, NULL, o, saved, NULL, G, fft_groups(a, G)};
+    fft_phase(&c, T_PREPARE);
+    fft_phase(&c, T_SUMS);
+    return fft_phase(&c, T_ROWS);
+}
+
+static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                         const float *o, const float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct fft_call c = {a, in, gr, (float *)o, (float *)saved, dout, G, fft_groups(a, G)};
+    fft_phase(&c, T_PREPARE);
+    fft_phase(&c, T_SUMS);
+    fft_phase(&c, T_GRADS);
+    if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL);
+}
+
 long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
                                 int G)
 {
+    if (fft_groups(a, G)) return fft_forward(a, o, saved, in, G);
     if (a->linst_head) return split_forward(a, o, saved, in, G);
     const size_t sv  = (size_t)a->N * a->dv;
     long         bad = 0;
@@ -284,6 +391,10 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
 {
     if (a->linst_head) {
         split_backward(a, gr, dout, o, saved, in, G);
+        return;
+    }
+    if (fft_groups(a, G)) {
+        fft_backward(a, gr, dout, o, saved, in, G);
         return;
     }
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;

@@ -73,7 +73,14 @@ static size_t carve(rl_toeplitz *t, char *pool)
     return off;
 }
 
-rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
+size_t rl_toeplitz_store_bytes(int N, int d, int dv)
+{
+    rl_toeplitz t = {.N = N, .d = d, .dv = dv};
+    return carve(&t, NULL);
+}
+
+/* The workspace; conv: with the FFT plans (a thread's), or without (a head's store). */
+static rl_status create(rl_toeplitz **out, int N, int d, int dv, int conv)
 {
     *out = NULL;
     if (N < 1 || d < 1 || dv < 1)
@@ -89,13 +96,23 @@ rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
                 dv);
     }
     carve(t, t->pool);
-    rl_status s = rl_fft_conv_create(&t->conv, N, dv + 1);
+    rl_status s = conv ? rl_fft_conv_create(&t->conv, N, dv + 1) : RL_OK;
     if (s != RL_OK) {
         rl_toeplitz_free(t);
         return s;
     }
     *out = t;
     return RL_OK;
+}
+
+rl_status rl_toeplitz_create(rl_toeplitz **out, int N, int d, int dv)
+{
+    return create(out, N, d, dv, 1);
+}
+
+rl_status rl_toeplitz_create_store(rl_toeplitz **out, int N, int d, int dv)
+{
+    return create(out, N, d, dv, 0);
 }
 
 /* A, B (and Z for softmax) from q, k; see the file header.  B is computed here in double
@@ -271,14 +288,14 @@ static int segments(int *cut, const double *w, int N, int causal, int reverse)
 }
 
 /* Columns j < dv of the FFT buffer: x_f,j = B[:,f] .* v[:,j]; column dv: B[:,f]; rows
- * [lo, hi), zero elsewhere.  Uses the contiguous copies bf (B[:,f]) and vT (v^T). */
-static void load_x(rl_toeplitz *t, int lo, int hi)
+ * [lo, hi), zero elsewhere.  Uses t's contiguous copy bf (B[:,f]) and the head's v^T. */
+static void load_x(rl_toeplitz *t, const rl_toeplitz *h, int lo, int hi)
 {
     int     N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     double *buf = rl_fft_conv_buf(t->conv);
     for (int j = 0; j <= dv; j++) {
         double       *col = buf + (size_t)j * L;
-        const double *vj  = t->vT + (size_t)j * N;
+        const double *vj  = h->vT + (size_t)j * N;
         memset(col, 0, (size_t)lo * sizeof(double));
         memset(col + hi, 0, (size_t)(N - hi) * sizeof(double));
         if (j < dv)
@@ -291,13 +308,13 @@ static void load_x(rl_toeplitz *t, int lo, int hi)
 }
 
 /* The adjoint inputs dy_f,j[m] = dnum[m,j] A[m,f], dz_f[m] = dden[m] A[m,f], rows [lo, hi). */
-static void load_dy(rl_toeplitz *t, int lo, int hi)
+static void load_dy(rl_toeplitz *t, const rl_toeplitz *h, int lo, int hi)
 {
     int     N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     double *buf = rl_fft_conv_buf(t->conv);
     for (int j = 0; j <= dv; j++) {
         double       *col = buf + (size_t)j * L;
-        const double *g   = j < dv ? t->dnumT + (size_t)j * N : t->dden;
+        const double *g   = j < dv ? h->dnumT + (size_t)j * N : h->dden;
         memset(col, 0, (size_t)lo * sizeof(double));
         memset(col + hi, 0, (size_t)(N - hi) * sizeof(double));
 #pragma omp simd
@@ -321,19 +338,51 @@ static void transpose_dd(double *dst, const double *src, int rows, int cols)
             dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
 }
 
-/* af = A[:,f], bf = B[:,f] (contiguous) */
-static void gather_feature(rl_toeplitz *t, int f)
+/* t's af = A[:,f], bf = B[:,f] (contiguous) from the head's features */
+static void gather_feature(rl_toeplitz *t, const rl_toeplitz *h, int f)
 {
     for (int m = 0; m < t->N; m++)
-        t->af[m] = t->A[(size_t)m * t->d + f], t->bf[m] = t->B[(size_t)m * t->d + f];
+        t->af[m] = h->A[(size_t)m * t->d + f], t->bf[m] = h->B[(size_t)m * t->d + f];
+}
+
+void rl_toeplitz_exp_rel(rl_toeplitz *h, const float *rel)
+{
+    for (int r = 0; r < 2 * h->N - 1; r++)
+        h->E[r] = exp((double)rel[r]);
 }
 
 static void load_kernel(rl_toeplitz *t, const float *rel, int causal)
 {
-    int N = t->N;
-    for (int r = 0; r < 2 * N - 1; r++)
-        t->E[r] = exp((double)rel[r]);
+    rl_toeplitz_exp_rel(t, rel);
     rl_fft_conv_set_kernel(t->conv, t->E, causal);
+}
+
+void rl_toeplitz_forward_feature(rl_toeplitz *t, const rl_toeplitz *h, double *numT, double *den,
+                                 int f, int causal)
+{
+    const int     N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
+    const double *buf = rl_fft_conv_out(t->conv);
+    gather_feature(t, h, f);
+    int nseg = segments(t->cut_x, t->bf, N, causal, 0);
+    for (int s = 0; s < nseg; s++) {
+        int lo = t->cut_x[s], hi = t->cut_x[s + 1];
+        load_x(t, h, 0, hi);
+        rl_fft_conv_apply(t->conv, 0); /* y_f,j = T x_f,j, z_f = T B_f */
+        /* num[m,j] += A[m,f] y_f,j[m],  den[m] += A[m,f] z_f[m] */
+        for (int j = 0; j <= dv; j++) {
+            const double *y  = buf + (size_t)j * L;
+            double       *nr = j < dv ? numT + (size_t)j * N : den;
+#pragma omp simd
+            for (int m = lo; m < hi; m++)
+                nr[m] += t->af[m] * y[m];
+        }
+    }
+}
+
+void rl_toeplitz_prepare(rl_toeplitz *h, const struct rl_lin_head *hd, const struct rl_attn_opts *o)
+{
+    rl_toeplitz_features(h, hd->q, hd->k, o->fmap, o->causal);
+    transpose_fd(h->vT, hd->v, h->N, h->dv);
 }
 
 void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
@@ -341,41 +390,23 @@ void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_ba
 {
     const int N = h->N, d = h->d, dv = h->dv;
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
-    int           L   = rl_fft_conv_length(t->conv);
-    const double *buf = rl_fft_conv_out(t->conv);
-    rl_toeplitz_features(t, h->q, h->k, o->fmap, o->causal);
+    rl_toeplitz_prepare(t, h, o);
     load_kernel(t, h->rel, o->causal);
-    transpose_fd(t->vT, h->v, N, dv);
     memset(t->numT, 0, (size_t)N * dv * sizeof(double));
     memset(t->den, 0, (size_t)N * sizeof(double));
-    for (int f = 0; f < d; f++) {
-        gather_feature(t, f);
-        int nseg = segments(t->cut_x, t->bf, N, o->causal, 0);
-        for (int s = 0; s < nseg; s++) {
-            int lo = t->cut_x[s], hi = t->cut_x[s + 1];
-            load_x(t, 0, hi);
-            rl_fft_conv_apply(t->conv, 0); /* y_f,j = T x_f,j, z_f = T B_f */
-            /* num[m,j] += A[m,f] y_f,j[m],  den[m] += A[m,f] z_f[m] */
-            for (int j = 0; j <= dv; j++) {
-                const double *y  = buf + (size_t)j * L;
-                double       *nr = j < dv ? t->numT + (size_t)j * N : t->den;
-#pragma omp simd
-                for (int m = lo; m < hi; m++)
-                    nr[m] += t->af[m] * y[m];
-            }
-        }
-    }
+    for (int f = 0; f < d; f++)
+        rl_toeplitz_forward_feature(t, t, t->numT, t->den, f, o->causal);
     transpose_dd(t->num, t->numT, dv, N);
     rl_toeplitz_finish(t, out, den, n_bad, o->eps);
 }
 
 /* gaf[m] = dA[m,f] = sum_j dnum[m,j] y_f,j[m] + dden[m] z_f[m], rows [lo, hi) */
-static void grad_A(rl_toeplitz *t, int lo, int hi)
+static void grad_A(rl_toeplitz *t, const rl_toeplitz *h, int lo, int hi)
 {
     int           N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     const double *buf = rl_fft_conv_out(t->conv);
     for (int j = 0; j <= dv; j++) {
-        const double *y = buf + (size_t)j * L, *g = j < dv ? t->dnumT + (size_t)j * N : t->dden;
+        const double *y = buf + (size_t)j * L, *g = j < dv ? h->dnumT + (size_t)j * N : h->dden;
         double       *ga = t->gaf;
         if (j == 0)
 #pragma omp simd
@@ -389,19 +420,35 @@ static void grad_A(rl_toeplitz *t, int lo, int hi)
 }
 
 /* From dx = T^T dy in the buffer, rows [lo, hi):  x_f,j = B_f .* v_j  =>
- * gbf[n] = dB[n,f] = sum_j dx_j[n] v[n,j] + dx_z[n],  dv[n,j] += dx_j[n] B[n,f] (numT). */
-static void grad_Bv(rl_toeplitz *t, int lo, int hi)
+ * gbf[n] = dB[n,f] = sum_j dx_j[n] v[n,j] + dx_z[n],  dv[n,j] += dx_j[n] B[n,f] (dvT). */
+static void grad_Bv(rl_toeplitz *t, const rl_toeplitz *h, double *dvT, int lo, int hi)
 {
     int           N = t->N, dv = t->dv, L = rl_fft_conv_length(t->conv);
     const double *buf = rl_fft_conv_out(t->conv);
     memcpy(t->gbf + lo, buf + (size_t)dv * L + lo, (size_t)(hi - lo) * sizeof(double));
     for (int j = 0; j < dv; j++) {
-        const double *dx = buf + (size_t)j * L, *vj = t->vT + (size_t)j * N;
-        double       *gv = t->numT + (size_t)j * N, *gb = t->gbf;
+        const double *dx = buf + (size_t)j * L, *vj = h->vT + (size_t)j * N;
+        double       *gv = dvT + (size_t)j * N, *gb = t->gbf;
 #pragma omp simd
         for (int n = lo; n < hi; n++) {
             gb[n] += dx[n] * vj[n];
             gv[n] += dx[n] * t->bf[n];
+        }
+    }
+}
+
+/* The correlation pairs of a feature whose segments are not one each way: each x segment
+ * against every dy segment that ends after it begins (rows outside a segment zero). */
+static void corr_pairs(rl_toeplitz *t, const rl_toeplitz *h, int nx, int ny)
+{
+    for (int a = 0; a < nx; a++) {
+        load_x(t, h, t->cut_x[a], t->cut_x[a + 1]);
+        rl_fft_conv_r2c(t->conv, 0);
+        for (int b = 0; b < ny; b++) {
+            if (t->cut_x[a] >= t->cut_y[b + 1]) continue; /* no pair n <= m */
+            load_dy(t, h, t->cut_y[b], t->cut_y[b + 1]);
+            rl_fft_conv_r2c(t->conv, 1);
+            rl_fft_conv_corr_acc(t->conv, 1, 0);
         }
     }
 }
@@ -413,43 +460,59 @@ static void grad_Bv(rl_toeplitz *t, int lo, int hi)
  *       (dy) against slot 0 (x), accumulated over features in the frequency domain.
  * With one segment each way the spectra of the products are reused for the correlation;
  * otherwise each pair of an x segment and a later-or-overlapping dy segment is
- * correlated on its own (rows outside a segment zero), which sums to the same. */
-static void backward_feature(rl_toeplitz *t, int f, int causal, int want_rel)
+ * correlated on its own (corr_pairs), which sums to the same. */
+void rl_toeplitz_backward_feature(rl_toeplitz *t, rl_toeplitz *h, double *dvT, int f, int causal,
+                                  int want_rel)
 {
     int N = t->N, nx, ny, fused;
-    gather_feature(t, f);
+    gather_feature(t, h, f);
     for (int m = 0; m < N; m++)
-        t->w[m] = fabs(t->af[m]) * t->wg[m];
+        t->w[m] = fabs(t->af[m]) * h->wg[m];
     nx    = segments(t->cut_x, t->bf, N, causal, 0);
     ny    = segments(t->cut_y, t->w, N, causal, 1);
     fused = nx == 1 && ny == 1;
     for (int s = 0; s < nx; s++) {
-        load_x(t, 0, t->cut_x[s + 1]);
+        load_x(t, h, 0, t->cut_x[s + 1]);
         rl_fft_conv_r2c(t->conv, 0);
         rl_fft_conv_mul(t->conv, 1, 0, 0);
         rl_fft_conv_c2r(t->conv, 1);
-        grad_A(t, t->cut_x[s], t->cut_x[s + 1]);
+        grad_A(t, h, t->cut_x[s], t->cut_x[s + 1]);
     }
     for (int s = 0; s < ny; s++) {
-        load_dy(t, t->cut_y[s], N);
+        load_dy(t, h, t->cut_y[s], N);
         rl_fft_conv_r2c(t->conv, 1);
         if (fused && want_rel) rl_fft_conv_corr_acc(t->conv, 1, 0);
         rl_fft_conv_mul(t->conv, 1, 1, 1);
         rl_fft_conv_c2r(t->conv, 1);
-        grad_Bv(t, t->cut_y[s], t->cut_y[s + 1]);
+        grad_Bv(t, h, dvT, t->cut_y[s], t->cut_y[s + 1]);
     }
-    for (int a = 0; want_rel && !fused && a < nx; a++) {
-        load_x(t, t->cut_x[a], t->cut_x[a + 1]);
-        rl_fft_conv_r2c(t->conv, 0);
-        for (int b = 0; b < ny; b++) {
-            if (t->cut_x[a] >= t->cut_y[b + 1]) continue; /* no pair n <= m */
-            load_dy(t, t->cut_y[b], t->cut_y[b + 1]);
-            rl_fft_conv_r2c(t->conv, 1);
-            rl_fft_conv_corr_acc(t->conv, 1, 0);
-        }
-    }
+    if (want_rel && !fused) corr_pairs(t, h, nx, ny);
     for (int m = 0; m < N; m++)
-        t->dA[(size_t)m * t->d + f] = t->gaf[m], t->dB[(size_t)m * t->d + f] = t->gbf[m];
+        h->dA[(size_t)m * t->d + f] = t->gaf[m], h->dB[(size_t)m * t->d + f] = t->gbf[m];
+}
+
+void rl_toeplitz_prepare_backward(rl_toeplitz *h, const struct rl_lin_head *hd, const float *dout,
+                                  const float *out, const float *den, const struct rl_attn_opts *o)
+{
+    const int N = h->N, dv = h->dv;
+    rl_toeplitz_prepare(h, hd, o);
+    rl_toeplitz_dout(h, dout, out, den);
+    transpose_dd(h->dnumT, h->dnum, N, dv);
+    for (int m = 0; m < N; m++) { /* row scale of the adjoint inputs, for the segments */
+        double s = fabs(h->dden[m]);
+        for (int j = 0; j < dv; j++)
+            s = fmax(s, fabs(h->dnum[(size_t)m * dv + j]));
+        h->wg[m] = s;
+    }
+}
+
+/* d rel[r] += E[r] corr[r] (rel -> E = exp(rel): d rel = E d E); causal T never uses
+ * r = n - m > 0 */
+void rl_toeplitz_drel_add(double *drel, const double *E, const double *corr, int N, int causal)
+{
+    int rmax = causal ? N - 1 : 2 * N - 2;
+    for (int r = 0; r <= rmax; r++)
+        drel[r] += E[r] * corr[r];
 }
 
 void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
@@ -459,30 +522,24 @@ void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, con
     const int N = h->N, d = h->d, dv = h->dv;
     double   *drel = g->drel;
     RL_ASSERT(N == t->N && d == t->d && dv == t->dv);
-    rl_toeplitz_features(t, h->q, h->k, o->fmap, o->causal);
+    rl_toeplitz_prepare_backward(t, h, dout, out, den, o);
     load_kernel(t, h->rel, o->causal);
-    rl_toeplitz_dout(t, dout, out, den);
-    transpose_fd(t->vT, h->v, N, dv);
-    transpose_dd(t->dnumT, t->dnum, N, dv);
-    for (int m = 0; m < N; m++) { /* row scale of the adjoint inputs, for the segments */
-        double s = fabs(t->dden[m]);
-        for (int j = 0; j < dv; j++)
-            s = fmax(s, fabs(t->dnum[(size_t)m * dv + j]));
-        t->wg[m] = s;
-    }
     memset(t->numT, 0, (size_t)N * dv * sizeof(double)); /* dv^T accumulates here */
     if (drel) rl_fft_conv_corr_zero(t->conv);
     for (int f = 0; f < d; f++)
-        backward_feature(t, f, o->causal, drel != NULL);
+        rl_toeplitz_backward_feature(t, t, t->numT, f, o->causal, drel != NULL);
     if (drel) {
-        /* rel -> E = exp(rel): d rel[r] = E[r] d E[r]; causal T never uses r = n-m > 0 */
         rl_fft_conv_corr_read(t->conv, t->corr);
-        int rmax = o->causal ? N - 1 : 2 * N - 2;
-        for (int r = 0; r <= rmax; r++)
-            drel[r] += t->E[r] * t->corr[r];
+        rl_toeplitz_drel_add(drel, t->E, t->corr, N, o->causal);
     }
-    for (int n = 0; n < N; n++)
-        for (int j = 0; j < dv; j++)
-            g->dv[(size_t)n * dv + j] = (float)t->numT[(size_t)j * N + n];
+    rl_toeplitz_dv_out(g->dv, t->numT, N, dv);
     rl_toeplitz_features_backward(t, g->dq, g->dk, h->q, h->k, o->fmap, o->causal);
+}
+
+/* dv[n,j] (float) = dvT[j,n] */
+void rl_toeplitz_dv_out(float *dv, const double *dvT, int N, int dvd)
+{
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < dvd; j++)
+            dv[(size_t)n * dvd + j] = (float)dvT[(size_t)j * N + n];
 }

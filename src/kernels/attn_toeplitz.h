@@ -60,4 +60,36 @@ void   rl_attn_decay_sums(const struct rl_decay_piece *p, int b);
 void   rl_attn_decay_prefix(const struct rl_decay_piece *p);
 long   rl_attn_decay_rows(const struct rl_decay_piece *p, int b);
 
+/* The FFT products of a call with few heads, in (head, group of features) pieces
+ * (attn_toeplitz_split.c).  rl_toeplitz_groups: the groups per head for a call of G heads
+ * (0: one piece per head), set by the problem alone.  Each head has a store (a workspace
+ * without transforms, rl_toeplitz_create_store) and groups parts of
+ * rl_toeplitz_part_doubles.  A piece: the calling thread's workspace t, the head's store,
+ * operands and parts; dout NULL in the forward, which writes out and den; the backward
+ * reads them and writes g's dq, dk, dv and adds to g->drel (the bias head's). */
+struct rl_toeplitz_piece {
+    rl_toeplitz               *t, *hs;
+    const struct rl_lin_head  *h;
+    const struct rl_attn_opts *o;
+    double                    *part;
+    int                        groups;
+    float                     *out, *den;
+    const float               *dout;
+    const struct rl_lin_grads *g;
+};
+int       rl_toeplitz_groups(int G, int N, int d, int dv);
+size_t    rl_toeplitz_part_doubles(int N, int dv);
+size_t    rl_toeplitz_store_bytes(int N, int d, int dv);
+int       rl_toeplitz_row_blocks(int N);
+rl_status rl_toeplitz_create_store(rl_toeplitz **out, int N, int d, int dv);
+/* the phases: prepare (a piece per head), sums (per (head, group J)), then the forward's
+ * rows (per (head, block b of rl_toeplitz_row_blocks)) or the backward's grads (per head)
+ * and, for T5, drel (per bias head: its heads g = h, h + stride, ... in order, the piece's
+ * parts those of head h) */
+void rl_toeplitz_split_prepare(const struct rl_toeplitz_piece *p);
+void rl_toeplitz_split_sums(const struct rl_toeplitz_piece *p, int J);
+long rl_toeplitz_split_rows(const struct rl_toeplitz_piece *p, int b);
+void rl_toeplitz_split_grads(const struct rl_toeplitz_piece *p);
+void rl_toeplitz_split_drel(const struct rl_toeplitz_piece *p, int heads, int stride);
+
 #endif

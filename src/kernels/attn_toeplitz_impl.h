@@ -47,4 +47,24 @@ void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, 
 void rl_toeplitz_features_backward_rows(rl_toeplitz *t, float *dq, float *dk, const float *q,
                                         const float *k, enum rl_fmap fm, int m0, int m1);
 
+/* The FFT path by parts (attn_toeplitz.c), for the whole-head functions and the pieces
+ * (attn_toeplitz_split.c).  A head's arrays (features, v^T, the adjoint inputs, dA, dB)
+ * are in h; t is the calling thread's workspace: transforms, per-feature columns, E.
+ * prepare: A, B (Z) and v^T; prepare_backward also dnum, dden, dnum^T and the row scales.
+ * exp_rel: E = exp(rel) into h.  forward_feature: feature f's terms
+ * added to numT (dv x N) and den; backward_feature: f's columns of h->dA, h->dB, its terms
+ * of dv^T added to dvT, and (want_rel) its correlation into t's accumulator. */
+void rl_toeplitz_prepare(rl_toeplitz *h, const struct rl_lin_head *hd,
+                         const struct rl_attn_opts *o);
+void rl_toeplitz_prepare_backward(rl_toeplitz *h, const struct rl_lin_head *hd, const float *dout,
+                                  const float *out, const float *den, const struct rl_attn_opts *o);
+void rl_toeplitz_exp_rel(rl_toeplitz *h, const float *rel);
+void rl_toeplitz_forward_feature(rl_toeplitz *t, const rl_toeplitz *h, double *numT, double *den,
+                                 int f, int causal);
+void rl_toeplitz_backward_feature(rl_toeplitz *t, rl_toeplitz *h, double *dvT, int f, int causal,
+                                  int want_rel);
+/* d rel[r] += E[r] corr[r] over the lags T uses; dv (N x dvd floats) = dvT^T */
+void rl_toeplitz_drel_add(double *drel, const double *E, const double *corr, int N, int causal);
+void rl_toeplitz_dv_out(float *dv, const double *dvT, int N, int dvd);
+
 #endif
