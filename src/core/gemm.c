@@ -303,28 +303,51 @@ const char *rl_blis_arch_reason(void) { return rl_arch_reason; }
 
 const char *rl_blis_env_warning(void) { return env_warning[0] ? env_warning : NULL; }
 
-static int                counting;
-static struct rl_products counted;
+/* The counters, one per thread slot (rl_thread_slot) on a cache line of its own: a
+ * product adds to its thread's, so the counting adds no shared writes to a step (one
+ * shared counter made 16 threads take turns on its line at every product); slots past
+ * PRODUCT_SLOTS share the last one, atomically. */
+#define PRODUCT_SLOTS 256
+static int counting;
+static struct {
+    _Alignas(64) struct rl_products p;
+} counted[PRODUCT_SLOTS];
 
 void rl_products_count(int on)
 {
-    if (on) memset(&counted, 0, sizeof counted);
+    if (on) memset(counted, 0, sizeof counted);
     counting = on;
 }
 
-struct rl_products rl_products_counted(void) { return counted; }
+struct rl_products rl_products_counted(void)
+{
+    struct rl_products sum = {0, 0, 0};
+    for (int i = 0; i < PRODUCT_SLOTS; i++) { /* in slot order: the same sum every time */
+        sum.flops += counted[i].p.flops;
+        sum.thread_ms += counted[i].p.thread_ms;
+        sum.calls += counted[i].p.calls;
+    }
+    return sum;
+}
 
 int rl_products_counting(void) { return counting; }
 
 void rl_products_add(double flops, double thread_ms)
 {
     if (!counting) return;
+    const int slot = rl_thread_slot();
+    if (slot < PRODUCT_SLOTS - 1) {
+        struct rl_products *c = &counted[slot].p;
+        c->flops += flops, c->thread_ms += thread_ms, c->calls++;
+        return;
+    }
+    struct rl_products *c = &counted[PRODUCT_SLOTS - 1].p;
 #pragma omp atomic
-    counted.flops += flops;
+    c->flops += flops;
 #pragma omp atomic
-    counted.thread_ms += thread_ms;
+    c->thread_ms += thread_ms;
 #pragma omp atomic
-    counted.calls++;
+    c->calls++;
 }
 
 /* Inside any parallel region -- a team's thread, or a one-thread region (a region with one

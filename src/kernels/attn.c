@@ -221,17 +221,13 @@ static int needs_cum(const rl_attn *a)
     return a->o.forget && (a->o.kind == RL_ATTN_SOFTMAX || a->o.pe == RL_ATTN_PE_T5);
 }
 
-/* The FFT path's stores and parts for calls of up to G heads (attn_toeplitz_split.c). */
+/* The FFT path's stores and parts for a call of G heads in pieces (attn_toeplitz_split.c),
+ * made at the first such call: a plan whose calls have 16 heads or more never needs them. */
 static rl_status reserve_toeplitz(rl_attn *a, int G)
 {
-    int    heads = 0;
-    size_t parts = 0;
-    for (int g = 1; g <= G && rl_attn_linear_uses_fft(a); g++) {
-        size_t ng = (size_t)rl_toeplitz_groups(g, a->N, a->d, a->dv);
-        size_t n  = g * ng * rl_toeplitz_part_doubles(a->N, a->dv);
-        if (ng) heads = g;
-        parts = n > parts ? n : parts;
-    }
+    const int ng = rl_attn_linear_uses_fft(a) ? rl_toeplitz_groups(G, a->N, a->d, a->dv) : 0;
+    if (!ng) return RL_OK;
+    const size_t parts = (size_t)G * ng * rl_toeplitz_part_doubles(a->N, a->dv);
     if (parts > a->tpart_n) {
         rl_free(a->tpart);
         a->tpart_n = 0;
@@ -239,11 +235,11 @@ static rl_status reserve_toeplitz(rl_attn *a, int G)
             RL_FAIL(RL_ENOMEM, "attention: cannot allocate the FFT parts of %d heads", G);
         a->tpart_n = parts;
     }
-    if (heads <= a->tstore_n) return RL_OK;
-    rl_toeplitz **s = realloc(a->tstore, (size_t)heads * sizeof *s);
+    if (G <= a->tstore_n) return RL_OK;
+    rl_toeplitz **s = realloc(a->tstore, (size_t)G * sizeof *s);
     if (!s) RL_FAIL(RL_ENOMEM, "attention: out of memory");
     a->tstore = s;
-    for (; a->tstore_n < heads; a->tstore_n++)
+    for (; a->tstore_n < G; a->tstore_n++)
         RL_TRY(rl_toeplitz_create_store(&a->tstore[a->tstore_n], a->N, a->d, a->dv));
     return RL_OK;
 }
@@ -252,7 +248,6 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
     if (G <= a->G_max) return RL_OK;
-    RL_TRY(reserve_toeplitz(a, G));
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
     int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;
@@ -327,6 +322,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    RL_TRY(reserve_toeplitz(a, G));
     /* the gate's c, read by softmax attention and linear attention's T5 tiles (the others
      * take the decays e^{logf}) */
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
@@ -350,6 +346,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
+    RL_TRY(reserve_toeplitz(a, G));
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
