@@ -8,7 +8,8 @@
  * path and the reference, forward and backward, and its gradients match central
  * differences; N = 1; dv != d; denominators below eps counted; keys up to ~40 and keys
  * ramping from -30 to 30 (the causal magnitude segments) still within 1e-4 / 1e-3; invalid
- * sizes rejected. */
+ * sizes rejected; the (head, group of features) pieces of a call of few heads give the
+ * whole-head loop's results with 1 to d groups. */
 #include "config.h"
 #include "kernels/attn_toeplitz.h"
 #include "core/fft.h"
@@ -520,6 +521,98 @@ static void check_ramp(enum rl_fmap fm, int N)
     result_free(&r), prob_free(&p);
 }
 
+/* One head through the pieces of attn_toeplitz_split.c, run here in order: the phases
+ * with `groups` groups of features, the thread's workspace t and the head's store hs. */
+static struct result run_pieces(const struct prob *p, int groups)
+{
+    struct shape        s  = p->s;
+    struct rl_attn_opts o  = opts_of(s);
+    struct result       r  = {0};
+    size_t              nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
+    rl_toeplitz        *t, *hs;
+    if (rl_toeplitz_create(&t, s.N, s.d, s.dv) != RL_OK ||
+        rl_toeplitz_create_store(&hs, s.N, s.d, s.dv) != RL_OK)
+        tap_bail("create: %s", rl_last_error());
+    double *part = calloc((size_t)groups * rl_toeplitz_part_doubles(s.N, s.dv), sizeof(double));
+    const struct rl_lin_head h = {
+        .q = p->q, .k = p->k, .v = p->v, .N = s.N, .d = s.d, .dv = s.dv, .rel = p->rel};
+    r.o = malloc(sizeof(float) * nv), r.den = malloc(sizeof(float) * s.N);
+    r.dq = malloc(sizeof(float) * nd), r.dk = malloc(sizeof(float) * nd);
+    r.dv = malloc(sizeof(float) * nv), r.drel = calloc(2 * (size_t)s.N - 1, sizeof(double));
+    const struct rl_lin_grads g  = {r.dq, r.dk, r.dv, NULL, r.drel};
+    struct rl_toeplitz_piece  pc = {t, hs, &h, &o, part, groups, r.o, r.den, NULL, &g};
+    rl_toeplitz_split_prepare(&pc);
+    for (int J = 0; J < groups; J++)
+        rl_toeplitz_split_sums(&pc, J);
+    for (int b = 0; b < rl_toeplitz_row_blocks(s.N); b++)
+        r.bad += rl_toeplitz_split_rows(&pc, b);
+    pc.dout = p->w;
+    rl_toeplitz_split_prepare(&pc);
+    for (int J = 0; J < groups; J++)
+        rl_toeplitz_split_sums(&pc, J);
+    rl_toeplitz_split_grads(&pc);
+    rl_toeplitz_split_drel(&pc, 1, 1);
+    rl_toeplitz_free(t), rl_toeplitz_free(hs), free(part);
+    return r;
+}
+
+static double max_rel_float(const float *a, const float *b, size_t n)
+{
+    double e = 0, sc = 0;
+    for (size_t i = 0; i < n; i++)
+        e = fmax(e, fabs((double)a[i] - b[i])), sc = fmax(sc, fabs((double)b[i]));
+    return isnan(e) ? (double)INFINITY : e / (sc > 0 ? sc : 1);
+}
+
+/* The pieces (groups of features, their parts summed in group order) against the
+ * whole-head loop: keys ramping from -30 to 30 (several magnitude segments, so the
+ * correlation of T5's gradient runs segment pair by pair), N past one row block of the
+ * forward's last phase, 1 to d groups (uneven at 4 of 6). */
+static void check_pieces(enum rl_fmap fm, int causal)
+{
+    struct shape s  = {1100, 6, 4, causal, fm, 1e-6};
+    struct prob  p  = prob_make(s, 0, 0, 1.0);
+    size_t       nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv, nr = 2 * (size_t)s.N - 1;
+    for (int n = 0; n < s.N; n++)
+        for (int f = 0; f < s.d; f++) {
+            size_t i = (size_t)n * s.d + f;
+            p.k[i]   = (float)(-30.0 + 60.0 * n / (s.N - 1) + 0.5 * p.k[i]);
+        }
+    struct result    w        = run_kernel(&p, 0, 0, 1);
+    float           *wr       = drel_float(&w, s.N);
+    static const int groups[] = {1, 2, 4, 6};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        struct result r  = run_pieces(&p, groups[i]);
+        float        *dr = drel_float(&r, s.N);
+        double e = fmax(max_rel_float(r.o, w.o, nv), max_rel_float(r.den, w.den, (size_t)s.N));
+        double g = fmax(fmax(max_rel_float(r.dq, w.dq, nd), max_rel_float(r.dk, w.dk, nd)),
+                        fmax(max_rel_float(r.dv, w.dv, nv), max_rel_float(dr, wr, nr)));
+        tap_ok(e <= 1e-6 && g <= 1e-6 && r.bad == w.bad,
+               "pieces, %d groups of 6 features, %s %s t5 N=%d, key ramp: o, den within %.1e, "
+               "dq, dk, dv, drel within %.1e of the whole-head loop (tol 1e-6), n_bad %ld = %ld",
+               groups[i], fm_name[fm], causal ? "causal" : "non-causal", s.N, e, g, r.bad, w.bad);
+        free(dr), result_free(&r);
+    }
+    free(wr), result_free(&w), prob_free(&p);
+}
+
+static void check_pieces_all(void)
+{
+    tap_ok(rl_toeplitz_groups(4, 4096, 32, 32) == 8 && rl_toeplitz_groups(1, 4096, 32, 32) == 32 &&
+               rl_toeplitz_groups(3, 700, 4, 8) == 4 && rl_toeplitz_groups(16, 4096, 32, 32) == 0 &&
+               rl_toeplitz_groups(1, 1, 1, 1) == 0,
+           "groups per head: ceil(32 / G) at most d, none from 16 heads on or with d = 1");
+    int g = rl_toeplitz_groups(4, 65536, 32, 32);
+    tap_ok(g >= 2 && g < 8 &&
+               4 * (rl_toeplitz_store_bytes(65536, 32, 32) +
+                    8.0 * g * rl_toeplitz_part_doubles(65536, 32)) <=
+                   (double)(1L << 30),
+           "4 heads at N = 65536: %d groups, stores and parts within 1 GiB", g);
+    for (int fm = 0; fm < 3; fm++)
+        for (int causal = 0; causal < 2; causal++)
+            check_pieces((enum rl_fmap)fm, causal);
+}
+
 static void check_edges(void)
 {
     rl_toeplitz *tz = NULL;
@@ -576,5 +669,6 @@ int main(void)
     check_grad_directional_all();
     check_scan_all();
     check_edges();
+    check_pieces_all();
     return tap_done();
 }
