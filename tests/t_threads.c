@@ -16,7 +16,7 @@
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
  *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off.
- * 4. The region profile of `bench --train --regions` (below). */
+ * 4. The region profile of `bench --train --regions` and the serial fraction's books (below). */
 #include "config.h"
 #include "core/threads.h"
 #include "core/init.h"
@@ -26,6 +26,7 @@
 #include "experiment/train.h"
 #include "tap.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,34 @@ static void test_region_profile(void)
     rl_threads_set(1);
 }
 
+/* The serial fraction's books (core/threads.h): on one thread, a region of 64 pieces whose
+ * last 2 ms ran as a tail of 4 pieces, and a region of 4 pieces.  Against 16 threads a time
+ * t in p < 16 pieces has the serial part (t/p - t/16) / (1 - 1/16) = 0.2 t at p = 4; the
+ * 64-piece rest has none. */
+static void test_serial_books(void)
+{
+    rl_threads_set(1);
+    rl_regions_count(1, 16);
+    double t0 = rl_region_begin();
+    busy_ms(6.0);
+    rl_region_end_tail(t0, 64, "tail_region", 2.0, 4);
+    t0 = rl_region_begin();
+    busy_ms(3.0);
+    rl_region_end(t0, 4);
+    rl_regions_count(0, 16);
+    const struct rl_regions r = rl_regions_counted();
+    /* the serial part: 0.2 x 2 ms of the tail + 0.2 x the 4-piece region's 3 ms (and the
+     * little the clock adds) */
+    tap_ok(r.regions == 2 && r.ms >= 8.99 && r.serial_ms >= 0.4 + 0.6 - 1e-9 &&
+               r.serial_ms <= 0.4 + 0.2 * 3.5,
+           "serial books: %ld regions, %.2f ms, serial %.3f ms (0.4 of the tail of 4 pieces, "
+           "0.6 of the 4-piece region, none of the 64-piece rest)",
+           r.regions, r.ms, r.serial_ms);
+    tap_ok(fabs(rl_regions_serial_ms(4)) < 1e-9 && rl_regions_serial_ms(64) > r.serial_ms,
+           "against 4 threads nothing is serial (%.3g ms); against 64 more is (%.3f ms)",
+           rl_regions_serial_ms(4), rl_regions_serial_ms(64));
+}
+
 int main(void)
 {
     tap_scratch(tmpdir, sizeof tmpdir, "t_threads");
@@ -303,6 +332,7 @@ int main(void)
     test_counts();
     test_governor();
     test_region_profile();
+    test_serial_books();
     tap_scratch_remove(tmpdir);
     return tap_done();
 }

@@ -210,15 +210,29 @@ double rl_region_begin(void)
     return regions_on || sites_on ? rl_now_ms() : -1.0;
 }
 
-void rl_region_end_named(double t0, long pieces, const char *name)
+/* t ms of a region's time, cut into `pieces` pieces, for the serial fraction */
+static void serial_book(double t, long pieces)
+{
+    regions.ms += t;
+    regions.serial_ms += serial_part(t, (double)pieces, regions.target);
+    ms_by_pieces[pieces < PIECE_MAX ? pieces : PIECE_MAX] += t;
+}
+
+void rl_region_end_tail(double t0, long pieces, const char *name, double tail_ms, long tail_pieces)
 {
     if (t0 < 0) return;
     double t = rl_now_ms() - t0;
     if (pieces < 1) pieces = 1;
+    if (tail_pieces < 1) tail_pieces = 1;
+    tail_ms = tail_ms < 0 ? 0 : tail_ms < t ? tail_ms : t;
     if (sites_on) site_book(name, pieces, t);
     if (!regions_on) return;
-    regions.ms += t;
     regions.regions++;
-    regions.serial_ms += serial_part(t, (double)pieces, regions.target);
-    ms_by_pieces[pieces < PIECE_MAX ? pieces : PIECE_MAX] += t;
+    serial_book(t - tail_ms, pieces);
+    if (tail_ms > 0) serial_book(tail_ms, tail_pieces);
+}
+
+void rl_region_end_named(double t0, long pieces, const char *name)
+{
+    rl_region_end_tail(t0, pieces, name, 0, 1);
 }

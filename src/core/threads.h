@@ -68,6 +68,11 @@ int rl_threads_planned(void);
 double rl_regions_serial_ms(int target);
 double rl_region_begin(void);
 void   rl_region_end_named(double t0, long pieces, const char *name);
+/* The same for a region whose pieces include a tail: tail_ms of its (1-thread) time in
+ * work of only tail_pieces pieces that waits for others of the region (a per-head pass
+ * run by the thread that finishes the head's last block).  The tail is booked as a region
+ * of tail_pieces pieces, the rest as one of `pieces`. */
+void rl_region_end_tail(double t0, long pieces, const char *name, double tail_ms, long tail_pieces);
 /* rl_region_end(t0, pieces): the region is named after the function it is in. */
 #define rl_region_end(t0, pieces) rl_region_end_named(t0, pieces, __func__)
 

@@ -122,7 +122,7 @@ void rl_attn_free(rl_attn *a)
     free(a->scratch);
     rl_free(a->drel);
     rl_free(a->rowbuf);
-    rl_free(a->linst), rl_free(a->prep);
+    rl_free(a->linst), rl_free(a->prep), free(a->pending);
     rl_free(a->cum), rl_free(a->dec);
     free(a->toeplitz);
     for (int h = 0; h < a->tstore_n; h++)
@@ -251,16 +251,19 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
     int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;
+    int    *n = malloc((size_t)G * sizeof *n);
     if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
     if (a->prep_head) p = rl_alloc((size_t)G * a->prep_head * sizeof(float));
     if (cum) c = rl_alloc((size_t)G * a->N * sizeof(double));
     if (dec) e = rl_alloc((size_t)G * a->N * sizeof(double));
-    if (!r || (a->linst_head && !l) || (a->prep_head && !p) || (cum && !c) || (dec && !e)) {
-        rl_free(r), rl_free(l), rl_free(p), rl_free(c), rl_free(e);
+    if (!r || !n || (a->linst_head && !l) || (a->prep_head && !p) || (cum && !c) || (dec && !e)) {
+        rl_free(r), rl_free(l), rl_free(p), rl_free(c), rl_free(e), free(n);
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the per-call buffers of %d heads", G);
     }
     rl_free(a->rowbuf), rl_free(a->linst), rl_free(a->prep), rl_free(a->cum), rl_free(a->dec);
-    a->rowbuf = r, a->linst = l, a->prep = p, a->cum = c, a->dec = e, a->G_max = G;
+    free(a->pending);
+    a->rowbuf = r, a->linst = l, a->prep = p, a->cum = c, a->dec = e, a->pending = n;
+    a->G_max = G;
     return RL_OK;
 }
 

@@ -28,6 +28,7 @@ struct rl_attn {
     float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
     double             *linst;      /* G_max heads' block states of split linear attention */
     size_t              linst_head; /* doubles per head (0: linear attention not split) */
+    int                *pending;    /* G_max: a phase's pieces of each head still running */
     float              *prep;       /* G_max heads' prepared keys of softmax attention */
     size_t              prep_head;  /* floats per head (0: not prepared) */
     /* G_max x N each: the forget gate's cumulative log gates (softmax attention, linear

@@ -9,7 +9,9 @@
  *                           block's end), V^T C, A^T dnum, sum dden B for the backward
  *                           (all from one build of the block's features);
  *   prefix   (head)         the states at every block start (an exclusive prefix in block
- *                           order, each carried state decayed across its block), and for
+ *                           order, each carried state decayed across its block; run inside
+ *                           the sums' region by the thread that ends the head's last block,
+ *                           attn_run_linear.c), and for
  *                           the backward's reverse scans the suffixes at every block end,
  *                           or the totals (non-causal);
  *   rows     (head, block)  the block's rows from its start states: the scans of

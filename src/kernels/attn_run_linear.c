@@ -21,6 +21,7 @@
 #include "attn_linear.h"
 #include "attn_toeplitz.h"
 #include "../core/threads.h"
+#include "../core/util.h"
 
 #include <math.h>
 
@@ -117,8 +118,7 @@ static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_att
 
 /* ---- the split form: phases of (head, block) pieces ---- */
 
-/* One phase: fn(g, b) for every head and block (per_head: b = -1, one piece per head),
- * booked as a region of that many pieces. */
+/* A call's phases: fn(g, b) for every head and block (b = -1: the head's per-head piece). */
 struct phase {
     rl_attn                    *a;
     const struct rl_attn_in    *in;
@@ -196,26 +196,51 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
     return 0;
 }
 
-/* the phases' names in the region profile (core/threads.h) */
-static const char *const phase_names[2][B_GATE + 1] = {
-    {"linear: forward sums", "linear: forward prefix", "linear: forward rows",
-     "linear: backward sums", "linear: backward prefix", "linear: backward rows",
-     "linear: gate suffix"},
-    {"ALiBi scan: forward sums", "ALiBi scan: forward prefix", "ALiBi scan: forward rows",
-     "ALiBi scan: backward sums", "ALiBi scan: backward prefix", "ALiBi scan: backward rows",
-     "ALiBi scan: unused (no gate)"}};
-
-static long run_phase(const struct phase *f, enum phase_kind k, int per_head)
+/* the block phases' names in the region profile (core/threads.h): a head's prefix runs in
+ * its sums phase, the gate's suffix in the backward's rows phase */
+static const char *phase_name(const struct phase *f, enum phase_kind k)
 {
-    const long np  = per_head ? f->G : (long)f->G * f->nb;
-    long       bad = 0;
-    double     t0  = rl_region_begin();
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad) num_threads(rl_attn_team(f->a, np))
+    static const char *const names[2][B_ROWS + 1] = {
+        {"linear: forward sums and prefix", "", "linear: forward rows",
+         "linear: backward sums and prefix", "", "linear: backward rows"},
+        {"ALiBi scan: forward sums and prefix", "", "ALiBi scan: forward rows",
+         "ALiBi scan: backward sums and prefix", "", "ALiBi scan: backward rows"}};
+    return names[f->decay][k];
+}
+
+/* One phase of (head, block) pieces, booked as a region of that many pieces.  then >= 0:
+ * the phase of one piece per head (the prefix, the gate's suffix) that needs all of the
+ * head's blocks of this phase, run by the thread that finishes the head's last block --
+ * within this region, rather than in a region of G pieces between two of G nb, whose
+ * idle threads may have gone to sleep by the next (on the 16-core machine the rows phase
+ * after such a region got slower from 8 threads to 16).  The head's counter is decremented with an
+ * atomic capture (seq_cst: the other blocks' states are visible to the thread that reaches zero);
+ * which thread runs the per-head piece does not change its sums.  The serial fraction
+ * books the per-head pieces' time as a region of G pieces. */
+static long run_phase(const struct phase *f, enum phase_kind k, int then)
+{
+    const long np      = (long)f->G * f->nb;
+    int       *pending = f->a->pending;
+    long       bad     = 0;
+    double     t0 = rl_region_begin(), tail = 0; /* tail: the per-head pieces' ms, booked */
+    for (int g = 0; then >= 0 && g < f->G; g++)
+        pending[g] = f->nb;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad, tail)                             \
+    num_threads(rl_attn_team(f->a, np))
     for (long p = 0; p < np; p++) {
-        int g = per_head ? (int)p : (int)(p / f->nb), b = per_head ? -1 : (int)(p % f->nb);
-        bad += phase_piece(f, k, g, b, f->a->scratch[rl_thread_slot()]);
+        const int g = (int)(p / f->nb), b = (int)(p % f->nb);
+        float    *scr  = f->a->scratch[rl_thread_slot()];
+        int       left = 1;
+        bad += phase_piece(f, k, g, b, scr);
+        if (then < 0) continue;
+#pragma omp atomic capture seq_cst
+        left = --pending[g];
+        if (left > 0) continue;
+        const double h0 = t0 >= 0 ? rl_now_ms() : 0;
+        bad += phase_piece(f, (enum phase_kind)then, g, -1, scr);
+        if (t0 >= 0) tail += rl_now_ms() - h0;
     }
-    rl_region_end_named(t0, np, phase_names[f->decay][k]);
+    rl_region_end_tail(t0, np, phase_name(f, k), tail, f->G);
     return bad;
 }
 
@@ -229,9 +254,8 @@ static int split_blocks(const rl_attn *a)
 static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
     const struct phase f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
-    run_phase(&f, F_SUMS, 0);
-    run_phase(&f, F_PREFIX, 1);
-    return run_phase(&f, F_ROWS, 0);
+    run_phase(&f, F_SUMS, F_PREFIX);
+    return run_phase(&f, F_ROWS, -1);
 }
 
 static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
@@ -239,10 +263,8 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
 {
     const struct phase f = {
         a, in, gr, (float *)o, (float *)saved, dout, G, split_blocks(a), split_decay(a)};
-    run_phase(&f, B_SUMS, 0);
-    run_phase(&f, B_PREFIX, 1);
-    run_phase(&f, B_ROWS, 0);
-    if (in->logf) run_phase(&f, B_GATE, 1);
+    run_phase(&f, B_SUMS, B_PREFIX);
+    run_phase(&f, B_ROWS, in->logf ? B_GATE : -1);
 }
 
 /* ---- the FFT products of few heads: (head, group of features) pieces ---- */
