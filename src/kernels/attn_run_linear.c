@@ -208,6 +208,16 @@ static const char *phase_name(const struct phase *f, enum phase_kind k)
     return names[f->decay][k];
 }
 
+/* 1 for the caller that ends the last of head g's pending pieces (seq_cst: the others'
+ * writes are visible to it) */
+static int ends_head(int *pending, int g)
+{
+    int left;
+#pragma omp atomic capture seq_cst
+    left = --pending[g];
+    return left == 0;
+}
+
 /* One phase of (head, block) pieces, booked as a region of that many pieces.  then >= 0:
  * the phase of one piece per head (the prefix, the gate's suffix) that needs all of the
  * head's blocks of this phase, run by the thread that finishes the head's last block --
@@ -229,13 +239,9 @@ static long run_phase(const struct phase *f, enum phase_kind k, int then)
     num_threads(rl_attn_team(f->a, np))
     for (long p = 0; p < np; p++) {
         const int g = (int)(p / f->nb), b = (int)(p % f->nb);
-        float    *scr  = f->a->scratch[rl_thread_slot()];
-        int       left = 1;
+        float    *scr = f->a->scratch[rl_thread_slot()];
         bad += phase_piece(f, k, g, b, scr);
-        if (then < 0) continue;
-#pragma omp atomic capture seq_cst
-        left = --pending[g];
-        if (left > 0) continue;
+        if (then < 0 || !ends_head(pending, g)) continue;
         const double h0 = t0 >= 0 ? rl_now_ms() : 0;
         bad += phase_piece(f, (enum phase_kind)then, g, -1, scr);
         if (t0 >= 0) tail += rl_now_ms() - h0;
@@ -282,8 +288,7 @@ enum fft_phase { T_PREPARE, T_SUMS, T_ROWS, T_GRADS, T_DREL };
 
 static const char *const fft_names[2][T_DREL + 1] = {
     {"FFT: forward features", "FFT: forward sums", "FFT: forward rows", "", ""},
-    {"FFT: backward features", "FFT: backward sums", "", "FFT: backward grads",
-     "FFT: T5 bias gradient"}};
+    {"FFT: backward features", "FFT: backward sums and grads", "", "", "FFT: T5 bias gradient"}};
 
 /* piece p of phase k: (head, group), (head, row block) or a head */
 static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
@@ -327,18 +332,29 @@ static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
     return 0;
 }
 
-static long fft_phase(const struct fft_call *c, enum fft_phase k)
+/* Phase k; then = T_GRADS: each head's grads piece runs inside the sums' region, by the
+ * thread that ends the head's last group (as run_phase's per-head pieces). */
+static long fft_phase(const struct fft_call *c, enum fft_phase k, int then)
 {
-    const long np  = k == T_SUMS   ? (long)c->G * c->groups
-                     : k == T_ROWS ? (long)c->G * rl_toeplitz_row_blocks(c->a->N)
-                     : k == T_DREL ? (c->G < c->a->H ? c->G : c->a->H)
-                                   : c->G;
-    long       bad = 0;
-    double     t0  = rl_region_begin();
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad) num_threads(rl_attn_team(c->a, np))
-    for (long p = 0; p < np; p++)
+    const long np      = k == T_SUMS   ? (long)c->G * c->groups
+                         : k == T_ROWS ? (long)c->G * rl_toeplitz_row_blocks(c->a->N)
+                         : k == T_DREL ? (c->G < c->a->H ? c->G : c->a->H)
+                                       : c->G;
+    int       *pending = c->a->pending;
+    long       bad     = 0;
+    double     t0 = rl_region_begin(), tail = 0;
+    for (int g = 0; then >= 0 && g < c->G; g++)
+        pending[g] = c->groups;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad, tail)                             \
+    num_threads(rl_attn_team(c->a, np))
+    for (long p = 0; p < np; p++) {
         bad += fft_piece(c, k, p);
-    rl_region_end_named(t0, np, fft_names[c->dout != NULL][k]);
+        if (then < 0 || !ends_head(pending, (int)(p / c->groups))) continue;
+        const double h0 = t0 >= 0 ? rl_now_ms() : 0;
+        bad += fft_piece(c, (enum fft_phase)then, p / c->groups);
+        if (t0 >= 0) tail += rl_now_ms() - h0;
+    }
+    rl_region_end_tail(t0, np, fft_names[c->dout != NULL][k], tail, c->G);
     return bad;
 }
 
@@ -351,19 +367,18 @@ static int fft_groups(const rl_attn *a, int G)
 static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
     const struct fft_call c = {a, in, NULL, o, saved, NULL, G, fft_groups(a, G)};
-    fft_phase(&c, T_PREPARE);
-    fft_phase(&c, T_SUMS);
-    return fft_phase(&c, T_ROWS);
+    fft_phase(&c, T_PREPARE, -1);
+    fft_phase(&c, T_SUMS, -1);
+    return fft_phase(&c, T_ROWS, -1);
 }
 
 static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                          const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
     const struct fft_call c = {a, in, gr, (float *)o, (float *)saved, dout, G, fft_groups(a, G)};
-    fft_phase(&c, T_PREPARE);
-    fft_phase(&c, T_SUMS);
-    fft_phase(&c, T_GRADS);
-    if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL);
+    fft_phase(&c, T_PREPARE, -1);
+    fft_phase(&c, T_SUMS, T_GRADS);
+    if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL, -1);
 }
 
 long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,

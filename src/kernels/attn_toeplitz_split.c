@@ -13,7 +13,8 @@
  *                                       part (num^T and den, or dv^T and the correlation);
  *                                       the backward writes dA, dB's own columns
  *   rows (forward; (head, row block)):  num, den = the parts' sum in group order; o
- *   grads (backward; a piece per head): dv = the parts' sum in group order; dq, dk
+ *   grads (backward; a piece per head, run by the thread that ends the head's last group
+ *         of sums, attn_run_linear.c): dv = the parts' sum in group order; dq, dk
  *   drel (T5; a piece per bias head h): d rel_h += E_h corr_g, g = h, h + H, ... in order
  *
  * The groups are set by G, N, d and dv alone (rl_toeplitz_groups), so a call gives the
