@@ -3,7 +3,6 @@
 #include "heads.h"
 #include "../core/threads.h"
 
-
 /* pieces of about ROW_FLOATS floats of whole rows, as the layers' row loops */
 #define ROW_FLOATS 8192
 
@@ -53,23 +52,29 @@ size_t rl_heads_offset(long t, int h, int N, int H, int d)
 /* the heads of one token row are (N d) floats apart */
 static size_t head_stride(const struct heads_ctx *e) { return (size_t)e->N * e->d; }
 
-static void split_piece(void *ctx, long p)
+/* rows [r0, r1) of a piece between the (B*N, 3*H*d) q|k|v rows and the heads: to_rows
+ * gathers the three heads' rows (merge3), else scatters the rows plus the bias (split) */
+static void triple_piece(const struct heads_ctx *e, long p, int to_rows)
 {
-    const struct heads_ctx *e = ctx;
-    const int               H = e->H, d = e->d, C = H * d;
-    long                    r0, r1;
+    const int    H = e->H, d = e->d, C = H * d;
+    float *const dst[3] = {e->q, e->k, e->v};
+    const float *src[3] = {e->cq, e->ck, e->cv};
+    long         r0, r1;
     piece_span(p, e->n, 3 * C, &r0, &r1);
     for (long r = r0; r < r1; r++) {
-        const float *row = e->crows + (size_t)r * 3 * C;
         const size_t o0 = rl_heads_offset(e->t0 + r, 0, e->N, H, d), hs = head_stride(e);
-        for (int h = 0; h < H; h++) {
-            const size_t off = o0 + h * hs, c = (size_t)h * d;
-            split_row(e->q + off, row + c, e->bias + c, d);
-            split_row(e->k + off, row + C + c, e->bias + C + c, d);
-            split_row(e->v + off, row + 2 * C + c, e->bias + 2 * C + c, d);
-        }
+        for (int h = 0; h < H; h++)
+            for (int x = 0; x < 3; x++) {
+                const size_t off = o0 + h * hs, c = (size_t)x * C + (size_t)h * d;
+                if (to_rows)
+                    copy_row(e->rows + (size_t)r * 3 * C + c, src[x] + off, d);
+                else
+                    split_row(dst[x] + off, e->crows + (size_t)r * 3 * C + c, e->bias + c, d);
+            }
     }
 }
+
+static void split_piece(void *ctx, long p) { triple_piece(ctx, p, 0); }
 
 void rl_heads_split_rows(float *q, float *k, float *v, const float *qkv, const float *bias, long t0,
                          long n, int N, int H, int d)
@@ -87,23 +92,7 @@ void rl_heads_split_rows(float *q, float *k, float *v, const float *qkv, const f
     rl_pieces(row_pieces(n, 3 * H * d), split_piece, &e);
 }
 
-static void merge3_piece(void *ctx, long p)
-{
-    const struct heads_ctx *e = ctx;
-    const int               H = e->H, d = e->d, C = H * d;
-    long                    r0, r1;
-    piece_span(p, e->n, 3 * C, &r0, &r1);
-    for (long r = r0; r < r1; r++) {
-        float       *row = e->rows + (size_t)r * 3 * C;
-        const size_t o0 = rl_heads_offset(e->t0 + r, 0, e->N, H, d), hs = head_stride(e);
-        for (int h = 0; h < H; h++) {
-            const size_t off = o0 + h * hs, c = (size_t)h * d;
-            copy_row(row + c, e->cq + off, d);
-            copy_row(row + C + c, e->ck + off, d);
-            copy_row(row + 2 * C + c, e->cv + off, d);
-        }
-    }
-}
+static void merge3_piece(void *ctx, long p) { triple_piece(ctx, p, 1); }
 
 void rl_heads_merge3_rows(float *dqkv, const float *dq, const float *dk, const float *dv, long t0,
                           long n, int N, int H, int d)
@@ -113,18 +102,26 @@ void rl_heads_merge3_rows(float *dqkv, const float *dq, const float *dk, const f
     rl_pieces(row_pieces(n, 3 * H * d), merge3_piece, &e);
 }
 
-static void merge_piece(void *ctx, long p)
+/* rows [r0, r1) of a piece between the (B*N, H*d) rows and the heads: to_rows gathers the
+ * heads into rows (merge), else scatters rows to the heads (split1) */
+static void move_piece(const struct heads_ctx *e, long p, int to_rows)
 {
-    const struct heads_ctx *e = ctx;
-    const int               H = e->H, d = e->d;
-    long                    r0, r1;
+    const int H = e->H, d = e->d;
+    long      r0, r1;
     piece_span(p, e->n, H * d, &r0, &r1);
     for (long r = r0; r < r1; r++) {
         const size_t o0 = rl_heads_offset(e->t0 + r, 0, e->N, H, d), hs = head_stride(e);
-        for (int h = 0; h < H; h++)
-            copy_row(e->rows + ((size_t)r * H + h) * d, e->cq + o0 + h * hs, d);
+        for (int h = 0; h < H; h++) {
+            const size_t ho = o0 + h * hs, ro = ((size_t)r * H + h) * d;
+            if (to_rows)
+                copy_row(e->rows + ro, e->cq + ho, d);
+            else
+                copy_row(e->q + ho, e->crows + ro, d);
+        }
     }
 }
+
+static void merge_piece(void *ctx, long p) { move_piece(ctx, p, 1); }
 
 void rl_heads_merge_rows(float *out, const float *x, long t0, long n, int N, int H, int d)
 {
@@ -132,18 +129,7 @@ void rl_heads_merge_rows(float *out, const float *x, long t0, long n, int N, int
     rl_pieces(row_pieces(n, H * d), merge_piece, &e);
 }
 
-static void split1_piece(void *ctx, long p)
-{
-    const struct heads_ctx *e = ctx;
-    const int               H = e->H, d = e->d;
-    long                    r0, r1;
-    piece_span(p, e->n, H * d, &r0, &r1);
-    for (long r = r0; r < r1; r++) {
-        const size_t o0 = rl_heads_offset(e->t0 + r, 0, e->N, H, d), hs = head_stride(e);
-        for (int h = 0; h < H; h++)
-            copy_row(e->q + o0 + h * hs, e->crows + ((size_t)r * H + h) * d, d);
-    }
-}
+static void split1_piece(void *ctx, long p) { move_piece(ctx, p, 0); }
 
 void rl_heads_split1_rows(float *out, const float *x, long t0, long n, int N, int H, int d)
 {
