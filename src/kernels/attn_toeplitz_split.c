@@ -49,7 +49,7 @@ int rl_toeplitz_groups(int G, int N, int d, int dv)
 
 int rl_toeplitz_row_blocks(int N) { return (N + TP_ROWS - 1) / TP_ROWS; }
 
-/* group J's features [f0, f1) of d: the first d % ng groups have one more */
+/* group J's features [f0, f1) of d (the groups' sizes differ by one at most) */
 static void group_span(int d, int ng, int J, int *f0, int *f1)
 {
     *f0 = J * d / ng, *f1 = (J + 1) * d / ng;
