@@ -116,23 +116,67 @@ static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_att
     return bad;
 }
 
-/* ---- the split form: phases of (head, block) pieces ---- */
+/* ---- a call in pieces, run phase by phase ---- */
 
-/* A call's phases: fn(g, b) for every head and block (b = -1: the head's per-head piece). */
-struct phase {
+/* One call in pieces (the split form here, the FFT pieces below): its operands, its G
+ * heads and the pieces per head of its sums phase (blocks of rows, or groups of features). */
+struct call {
     rl_attn                    *a;
     const struct rl_attn_in    *in;
     const struct rl_attn_grads *gr;
     float                      *o, *saved;
     const float                *dout;
-    int                         G, nb;
+    int                         G, per;
     int                         decay; /* ALiBi's decayed scan (attn_decay.c) */
 };
+
+/* A piece of phase k: p indexes the phase's pieces (for a per-head phase, p is the head). */
+typedef long (*piece_fn)(const struct call *c, int k, long p);
+
+/* 1 for the caller that ends the last of head g's pending pieces (seq_cst: the others'
+ * writes are visible to it) */
+static int ends_head(int *pending, int g)
+{
+    int left;
+#pragma omp atomic capture seq_cst
+    left = --pending[g];
+    return left == 0;
+}
+
+/* Phase k's np pieces fn(c, k, p), booked as a region of np pieces.  then >= 0 (np = G per,
+ * head p / per): the per-head phase that needs all of a head's pieces of this one, run by
+ * the thread that ends the head's last piece -- within this region, rather than in a
+ * region of G pieces between two of G per, whose idle threads may have gone to sleep by
+ * the next (on the 16-core machine the rows phase after such a region got slower from 8
+ * threads to 16).  Which thread runs a head's per-head piece does not change its sums.
+ * The serial fraction books the per-head pieces' time as a region of G pieces. */
+static long run_pieces(const struct call *c, piece_fn fn, int k, long np, int then,
+                       const char *name)
+{
+    int   *pending = c->a->pending;
+    long   bad     = 0;
+    double t0 = rl_region_begin(), tail = 0; /* tail: the per-head pieces' ms, booked */
+    for (int g = 0; then >= 0 && g < c->G; g++)
+        pending[g] = c->per;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad, tail)                             \
+    num_threads(rl_attn_team(c->a, np))
+    for (long p = 0; p < np; p++) {
+        bad += fn(c, k, p);
+        if (then < 0 || !ends_head(pending, (int)(p / c->per))) continue;
+        const double h0 = t0 >= 0 ? rl_now_ms() : 0;
+        bad += fn(c, then, p / c->per);
+        if (t0 >= 0) tail += rl_now_ms() - h0;
+    }
+    rl_region_end_tail(t0, np, name, tail, c->G);
+    return bad;
+}
+
+/* ---- the split form: phases of (head, block) pieces ---- */
 
 enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_ROWS, B_GATE };
 
 /* A piece of ALiBi's decayed scan: the same phases on the scan's states. */
-static long decay_piece(const struct phase *f, enum phase_kind k, int g, int b)
+static long decay_piece(const struct call *f, enum phase_kind k, int g, int b)
 {
     rl_attn                  *a  = f->a;
     const struct rl_lin_head  h  = toeplitz_head(a, f->in, g);
@@ -156,7 +200,7 @@ static long decay_piece(const struct phase *f, enum phase_kind k, int g, int b)
     return k == F_ROWS || k == B_ROWS ? rl_attn_decay_rows(&p, b) : 0;
 }
 
-static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, float *scr)
+static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, float *scr)
 {
     if (f->decay) return decay_piece(f, k, g, b);
     rl_attn                 *a  = f->a;
@@ -198,7 +242,7 @@ static long phase_piece(const struct phase *f, enum phase_kind k, int g, int b, 
 
 /* the block phases' names in the region profile (core/threads.h): a head's prefix runs in
  * its sums phase, the gate's suffix in the backward's rows phase */
-static const char *phase_name(const struct phase *f, enum phase_kind k)
+static const char *phase_name(const struct call *f, enum phase_kind k)
 {
     static const char *const names[2][B_ROWS + 1] = {
         {"linear: forward sums and prefix", "", "linear: forward rows",
@@ -208,46 +252,18 @@ static const char *phase_name(const struct phase *f, enum phase_kind k)
     return names[f->decay][k];
 }
 
-/* 1 for the caller that ends the last of head g's pending pieces (seq_cst: the others'
- * writes are visible to it) */
-static int ends_head(int *pending, int g)
+/* piece p of phase k of the split form: (head, block), or the head of a per-head phase */
+static long split_piece(const struct call *f, int k, long p)
 {
-    int left;
-#pragma omp atomic capture seq_cst
-    left = --pending[g];
-    return left == 0;
+    const int per_head = k == F_PREFIX || k == B_PREFIX || k == B_GATE;
+    const int g = per_head ? (int)p : (int)(p / f->per), b = per_head ? -1 : (int)(p % f->per);
+    return phase_piece(f, (enum phase_kind)k, g, b, f->a->scratch[rl_thread_slot()]);
 }
 
-/* One phase of (head, block) pieces, booked as a region of that many pieces.  then >= 0:
- * the phase of one piece per head (the prefix, the gate's suffix) that needs all of the
- * head's blocks of this phase, run by the thread that finishes the head's last block --
- * within this region, rather than in a region of G pieces between two of G nb, whose
- * idle threads may have gone to sleep by the next (on the 16-core machine the rows phase
- * after such a region got slower from 8 threads to 16).  The head's counter is decremented with an
- * atomic capture (seq_cst: the other blocks' states are visible to the thread that reaches zero);
- * which thread runs the per-head piece does not change its sums.  The serial fraction
- * books the per-head pieces' time as a region of G pieces. */
-static long run_phase(const struct phase *f, enum phase_kind k, int then)
+/* A block phase of the split form; then: the per-head phase run at each head's end, or -1. */
+static long run_phase(const struct call *f, enum phase_kind k, int then)
 {
-    const long np      = (long)f->G * f->nb;
-    int       *pending = f->a->pending;
-    long       bad     = 0;
-    double     t0 = rl_region_begin(), tail = 0; /* tail: the per-head pieces' ms, booked */
-    for (int g = 0; then >= 0 && g < f->G; g++)
-        pending[g] = f->nb;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad, tail)                             \
-    num_threads(rl_attn_team(f->a, np))
-    for (long p = 0; p < np; p++) {
-        const int g = (int)(p / f->nb), b = (int)(p % f->nb);
-        float    *scr = f->a->scratch[rl_thread_slot()];
-        bad += phase_piece(f, k, g, b, scr);
-        if (then < 0 || !ends_head(pending, g)) continue;
-        const double h0 = t0 >= 0 ? rl_now_ms() : 0;
-        bad += phase_piece(f, (enum phase_kind)then, g, -1, scr);
-        if (t0 >= 0) tail += rl_now_ms() - h0;
-    }
-    rl_region_end_tail(t0, np, phase_name(f, k), tail, f->G);
-    return bad;
+    return run_pieces(f, split_piece, k, (long)f->G * f->per, then, phase_name(f, k));
 }
 
 static int split_decay(const rl_attn *a) { return rl_attn_decay_splits(&a->o); }
@@ -259,7 +275,7 @@ static int split_blocks(const rl_attn *a)
 
 static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct phase f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
+    const struct call f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
     run_phase(&f, F_SUMS, F_PREFIX);
     return run_phase(&f, F_ROWS, -1);
 }
@@ -267,7 +283,7 @@ static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_at
 static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct phase f = {
+    const struct call f = {
         a, in, gr, (float *)o, (float *)saved, dout, G, split_blocks(a), split_decay(a)};
     run_phase(&f, B_SUMS, B_PREFIX);
     run_phase(&f, B_ROWS, in->logf ? B_GATE : -1);
@@ -275,27 +291,18 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
 
 /* ---- the FFT products of few heads: (head, group of features) pieces ---- */
 
-struct fft_call {
-    rl_attn                    *a;
-    const struct rl_attn_in    *in;
-    const struct rl_attn_grads *gr;
-    float                      *o, *saved;
-    const float                *dout;
-    int                         G, groups;
-};
-
 enum fft_phase { T_PREPARE, T_SUMS, T_ROWS, T_GRADS, T_DREL };
 
 static const char *const fft_names[2][T_DREL + 1] = {
     {"FFT: forward features", "FFT: forward sums", "FFT: forward rows", "", ""},
     {"FFT: backward features", "FFT: backward sums and grads", "", "", "FFT: T5 bias gradient"}};
 
-/* piece p of phase k: (head, group), (head, row block) or a head */
-static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
+/* piece p of phase k: (head, group of the c->per), (head, row block) or a head */
+static long fft_piece(const struct call *c, int k, long p)
 {
     rl_attn                  *a  = c->a;
     const int                 nb = rl_toeplitz_row_blocks(a->N), N = a->N;
-    const int                 g  = (int)(k == T_SUMS ? p / c->groups : k == T_ROWS ? p / nb : p);
+    const int                 g  = (int)(k == T_SUMS ? p / c->per : k == T_ROWS ? p / nb : p);
     const size_t              sq = (size_t)N * a->d, sv = (size_t)N * a->dv;
     const struct rl_lin_head  th = toeplitz_head(a, c->in, g);
     const struct rl_lin_grads lg = {
@@ -306,9 +313,9 @@ static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
                                          a->tstore[g],
                                          &th,
                                          &a->o,
-                                         a->tpart + (size_t)g * c->groups *
+                                         a->tpart + (size_t)g * c->per *
                                                         rl_toeplitz_part_doubles(N, a->dv),
-                                         c->groups,
+                                         c->per,
                                          c->o + g * sv,
                                          c->saved + (size_t)g * N,
                                          c->dout ? c->dout + g * sv : NULL,
@@ -318,7 +325,7 @@ static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
         rl_toeplitz_split_prepare(&tp);
         break;
     case T_SUMS:
-        rl_toeplitz_split_sums(&tp, (int)(p % c->groups));
+        rl_toeplitz_split_sums(&tp, (int)(p % c->per));
         break;
     case T_ROWS:
         return rl_toeplitz_split_rows(&tp, (int)(p % nb));
@@ -332,30 +339,14 @@ static long fft_piece(const struct fft_call *c, enum fft_phase k, long p)
     return 0;
 }
 
-/* Phase k; then = T_GRADS: each head's grads piece runs inside the sums' region, by the
- * thread that ends the head's last group (as run_phase's per-head pieces). */
-static long fft_phase(const struct fft_call *c, enum fft_phase k, int then)
+/* Phase k of the FFT pieces; then = T_GRADS: each head's grads at the end of its sums */
+static long fft_phase(const struct call *c, enum fft_phase k, int then)
 {
-    const long np      = k == T_SUMS   ? (long)c->G * c->groups
-                         : k == T_ROWS ? (long)c->G * rl_toeplitz_row_blocks(c->a->N)
-                         : k == T_DREL ? (c->G < c->a->H ? c->G : c->a->H)
-                                       : c->G;
-    int       *pending = c->a->pending;
-    long       bad     = 0;
-    double     t0 = rl_region_begin(), tail = 0;
-    for (int g = 0; then >= 0 && g < c->G; g++)
-        pending[g] = c->groups;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : bad, tail)                             \
-    num_threads(rl_attn_team(c->a, np))
-    for (long p = 0; p < np; p++) {
-        bad += fft_piece(c, k, p);
-        if (then < 0 || !ends_head(pending, (int)(p / c->groups))) continue;
-        const double h0 = t0 >= 0 ? rl_now_ms() : 0;
-        bad += fft_piece(c, (enum fft_phase)then, p / c->groups);
-        if (t0 >= 0) tail += rl_now_ms() - h0;
-    }
-    rl_region_end_tail(t0, np, fft_names[c->dout != NULL][k], tail, c->G);
-    return bad;
+    const long np = k == T_SUMS   ? (long)c->G * c->per
+                    : k == T_ROWS ? (long)c->G * rl_toeplitz_row_blocks(c->a->N)
+                    : k == T_DREL ? (c->G < c->a->H ? c->G : c->a->H)
+                                  : c->G;
+    return run_pieces(c, fft_piece, k, np, then, fft_names[c->dout != NULL][k]);
 }
 
 /* the groups per head of a call of G heads in pieces; 0: one piece per head */
@@ -366,7 +357,7 @@ static int fft_groups(const rl_attn *a, int G)
 
 static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct fft_call c = {a, in, NULL, o, saved, NULL, G, fft_groups(a, G)};
+    const struct call c = {a, in, NULL, o, saved, NULL, G, fft_groups(a, G), 0};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, -1);
     return fft_phase(&c, T_ROWS, -1);
@@ -375,7 +366,7 @@ static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn
 static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                          const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct fft_call c = {a, in, gr, (float *)o, (float *)saved, dout, G, fft_groups(a, G)};
+    const struct call c = {a, in, gr, (float *)o, (float *)saved, dout, G, fft_groups(a, G), 0};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, T_GRADS);
     if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL, -1);
