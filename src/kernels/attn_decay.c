@@ -225,17 +225,6 @@ void rl_attn_decay_sums(const struct rl_decay_piece *p, int b)
                      1);
 }
 
-/* Block b's increments x[0..n) become the carried state run that enters b, and run moves
- * past b: run = bd run + x (bd: the decay across b). */
-static void carry(double *x, double *run, size_t n, double bd)
-{
-    for (size_t i = 0; i < n; i++) {
-        double inc = x[i];
-        x[i]       = run[i];
-        run[i]     = bd * run[i] + inc;
-    }
-}
-
 /* gamma^(rows of block b): a carried state's decay across it */
 static double block_decay(const struct rl_decay_piece *p, int b)
 {
@@ -254,9 +243,9 @@ void rl_attn_decay_prefix(const struct rl_decay_piece *p)
     double      *run = slot(p, nb);
     memset(run, 0, decay_slot(d, dv) * sizeof(double));
     for (int b = 0; b < nb; b++)
-        carry(slot(p, b), run, nf, block_decay(p, b));
+        rl_lin_carry(slot(p, b), run, nf, block_decay(p, b), 1);
     for (int b = nb - 1; p->dout && b >= 0; b--)
-        carry(slot(p, b) + nf, run + nf, nf, block_decay(p, b));
+        rl_lin_carry(slot(p, b) + nf, run + nf, nf, block_decay(p, b), 1);
 }
 
 long rl_attn_decay_rows(const struct rl_decay_piece *p, int b)

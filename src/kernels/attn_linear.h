@@ -62,6 +62,11 @@ size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, 
 /* The gate's decays dec[m] = e^{logf[m]} of block b's rows (the pieces form reads them from
  * rl_lin_head.dec in every phase after the first, which makes them). */
 void rl_attn_linear_decays(double *dec, const float *logf, int b, int N);
+/* One block of a prefix (or, in reverse block order, a suffix) of the blocks' states: run
+ * (n doubles) moves past the block, run = bd run + x, bd the decay across the block, from
+ * the block's increments x; exclusive: x becomes the state entering the block (else x is
+ * kept: the totals alone).  Also ALiBi's decayed scan in pieces (attn_decay.c). */
+void rl_lin_carry(double *x, double *run, size_t n, double bd, int exclusive);
 void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                              int b, float *scratch);
 void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,

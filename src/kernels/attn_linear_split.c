@@ -110,29 +110,27 @@ void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const stru
               h->logf ? p.wk : NULL);
 }
 
+void rl_lin_carry(double *x, double *run, size_t n, double bd, int exclusive)
+{
+    for (size_t i = 0; i < n; i++) {
+        double inc = x[i];
+        if (exclusive) x[i] = run[i];
+        run[i] = bd * run[i] + inc;
+    }
+}
+
 /* Exclusive prefix (causal; the gate decays a carried state across each block) or the
- * totals into the last slot (non-causal), of the first nS doubles of each slot's S and z. */
+ * totals into the last slot (non-causal), of each slot's S and z (contiguous). */
 static void prefix(struct lin_plan *p, double *st, int causal, const float *logf)
 {
-    const int    nb = rl_attn_linear_blocks(p->N);
-    const size_t nS = (size_t)p->D * p->dv, nz = (size_t)p->Dd;
+    const int    nb  = rl_attn_linear_blocks(p->N);
+    const size_t n   = (size_t)p->D * p->dv + (size_t)p->Dd; /* S and z */
     struct slot  run = slot_of(p, st, nb);
-    memset(run.S, 0, nS * sizeof(double));
-    memset(run.z, 0, nz * sizeof(double));
+    memset(run.S, 0, n * sizeof(double));
     for (int b = 0; b < nb; b++) {
-        struct slot s  = slot_of(p, st, b);
-        double      bd = 1.0; /* the decay across block b (the gate) */
+        double bd = 1.0; /* the decay across block b (the gate) */
         if (logf) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
-        for (size_t i = 0; i < nS; i++) {
-            double inc = s.S[i];
-            if (causal) s.S[i] = run.S[i];
-            run.S[i] = bd * run.S[i] + inc;
-        }
-        for (size_t i = 0; i < nz; i++) {
-            double inc = s.z[i];
-            if (causal) s.z[i] = run.z[i];
-            run.z[i] = bd * run.z[i] + inc;
-        }
+        rl_lin_carry(slot_of(p, st, b).S, run.S, n, bd, causal);
     }
 }
 
@@ -221,42 +219,25 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
 static void totals_g(struct lin_plan *p, double *st)
 {
     const int    nb = rl_attn_linear_blocks(p->N);
-    const size_t nG = (size_t)p->D * p->dv;
+    const size_t n  = (size_t)p->D * p->dv + (size_t)p->Dd; /* G and g */
     struct slot  t  = slot_of(p, st, nb);
-    memset(t.G, 0, nG * sizeof(double));
-    memset(t.g, 0, (size_t)p->Dd * sizeof(double));
-    for (int b = 0; b < nb; b++) {
-        struct slot s = slot_of(p, st, b);
-        for (size_t i = 0; i < nG; i++)
-            t.G[i] += s.G[i];
-        for (int i = 0; i < p->Dd; i++)
-            t.g[i] += s.g[i];
-    }
+    memset(t.G, 0, n * sizeof(double));
+    for (int b = 0; b < nb; b++)
+        rl_lin_carry(slot_of(p, st, b).G, t.G, n, 1.0, 0);
 }
 
 /* Causal: the reverse states after every block (an exclusive suffix; the gate decays a
- * carried state across each block). */
+ * carried state across each block), of each slot's G and g (contiguous). */
 static void suffix(struct lin_plan *p, double *st, int gated)
 {
     const int    nb  = rl_attn_linear_blocks(p->N);
-    const size_t nG  = (size_t)p->D * p->dv;
+    const size_t n   = (size_t)p->D * p->dv + (size_t)p->Dd; /* G and g */
     struct slot  run = slot_of(p, st, nb);
-    memset(run.G, 0, nG * sizeof(double));
-    memset(run.g, 0, (size_t)p->Dd * sizeof(double));
+    memset(run.G, 0, n * sizeof(double));
     for (int b = nb - 1; b >= 0; b--) {
-        struct slot s  = slot_of(p, st, b);
-        double      bd = 1.0; /* the decay from block b + 1's first row to block b's */
+        double bd = 1.0; /* the decay from block b + 1's first row to block b's */
         if (gated) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 1);
-        for (size_t i = 0; i < nG; i++) {
-            double inc = s.G[i];
-            s.G[i]     = run.G[i];
-            run.G[i]   = inc + bd * run.G[i];
-        }
-        for (int i = 0; i < p->Dd; i++) {
-            double inc = s.g[i];
-            s.g[i]     = run.g[i];
-            run.g[i]   = inc + bd * run.g[i];
-        }
+        rl_lin_carry(slot_of(p, st, b).G, run.G, n, bd, 1);
     }
 }
 
