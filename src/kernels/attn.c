@@ -225,7 +225,7 @@ static int needs_cum(const rl_attn *a)
  * made at the first such call: a plan whose calls have 16 heads or more never needs them. */
 static rl_status reserve_toeplitz(rl_attn *a, int G)
 {
-    const int ng = rl_attn_linear_uses_fft(a) ? rl_toeplitz_groups(G, a->N, a->d, a->dv) : 0;
+    const int ng = rl_attn_fft_groups(a, G);
     if (!ng) return RL_OK;
     const size_t parts = (size_t)G * ng * rl_toeplitz_part_doubles(a->N, a->dv);
     if (parts > a->tpart_n) {

@@ -68,9 +68,11 @@ void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, c
                                    const float *o, const float *saved, const struct rl_attn_in *in,
                                    int G);
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a);
-/* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate);
- * the FFT products among them (not ALiBi's decayed scan). */
+/* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate; the
+ * FFT products among them: rl_toeplitz_fft). */
 int rl_attn_linear_uses_toeplitz(const rl_attn *a);
-int rl_attn_linear_uses_fft(const rl_attn *a);
+/* The groups of features per head of a call of G heads whose FFT products run in (head,
+ * group) pieces (attn_toeplitz_split.c); 0: one piece per head. */
+int rl_attn_fft_groups(const rl_attn *a, int G);
 
 #endif

@@ -30,11 +30,6 @@ int rl_attn_linear_uses_toeplitz(const rl_attn *a)
     return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !a->o.forget;
 }
 
-int rl_attn_linear_uses_fft(const rl_attn *a)
-{
-    return rl_attn_linear_uses_toeplitz(a) && !a->o.alibi_scan;
-}
-
 /* The gated path's options: features without a bias PE (ALiBi moved into the gate). */
 static struct rl_attn_opts lin_opts(const rl_attn *a)
 {
@@ -349,15 +344,14 @@ static long fft_phase(const struct call *c, enum fft_phase k, int then)
     return run_pieces(c, fft_piece, k, np, then, fft_names[c->dout != NULL][k]);
 }
 
-/* the groups per head of a call of G heads in pieces; 0: one piece per head */
-static int fft_groups(const rl_attn *a, int G)
+int rl_attn_fft_groups(const rl_attn *a, int G)
 {
-    return rl_attn_linear_uses_fft(a) ? rl_toeplitz_groups(G, a->N, a->d, a->dv) : 0;
+    return rl_toeplitz_fft(&a->o) ? rl_toeplitz_groups(G, a->N, a->d, a->dv) : 0;
 }
 
 static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct call c = {a, in, NULL, o, saved, NULL, G, fft_groups(a, G), 0};
+    const struct call c = {a, in, NULL, o, saved, NULL, G, rl_attn_fft_groups(a, G), 0};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, -1);
     return fft_phase(&c, T_ROWS, -1);
@@ -366,7 +360,8 @@ static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn
 static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                          const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct call c = {a, in, gr, (float *)o, (float *)saved, dout, G, fft_groups(a, G), 0};
+    const struct call c = {a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_fft_groups(a, G),
+                           0};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, T_GRADS);
     if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL, -1);
@@ -375,7 +370,7 @@ static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float
 long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
                                 int G)
 {
-    if (fft_groups(a, G)) return fft_forward(a, o, saved, in, G);
+    if (rl_attn_fft_groups(a, G)) return fft_forward(a, o, saved, in, G);
     if (a->linst_head) return split_forward(a, o, saved, in, G);
     const size_t sv  = (size_t)a->N * a->dv;
     long         bad = 0;
@@ -421,7 +416,7 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
         split_backward(a, gr, dout, o, saved, in, G);
         return;
     }
-    if (fft_groups(a, G)) {
+    if (rl_attn_fft_groups(a, G)) {
         fft_backward(a, gr, dout, o, saved, in, G);
         return;
     }

@@ -77,6 +77,7 @@ struct rl_toeplitz_piece {
     const float               *dout;
     const struct rl_lin_grads *g;
 };
+int       rl_toeplitz_fft(const struct rl_attn_opts *o); /* linear, T5 or ALiBi, no gate, no scan */
 int       rl_toeplitz_groups(int G, int N, int d, int dv);
 size_t    rl_toeplitz_part_doubles(int N, int dv);
 size_t    rl_toeplitz_store_bytes(int N, int d, int dv);

@@ -35,6 +35,12 @@ size_t rl_toeplitz_part_doubles(int N, int dv)
     return (size_t)(dv + 1) * N + 2 * (size_t)N; /* num^T | den (dv^T | -), corr (2N - 1) */
 }
 
+int rl_toeplitz_fft(const struct rl_attn_opts *o)
+{
+    return o->kind == RL_ATTN_LINEAR && !o->forget && !o->alibi_scan &&
+           (o->pe == RL_ATTN_PE_T5 || o->pe == RL_ATTN_PE_ALIBI);
+}
+
 int rl_toeplitz_groups(int G, int N, int d, int dv)
 {
     if (G < 1 || G >= TP_SPLIT_HEADS) return 0;

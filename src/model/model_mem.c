@@ -74,10 +74,8 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
         *call_bytes += 8.0 * B * c->heads * (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
     if (rl_attn_decay_splits(&c->attn))
         *call_bytes += 8.0 * B * c->heads * (double)rl_attn_decay_state_doubles(N, d, d);
-    const int G   = B * c->heads,
-              fft = c->attn.kind == RL_ATTN_LINEAR && !c->attn.forget && !c->attn.alibi_scan &&
-                    (c->attn.pe == RL_ATTN_PE_T5 || c->attn.pe == RL_ATTN_PE_ALIBI);
-    const int ng = fft ? rl_toeplitz_groups(G, N, d, d) : 0;
+    const int G  = B * c->heads;
+    const int ng = rl_toeplitz_fft(&c->attn) ? rl_toeplitz_groups(G, N, d, d) : 0;
     if (ng) /* the FFT products in (head, feature group) pieces: a store per head, parts */
         *call_bytes += G * ((double)rl_toeplitz_store_bytes(N, d, d) +
                             8.0 * ng * (double)rl_toeplitz_part_doubles(N, d));
