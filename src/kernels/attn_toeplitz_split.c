@@ -95,11 +95,14 @@ void rl_toeplitz_split_sums(const struct rl_toeplitz_piece *p, int J)
     if (want_rel) rl_fft_conv_corr_read(p->t->conv, corr);
 }
 
-/* dst[i] = sum over the groups of part_J[off + i], i < n, in group order */
-static void parts_sum(double *dst, const struct rl_toeplitz_piece *p, size_t off, size_t n)
+/* dst[i] = sum over the groups of part_J[off + i], i < n, in group order; part: a head's
+ * parts */
+static void parts_sum(double *dst, const struct rl_toeplitz_piece *p, const double *part,
+                      size_t off, size_t n)
 {
+    const size_t each = rl_toeplitz_part_doubles(p->h->N, p->h->dv);
     for (int J = 0; J < p->groups; J++) {
-        const double *s = part_of(p, J) + off;
+        const double *s = part + J * each + off;
         if (J == 0)
             memcpy(dst, s, n * sizeof(double));
         else
@@ -116,11 +119,11 @@ long rl_toeplitz_split_rows(const struct rl_toeplitz_piece *p, int b)
     const int    m1 = m0 + TP_ROWS < N ? m0 + TP_ROWS : N, n = m1 - m0;
     double      *col = p->t->gaf; /* one column's rows, in the thread's workspace */
     for (int j = 0; j < dv; j++) {
-        parts_sum(col, p, (size_t)j * N + m0, (size_t)n);
+        parts_sum(col, p, p->part, (size_t)j * N + m0, (size_t)n);
         for (int m = m0; m < m1; m++)
             hs->num[(size_t)m * dv + j] = col[m - m0];
     }
-    parts_sum(hs->den + m0, p, (size_t)dv * N + m0, (size_t)n);
+    parts_sum(hs->den + m0, p, p->part, (size_t)dv * N + m0, (size_t)n);
     return rl_toeplitz_finish_rows(hs, p->out, p->den, p->o->eps, m0, m1);
 }
 
@@ -128,7 +131,7 @@ void rl_toeplitz_split_grads(const struct rl_toeplitz_piece *p)
 {
     rl_toeplitz *hs = p->hs;
     const int    N = p->h->N, dv = p->h->dv;
-    parts_sum(hs->numT, p, 0, (size_t)dv * N);
+    parts_sum(hs->numT, p, p->part, 0, (size_t)dv * N);
     rl_toeplitz_dv_out(p->g->dv, hs->numT, N, dv);
     rl_toeplitz_features_backward(hs, p->g->dq, p->g->dk, p->h->q, p->h->k, p->o->fmap,
                                   p->o->causal);
@@ -140,9 +143,8 @@ void rl_toeplitz_split_drel(const struct rl_toeplitz_piece *p, int heads, int st
     const size_t head = (size_t)p->groups * rl_toeplitz_part_doubles(N, dv);
     double      *corr = p->t->corr;
     for (int i = 0; i < heads; i++) {
-        struct rl_toeplitz_piece q = *p;
-        q.part                     = p->part + (size_t)i * stride * head;
-        parts_sum(corr, &q, (size_t)(dv + 1) * N, 2 * (size_t)N - 1);
+        parts_sum(corr, p, p->part + (size_t)i * stride * head, (size_t)(dv + 1) * N,
+                  2 * (size_t)N - 1);
         rl_toeplitz_drel_add(p->g->drel, p->hs->E, corr, N, p->o->causal);
     }
 }
