@@ -250,9 +250,11 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     if (G <= a->G_max) return RL_OK;
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
-    int     cum = needs_cum(a), dec = a->o.forget && a->linst_head;
-    int    *n = malloc((size_t)G * sizeof *n);
-    if (a->linst_head) l = rl_alloc((size_t)G * a->linst_head * sizeof(double));
+    /* the pieces' states and the gate's decays: of the heads a call in pieces has */
+    int  ls  = rl_attn_decay_splits(&a->o) ? G : rl_attn_linear_state_heads(&a->o, G);
+    int  cum = needs_cum(a), dec = a->o.forget && a->linst_head;
+    int *n = malloc((size_t)G * sizeof *n);
+    if (a->linst_head) l = rl_alloc((size_t)ls * a->linst_head * sizeof(double));
     if (a->prep_head) p = rl_alloc((size_t)G * a->prep_head * sizeof(float));
     if (cum) c = rl_alloc((size_t)G * a->N * sizeof(double));
     if (dec) e = rl_alloc((size_t)G * a->N * sizeof(double));

@@ -282,16 +282,20 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     }
 }
 
-/* The plan of one forward or backward call (Shen's map: its per-feature maxima too). */
-static void call_plan(struct lin_plan *p, const float *q, const float *k,
-                      const struct rl_rope *rope, const struct rl_attn_opts *o, int N, int d,
-                      int dv, float *scratch)
+/* The plan of one forward or backward call (Shen's map: its per-feature maxima too, the
+ * pieces form's when h->colmax is set; causal, so no Ztot). */
+static void call_plan(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                      float *scratch)
 {
-    RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && dv > 0);
-    RL_ASSERT(!rope || (rope->d == d && rope->n_pos >= N));
-    lin_plan(p, o, rope != NULL, N, d, dv, scratch);
-    p->rope = rope;
-    if (p->shen) shen_prepass(p, q, k);
+    const int N = h->N, d = h->d;
+    RL_ASSERT(((uintptr_t)scratch & 7) == 0 && N > 0 && d > 0 && h->dv > 0);
+    RL_ASSERT(!h->rope || (h->rope->d == d && h->rope->n_pos >= N));
+    lin_plan(p, o, h->rope != NULL, N, d, h->dv, scratch);
+    p->rope = h->rope;
+    if (p->shen && h->colmax)
+        memcpy(p->colmax, h->colmax, (size_t)d * sizeof(float));
+    else if (p->shen)
+        shen_prepass(p, h->q, h->k);
 }
 
 static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
@@ -312,7 +316,7 @@ static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)
 void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                       float *scratch)
 {
-    call_plan(p, h->q, h->k, h->rope, o, h->N, h->d, h->dv, scratch);
+    call_plan(p, h, o, scratch);
     gate_plan(p, h);
 }
 
@@ -322,7 +326,7 @@ void rl_attn_linear_forward(float *out, float *den, long *n_bad, const struct rl
     struct lin_plan p;
     long            bad = 0;
     const float    *q = h->q, *k = h->k, *v = h->v;
-    call_plan(&p, q, k, h->rope, o, h->N, h->d, h->dv, scratch);
+    call_plan(&p, h, o, scratch);
     gate_plan(&p, h);
     if (h->logf && h->rel)
         rl_lin_forward_quad(&p, out, den, &bad, q, k, v, o->eps);
@@ -576,7 +580,7 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
                              const struct rl_attn_opts *o, float *scratch)
 {
     struct lin_plan p;
-    call_plan(&p, h->q, h->k, h->rope, o, h->N, h->d, h->dv, scratch);
+    call_plan(&p, h, o, scratch);
     gate_plan(&p, h);
     p.drel = g->drel;
     if (h->logf && h->rel)

@@ -1,6 +1,6 @@
 /* attn_linear_split.c -- linear attention cut into pieces by the problem: blocks of
- * RL_LIN_BLOCK rows of each head (attn_linear.h), for the feature maps without Shen's
- * positional normaliser, with or without RoPE and the forget gate.
+ * RL_LIN_BLOCK rows of each head (attn_linear.h), for the feature maps elu1 and exp and
+ * Shen's causal map (in calls of few heads), with or without RoPE and the forget gate.
  *
  * A causal scan carries a state from row to row; its value at a block's start is the sum
  * of the blocks before it.  So a call runs in phases, each a loop over pieces:
@@ -21,13 +21,19 @@
  * count.  With the gate, the rows leave dc_m in dlogf and the caller takes the suffix sums
  * per head (rl_attn_gate_suffix).
  *
- * A head's states, st: nb + 1 slots (the last: non-causal totals) of
- *   [S: D x dv | z: Dd | G: D x dv | g: Dd]  doubles
- * (the backward keeps V^T C, dv x D, in S). */
+ * Shen's map adds a phase of column maxima before the sums, and in the backward a phase
+ * of reverse increments after the prefix and a last one for dk (attn_linear.h).
+ *
+ * A head's states, st: nb + 1 slots (the last: non-causal totals, or the running sums) of
+ *   [S: D x dv | z: Dd | G: D x dv | g: Dd | Shen: Z: d | W: d]  doubles
+ * (the backward keeps V^T C, dv x D, in S), then for Shen nb + 1 rows of d floats: the
+ * blocks' column maxima and the head's. */
 #include "config.h"
 #include "attn_linear.h"
 #include "attn_linear_impl.h"
 #include "attn_linear_plan.h"
+#include "featmap.h"
+#include "rope.h"
 #include "../core/gemm.h"
 #include "../core/tilemm.h"
 
@@ -36,8 +42,30 @@
 
 int rl_attn_linear_splits(const struct rl_attn_opts *o)
 {
-    return o->kind == RL_ATTN_LINEAR && o->fmap != RL_FMAP_SOFTMAX &&
+    return o->kind == RL_ATTN_LINEAR && (o->fmap != RL_FMAP_SOFTMAX || o->causal) &&
            (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE);
+}
+
+int rl_attn_linear_shen(const struct rl_attn_opts *o)
+{
+    return rl_attn_linear_splits(o) && o->fmap == RL_FMAP_SOFTMAX;
+}
+
+/* elu1 and exp: every call (their pieces cost little more than a head's loop).  Shen's map:
+ * calls of fewer than SHEN_SPLIT_HEADS heads only, where a piece per head would leave
+ * threads idle; its pieces build a block's features up to four times (on one thread 1.1x a
+ * head loop's forward, 1.3x its backward). */
+#define SHEN_SPLIT_HEADS 16
+
+int rl_attn_linear_pieces(const struct rl_attn_opts *o, int G)
+{
+    return rl_attn_linear_splits(o) && (!rl_attn_linear_shen(o) || G < SHEN_SPLIT_HEADS);
+}
+
+int rl_attn_linear_state_heads(const struct rl_attn_opts *o, int G)
+{
+    if (!rl_attn_linear_splits(o)) return 0;
+    return rl_attn_linear_shen(o) && G >= SHEN_SPLIT_HEADS ? SHEN_SPLIT_HEADS - 1 : G;
 }
 
 int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK; }
@@ -49,30 +77,96 @@ void rl_attn_linear_decays(double *dec, const float *logf, int b, int N)
         dec[m] = exp((double)logf[m]);
 }
 
-static size_t slot_doubles(int D, int Dd, int dv) { return 2 * ((size_t)D * dv + (size_t)Dd); }
+/* A slot's doubles: S, z, G, g and, with Shen's map (zd = d), Z and W. */
+static size_t slot_doubles(int D, int Dd, int dv, int zd)
+{
+    return 2 * ((size_t)D * dv + (size_t)Dd + (size_t)zd);
+}
+
+/* The slots' doubles from the options (the widths of attn_linear.c's table: Shen's map with
+ * RoPE at the feature place doubles the numerator's features, and the rotated denominator's),
+ * and the column maxima's (nb + 1 rows of d floats) after them. */
+static size_t slots_doubles(const struct rl_attn_opts *o, int N, int d, int dv, size_t *maxima)
+{
+    const int shen = rl_attn_linear_shen(o), nb = rl_attn_linear_blocks(N);
+    const int feat = shen && o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_FEATURE;
+    const int D    = feat ? 2 * d : d,
+              Dd   = feat && o->rope_denominator == RL_ROPE_DENOM_ROTATED ? D : d;
+    *maxima        = shen ? ((size_t)(nb + 1) * d + 1) / 2 : 0;
+    return (size_t)(nb + 1) * slot_doubles(D, Dd, dv, shen ? d : 0);
+}
 
 size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv)
 {
-    int D = d, Dd = d; /* the split modes: features of width d (no Shen) */
-    (void)o;
-    return (size_t)(rl_attn_linear_blocks(N) + 1) * slot_doubles(D, Dd, dv);
+    size_t maxima, slots = slots_doubles(o, N, d, dv, &maxima);
+    return slots + maxima;
 }
 
+/* Shen's column maxima of k: block b's in row b, the head's in row nb. */
+static float *maxima_of(const double *st, const struct rl_attn_opts *o, int N, int d, int dv)
+{
+    size_t maxima;
+    return (float *)(st + slots_doubles(o, N, d, dv, &maxima));
+}
+
+const float *rl_attn_linear_colmax(const double *st, const struct rl_attn_opts *o, int N, int d,
+                                   int dv)
+{
+    return maxima_of(st, o, N, d, dv) + (size_t)rl_attn_linear_blocks(N) * d;
+}
+
+/* Z: Shen's sum of u over the block's rows (its prefix before the block, after the prefix
+ * phase); W: the sum of dZ over the block's rows (its suffix after the block). */
 struct slot {
-    double *S, *z, *G, *g;
+    double *S, *z, *G, *g, *Z, *W;
 };
 
 static struct slot slot_of(const struct lin_plan *p, double *st, int b)
 {
     const size_t Dv = (size_t)p->D * p->dv;
-    double      *x  = st + (size_t)b * slot_doubles(p->D, p->Dd, p->dv);
-    return (struct slot){x, x + Dv, x + Dv + p->Dd, x + 2 * Dv + p->Dd};
+    const int    zd = p->shen ? p->d : 0;
+    double      *x  = st + (size_t)b * slot_doubles(p->D, p->Dd, p->dv, zd);
+    double      *Z  = x + 2 * (Dv + (size_t)p->Dd);
+    return (struct slot){x, x + Dv, x + Dv + p->Dd, x + 2 * Dv + p->Dd, Z, Z + zd};
 }
 
 static int rows_of(const struct lin_plan *p, int b)
 {
     int t0 = b * RL_LIN_BLOCK;
     return p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+}
+
+/* ---- Shen's column maxima ------------------------------------------------------------- */
+
+void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                        int b, float *scratch)
+{
+    const int    d = h->d, t0 = b * RL_LIN_BLOCK;
+    const int    l  = h->N - t0 < RL_LIN_BLOCK ? h->N - t0 : RL_LIN_BLOCK;
+    const float *k  = h->k + (size_t)t0 * d;
+    float       *cm = maxima_of(st, o, h->N, d, h->dv) + (size_t)b * d;
+    if (h->rope && o->rope_place == RL_ROPE_PLACE_INPUT) /* the map reads R_n k_n */
+        rl_rope_rotate(h->rope, scratch, d, k, d, l, t0, 0), k = scratch;
+    rl_fmap_colmax(cm, k, l, d);
+}
+
+void rl_attn_linear_maxima(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o)
+{
+    const int nb = rl_attn_linear_blocks(h->N), d = h->d;
+    float    *cm = maxima_of(st, o, h->N, d, h->dv), *head = cm + (size_t)nb * d;
+    for (int f = 0; f < d; f++)
+        head[f] = -INFINITY;
+    for (int b = 0; b < nb; b++) /* a max: the same in any order */
+        for (int f = 0; f < d; f++)
+            head[f] = cm[(size_t)b * d + f] > head[f] ? cm[(size_t)b * d + f] : head[f];
+}
+
+/* Shen: the block's increment of Z (u = p->phk, built) */
+static void z_increment(const struct lin_plan *p, struct slot s, int l)
+{
+    if (!p->shen) return;
+    memset(s.Z, 0, (size_t)p->d * sizeof(double));
+    rl_lin_sum_rows(s.Z, p->phk, l, p->d);
 }
 
 /* X (l x nx) with its rows weighted by w into p->Kw (the gate), or X itself. */
@@ -108,6 +202,7 @@ void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const stru
     if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
     increment(&p, slot_of(&p, st, b), p.C, p.D, h->v + (size_t)t0 * p.dv, p.dv, l,
               h->logf ? p.wk : NULL);
+    z_increment(&p, slot_of(&p, st, b), l);
 }
 
 void rl_lin_carry(double *x, double *run, size_t n, double bd, int exclusive)
@@ -127,10 +222,13 @@ static void prefix(struct lin_plan *p, double *st, int causal, const float *logf
     const size_t n   = (size_t)p->D * p->dv + (size_t)p->Dd; /* S and z */
     struct slot  run = slot_of(p, st, nb);
     memset(run.S, 0, n * sizeof(double));
+    if (p->shen) memset(run.Z, 0, (size_t)p->d * sizeof(double));
     for (int b = 0; b < nb; b++) {
         double bd = 1.0; /* the decay across block b (the gate) */
         if (logf) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
         rl_lin_carry(slot_of(p, st, b).S, run.S, n, bd, causal);
+        if (p->shen) /* Z is not decayed */
+            rl_lin_carry(slot_of(p, st, b).Z, run.Z, (size_t)p->d, 1.0, causal);
     }
 }
 
@@ -152,6 +250,7 @@ long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const str
     float       *ob = out + (size_t)t0 * dv;
     const float *vb = h->v + (size_t)t0 * dv;
     memcpy(p.z, s.z, (size_t)p.Dd * sizeof(double));
+    if (p.shen) memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
     const struct rl_lin_den dn = rl_lin_den_of(&p, l);
     if (!o->causal) { /* num = A S with the totals */
@@ -188,8 +287,10 @@ static void reverse_increment(struct lin_plan *p, struct slot s, int t0, int l, 
 }
 
 /* Every increment of block b, from one build of its features.  Causal: the dA state's
- * (V^T C, dv x D) and z's, then the reverse states' (reverse_increment).  Non-causal: the
- * totals' (S = C^T V, z, G = A^T dnum, g = sum dden B). */
+ * (V^T C, dv x D) and z's, then the reverse states' (reverse_increment; Shen's map: its
+ * queries need Z before the block, so they wait for rl_attn_linear_bwd_rsums, and Z's
+ * increment is taken instead).  Non-causal: the totals' (S = C^T V, z, G = A^T dnum,
+ * g = sum dden B). */
 void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, const float *den,
                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
                              float *scratch)
@@ -199,13 +300,17 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     const int    t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
     const float *vb = h->v + (size_t)t0 * dv;
     struct slot  s  = slot_of(&p, st, b);
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
-    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                           l, dv);
+    rl_lin_build_block(&p, h->q, h->k, t0, l, p.shen ? SIDE_K : SIDE_K | SIDE_Q);
+    if (!p.shen)
+        rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
     if (o->causal) {
         if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
         increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
-        reverse_increment(&p, s, t0, l, h->logf != NULL);
+        if (p.shen)
+            z_increment(&p, s, l);
+        else
+            reverse_increment(&p, s, t0, l, h->logf != NULL);
         return;
     }
     increment(&p, s, p.C, p.D, vb, dv, l, NULL);
@@ -249,10 +354,68 @@ void rl_attn_linear_bwd_prefix(double *st, const struct rl_lin_head *h,
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     prefix(&p, st, o->causal, h->logf);
-    if (o->causal)
-        suffix(&p, st, h->logf != NULL);
-    else
+    if (!o->causal)
         totals_g(&p, st);
+    else if (!p.shen) /* Shen's: rl_attn_linear_bwd_suffix, after its reverse increments */
+        suffix(&p, st, h->logf != NULL);
+}
+
+/* Shen's map: the reverse states' increments of block b, its queries from Z before it. */
+void rl_attn_linear_bwd_rsums(double *st, const float *dout, const float *out, const float *den,
+                              const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
+                              float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    struct slot s = slot_of(&p, st, b);
+    memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
+                           l, dv);
+    reverse_increment(&p, s, t0, l, h->logf != NULL);
+}
+
+void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
+                               const struct rl_attn_opts *o, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    suffix(&p, st, h->logf != NULL);
+}
+
+/* Shen's map: the suffix of the blocks' dZ sums after each block, W. */
+void rl_attn_linear_dz_suffix(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                              float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int nb  = rl_attn_linear_blocks(p.N);
+    double   *run = slot_of(&p, st, nb).W;
+    memset(run, 0, (size_t)p.d * sizeof(double));
+    for (int b = nb - 1; b >= 0; b--)
+        rl_lin_carry(slot_of(&p, st, b).W, run, (size_t)p.d, 1.0, 1);
+}
+
+/* Shen's map: dk_n += u_n W (W: the sum of dZ_m over the blocks after block b, which
+ * du_n = ... + sum_{m >= n} dZ_m lacked in the rows phase); the input placement rotates it
+ * back, as the rows phase did the rest of dk. */
+void rl_attn_linear_bwd_fix(float *dk, const double *st, const struct rl_lin_head *h,
+                            const struct rl_attn_opts *o, int b, float *scratch)
+{
+    struct lin_plan p;
+    rl_lin_plan_make(&p, h, o, scratch);
+    const int     t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), d = p.d;
+    const double *W = slot_of(&p, (double *)st, b).W;
+    float        *x = p.dphq, *dkb = dk + (size_t)t0 * d;
+    if (b == p.nb - 1) return; /* nothing after the last block */
+    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
+    for (int i = 0; i < l; i++)
+        for (int f = 0; f < d; f++)
+            x[(size_t)i * d + f] = (float)((double)p.phk[(size_t)i * d + f] * W[f]);
+    if (p.input_rot) rl_rope_rotate(p.rope, x, d, x, d, l, t0, 1);
+    for (size_t i = 0; i < (size_t)l * d; i++)
+        dkb[i] += x[i];
 }
 
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */
@@ -298,13 +461,19 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
-    const int t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv, d = p.d;
+    struct slot s = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
+    if (p.shen) memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double));
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
     rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
                            l, dv);
     if (o->causal)
-        causal_rows(&p, g, slot_of(&p, (double *)st, b), h, o->eps, t0, l);
+        causal_rows(&p, g, s, h, o->eps, t0, l);
     else
-        full_rows(&p, g, slot_of(&p, (double *)st, rl_attn_linear_blocks(p.N)), h, t0, l);
+        full_rows(&p, g, s, h, t0, l);
+    if (p.shen) /* Shen's chain: Z from before the block, dZ's suffix from its end */
+        memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double)),
+            memset(p.Zs, 0, (size_t)d * sizeof(double));
     rl_lin_chain_block(&p, g->dq, g->dk, t0, l, NULL);
+    if (p.shen) memcpy(s.W, p.Zs, (size_t)d * sizeof(double)); /* the block's sum of dZ */
 }

@@ -3,7 +3,8 @@
  * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
  * with or without the gate, and ALiBi's decayed scan (causal, alibi_scan, no gate) with
  * those maps, are cut into (head, block of rows) pieces run in phases (attn_linear_split.c,
- * attn_decay.c): as many pieces as blocks, whatever the thread count.  The FFT Toeplitz
+ * attn_decay.c): as many pieces as blocks, whatever the thread count.  So is Shen's causal
+ * map in a call of fewer than 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz
  * products (T5, ALiBi) of a call of fewer than 16 heads run in (head, group of features)
  * pieces (attn_toeplitz_split.c).  Everything else runs one piece per head:
  *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
@@ -46,8 +47,11 @@ size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
     return k + (a->o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0);
 }
 
-/* Head g's operands for attn_linear.c; ALiBi with the gate: lambda - slope in scratch. */
-static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr)
+/* Head g's operands for attn_linear.c; ALiBi with the gate: lambda - slope in scratch.
+ * pieces: the call runs in the pieces form, whose first phases make the gate's decays and
+ * Shen's column maxima for the later ones. */
+static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr,
+                                   int pieces)
 {
     const size_t       sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
     struct rl_lin_head h = {.q    = in->q + g * sq,
@@ -71,7 +75,10 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.logf = lam;
         return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
-    if (in->logf && a->linst_head) /* the pieces form: decays made in phase_piece */
+    if (pieces && rl_attn_linear_shen(&a->o)) /* made by the MAX phase */
+        h.colmax =
+            rl_attn_linear_colmax(a->linst + (size_t)g * a->linst_head, &a->o, a->N, a->d, a->dv);
+    if (in->logf && pieces) /* decays made in phase_piece */
         h.dec = a->dec + (size_t)g * a->N;
     else if (h.rel) /* T5's tiles read c, made for the call */
         h.cum = a->cum + (size_t)g * a->N;
@@ -105,7 +112,7 @@ static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_att
             rl_attn_toeplitz_forward(tp, o, saved, &bad, &th, &a->o);
     } else {
         struct rl_attn_opts      op = lin_opts(a);
-        const struct rl_lin_head lh = lin_head(a, in, g, scr);
+        const struct rl_lin_head lh = lin_head(a, in, g, scr, 0);
         rl_attn_linear_forward(o, saved, &bad, &lh, &op, scr);
     }
     return bad;
@@ -168,7 +175,20 @@ static long run_pieces(const struct call *c, piece_fn fn, int k, long np, int th
 
 /* ---- the split form: phases of (head, block) pieces ---- */
 
-enum phase_kind { F_SUMS, F_PREFIX, F_ROWS, B_SUMS, B_PREFIX, B_ROWS, B_GATE };
+enum phase_kind {
+    F_SUMS,
+    F_PREFIX,
+    F_ROWS,
+    B_SUMS,
+    B_PREFIX,
+    B_ROWS,
+    B_GATE, /* Shen: dZ's suffix; the gate: dlogf's */
+    MAX,    /* Shen's column maxima, forward and backward */
+    MAXIMA,
+    B_RSUMS, /* Shen's backward */
+    B_SUFFIX,
+    B_FIX
+};
 
 /* A piece of ALiBi's decayed scan: the same phases on the scan's states. */
 static long decay_piece(const struct call *f, enum phase_kind k, int g, int b)
@@ -200,7 +220,7 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
     if (f->decay) return decay_piece(f, k, g, b);
     rl_attn                 *a  = f->a;
     struct rl_attn_opts      op = lin_opts(a);
-    const struct rl_lin_head h  = lin_head(a, f->in, g, scr);
+    const struct rl_lin_head h  = lin_head(a, f->in, g, scr, 1);
     const size_t             sv = (size_t)a->N * a->dv, sq = (size_t)a->N * a->d;
     double                  *st = a->linst + (size_t)g * a->linst_head;
     float                   *o = f->o + g * sv, *den = f->saved + (size_t)g * a->N;
@@ -208,6 +228,12 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
     if (h.dec && (k == F_SUMS || k == B_SUMS)) /* the first phase: the block's decays */
         rl_attn_linear_decays((double *)h.dec, h.logf, b, a->N);
     switch (k) {
+    case MAX:
+        rl_attn_linear_max(st, &h, &op, b, scr);
+        break;
+    case MAXIMA:
+        rl_attn_linear_maxima(st, &h, &op);
+        break;
     case F_SUMS:
         rl_attn_linear_fwd_sums(st, &h, &op, b, scr);
         break;
@@ -229,7 +255,17 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
         break;
     }
     case B_GATE:
-        rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
+        if (h.colmax) rl_attn_linear_dz_suffix(st, &h, &op, scr);
+        if (h.logf) rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
+        break;
+    case B_RSUMS:
+        rl_attn_linear_bwd_rsums(st, dout, o, den, &h, &op, b, scr);
+        break;
+    case B_SUFFIX:
+        rl_attn_linear_bwd_suffix(st, &h, &op, scr);
+        break;
+    case B_FIX:
+        rl_attn_linear_bwd_fix(f->gr->dk + g * sq, st, &h, &op, b, scr);
         break;
     }
     return 0;
@@ -239,9 +275,11 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
  * its sums phase, the gate's suffix in the backward's rows phase */
 static const char *phase_name(const struct call *f, enum phase_kind k)
 {
-    static const char *const names[2][B_ROWS + 1] = {
+    static const char *const names[2][B_FIX + 1] = {
         {"linear: forward sums and prefix", "", "linear: forward rows",
-         "linear: backward sums and prefix", "", "linear: backward rows"},
+         "linear: backward sums and prefix", "", "linear: backward rows", "",
+         "linear (Shen): column maxima", "", "linear (Shen): backward reverse sums", "",
+         "linear (Shen): backward dk"},
         {"ALiBi scan: forward sums and prefix", "", "ALiBi scan: forward rows",
          "ALiBi scan: backward sums and prefix", "", "ALiBi scan: backward rows"}};
     return names[f->decay][k];
@@ -250,7 +288,8 @@ static const char *phase_name(const struct call *f, enum phase_kind k)
 /* piece p of phase k of the split form: (head, block), or the head of a per-head phase */
 static long split_piece(const struct call *f, int k, long p)
 {
-    const int per_head = k == F_PREFIX || k == B_PREFIX || k == B_GATE;
+    const int per_head =
+        k == F_PREFIX || k == B_PREFIX || k == B_GATE || k == MAXIMA || k == B_SUFFIX;
     const int g = per_head ? (int)p : (int)(p / f->per), b = per_head ? -1 : (int)(p % f->per);
     return phase_piece(f, (enum phase_kind)k, g, b, f->a->scratch[rl_thread_slot()]);
 }
@@ -263,6 +302,11 @@ static long run_phase(const struct call *f, enum phase_kind k, int then)
 
 static int split_decay(const rl_attn *a) { return rl_attn_decay_splits(&a->o); }
 
+static int split_call(const rl_attn *a, int G)
+{
+    return split_decay(a) || rl_attn_linear_pieces(&a->o, G);
+}
+
 static int split_blocks(const rl_attn *a)
 {
     return split_decay(a) ? rl_attn_decay_blocks(a->N) : rl_attn_linear_blocks(a->N);
@@ -271,6 +315,7 @@ static int split_blocks(const rl_attn *a)
 static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
     const struct call f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
+    if (rl_attn_linear_shen(&a->o)) run_phase(&f, MAX, MAXIMA);
     run_phase(&f, F_SUMS, F_PREFIX);
     return run_phase(&f, F_ROWS, -1);
 }
@@ -280,8 +325,12 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
 {
     const struct call f = {
         a, in, gr, (float *)o, (float *)saved, dout, G, split_blocks(a), split_decay(a)};
+    const int shen = rl_attn_linear_shen(&a->o);
+    if (shen) run_phase(&f, MAX, MAXIMA);
     run_phase(&f, B_SUMS, B_PREFIX);
-    run_phase(&f, B_ROWS, in->logf ? B_GATE : -1);
+    if (shen) run_phase(&f, B_RSUMS, B_SUFFIX);
+    run_phase(&f, B_ROWS, in->logf || shen ? B_GATE : -1);
+    if (shen) run_phase(&f, B_FIX, -1);
 }
 
 /* ---- the FFT products of few heads: (head, group of features) pieces ---- */
@@ -371,7 +420,7 @@ long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct
                                 int G)
 {
     if (rl_attn_fft_groups(a, G)) return fft_forward(a, o, saved, in, G);
-    if (a->linst_head) return split_forward(a, o, saved, in, G);
+    if (split_call(a, G)) return split_forward(a, o, saved, in, G);
     const size_t sv  = (size_t)a->N * a->dv;
     long         bad = 0;
     double       t0  = rl_region_begin();
@@ -403,7 +452,7 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
             rl_attn_toeplitz_backward(tp, &lg, dout, o, saved, &th, &a->o);
     } else {
         struct rl_attn_opts      op = lin_opts(a);
-        const struct rl_lin_head lh = lin_head(a, in, g, scr);
+        const struct rl_lin_head lh = lin_head(a, in, g, scr, 0);
         rl_attn_linear_backward(&lg, dout, o, saved, &lh, &op, scr);
     }
 }
@@ -412,7 +461,7 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
                                  const float *o, const float *saved, const struct rl_attn_in *in,
                                  int G)
 {
-    if (a->linst_head) {
+    if (split_call(a, G)) {
         split_backward(a, gr, dout, o, saved, in, G);
         return;
     }

@@ -13,8 +13,8 @@
 
 static RL_INLINE void softmax_row(float *p, const float *x, int d)
 {
-    float mx = rl_maxf_inline(x, d, x[0]);
-    double s = 0.0;
+    float  mx = rl_maxf_inline(x, d, x[0]);
+    double s  = 0.0;
 #pragma omp simd reduction(+ : s)
     for (int j = 0; j < d; j++) {
         p[j] = rl_expf_inline(x[j] - mx);
@@ -102,12 +102,8 @@ void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const floa
 }
 
 RL_SIMD_CLONES
-void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, enum rl_fmap f)
+void rl_fmap_colmax(float *colmax, const float *x, int N, int d)
 {
-    if (f != RL_FMAP_SOFTMAX) {
-        elu1_or_exp(phi, x, (size_t)N * d, f == RL_FMAP_ELU1);
-        return;
-    }
     for (int j = 0; j < d; j++)
         colmax[j] = -INFINITY;
     for (int n = 0; n < N; n++) {
@@ -116,6 +112,16 @@ void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, 
         for (int j = 0; j < d; j++)
             colmax[j] = xr[j] > colmax[j] ? xr[j] : colmax[j];
     }
+}
+
+RL_SIMD_CLONES
+void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, enum rl_fmap f)
+{
+    if (f != RL_FMAP_SOFTMAX) {
+        elu1_or_exp(phi, x, (size_t)N * d, f == RL_FMAP_ELU1);
+        return;
+    }
+    rl_fmap_colmax(colmax, x, N, d);
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * d;
         float       *pr = phi + (size_t)n * d;

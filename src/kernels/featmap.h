@@ -18,6 +18,8 @@
 void rl_fmap_q_forward(float *phi, const float *x, int N, int d, enum rl_fmap f);
 void rl_fmap_q_backward(float *dx, const float *dphi, const float *x, const float *phi, int N,
                         int d, enum rl_fmap f);
+/* colmax (d floats): c_f = max_n x[n,f] over the N rows (-inf when N = 0). */
+void rl_fmap_colmax(float *colmax, const float *x, int N, int d);
 /* For softmax, colmax (d floats, may be NULL otherwise) receives c_f. */
 void rl_fmap_k_forward(float *phi, float *colmax, const float *x, int N, int d, enum rl_fmap f);
 /* Elementwise part only (elu1: dphi*elu'(x); exp and softmax: dphi*phi). */

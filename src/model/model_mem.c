@@ -71,7 +71,8 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
                   plan_bytes(c, N, threads > 0 ? threads : 1);
     const int d = c->d_model / c->heads;
     if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces */
-        *call_bytes += 8.0 * B * c->heads * (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
+        *call_bytes += 8.0 * rl_attn_linear_state_heads(&c->attn, B * c->heads) *
+                       (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
     if (rl_attn_decay_splits(&c->attn))
         *call_bytes += 8.0 * B * c->heads * (double)rl_attn_decay_state_doubles(N, d, d);
     const int G  = B * c->heads;
