@@ -108,7 +108,7 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
     p->C      = p->mode == PLAIN || p->mode == SHEN ? p->phk : at(s, &off, nD);
     p->B      = p->mode == ROT_NUM ? p->phq : p->mode == SHEN_ROT_NUM ? at(s, &off, nd) : p->A;
     p->E      = p->sep ? p->phk : p->C;
-    p->row    = at(s, &off, (size_t)d);
+    p->row    = at(s, &off, 5 * (size_t)d); /* also Shen's work: 2d doubles, d floats */
     p->colmax = at(s, &off, (size_t)d);
     p->cmb    = at(s, &off, (size_t)d);
     p->dnum = at(s, &off, R * dv), p->dden = atd(s, &off, R);

@@ -121,7 +121,7 @@ struct rl_lin_shen_block {
     const struct rl_rope *rope;
     const float          *u;    /* exp(k - colmax) of the block's rows (l x d) */
     double               *Z;    /* d running sums: see each function */
-    float                *work; /* d floats of workspace */
+    float                *work; /* 5d floats of workspace (64-byte aligned) */
     int                   l, d, pos0;
 };
 void rl_lin_shen_rope_keys(float *C, const struct rl_lin_shen_block *b);

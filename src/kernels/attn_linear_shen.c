@@ -10,6 +10,7 @@
  * twice the feature width, so the cost stays O(N d dv).  See attn_linear_impl.h. */
 #include "config.h"
 #include "attn_linear_impl.h"
+#include "../core/vexp.h" /* RL_SIMD_CLONES */
 
 /* Pair i of the rotation: features a = *pa, b = *pb. */
 static void pair_of(const struct rl_rope *r, int i, int *pa, int *pb)
@@ -40,6 +41,17 @@ void rl_lin_shen_rope_keys(float *C, const struct rl_lin_shen_block *sb)
     }
 }
 
+/* x[f] / Z[f] for every f, rounded to float (the divisions in lanes). */
+RL_SIMD_CLONES
+static void divide_row(float *y, const float *x, const double *Z, int d)
+{
+#pragma omp simd
+    for (int f = 0; f < d; f++)
+        y[f] = (float)((double)x[f] / Z[f]);
+}
+
+/* Each row: A'c[f] = P_f / Z_f for every f; A's[a] = P_b / Z_a, A's[b] = -P_a / Z_b (0 past
+ * the rotated dims), from the partners' values set out in A's first and divided in place. */
 void rl_lin_shen_rope_queries(float *A, float *B, const float *phq,
                               const struct rl_lin_shen_block *sb)
 {
@@ -55,35 +67,50 @@ void rl_lin_shen_rope_queries(float *A, float *B, const float *phq,
             Z[f] += (double)um[f];
         rl_rope_rotate(rope, P, d, pm, d, 1, sb->pos0 + i, 0); /* P = R_m phi_q(q_m) */
         for (int f = rope->dims; f < d; f++)
-            Ac[f] = (float)((double)P[f] / Z[f]), As[f] = 0.0f;
+            As[f] = 0.0f;
         for (int t = 0; t < rope->dims / 2; t++) {
             int a, b;
             pair_of(rope, t, &a, &b);
-            Ac[a] = (float)((double)P[a] / Z[a]), As[a] = (float)((double)P[b] / Z[a]);
-            Ac[b] = (float)((double)P[b] / Z[b]), As[b] = (float)(-(double)P[a] / Z[b]);
+            As[a] = P[b], As[b] = -P[a];
         }
-        if (B)
-            for (int f = 0; f < d; f++)
-                B[(size_t)i * d + f] = (float)((double)pm[f] / Z[f]);
+        divide_row(Ac, P, Z, d);
+        divide_row(As, As, Z, d);
+        if (B) divide_row(B + (size_t)i * d, pm, Z, d);
+    }
+}
+
+/* The quotients x = dA'c / Z, y = dA's / Z (doubles), every f in lanes (a division rounds
+ * the same in any lane). */
+RL_SIMD_CLONES
+static void query_row_quotients(double *x, double *y, const float *dAc, int d, const double *Z)
+{
+    const float *dAs = dAc + d;
+#pragma omp simd
+    for (int f = 0; f < d; f++) {
+        x[f] = (double)dAc[f] / Z[f];
+        y[f] = (double)dAs[f] / Z[f];
     }
 }
 
 /* dP (the gradient of P = R_m phi_q) and dZ_m from dA'_m, as the forward lines
  *   A'c[a] = P_a/Z_a, A's[a] = P_b/Z_a, A'c[b] = P_b/Z_b, A's[b] = -P_a/Z_b,  A'c[f] = P_f/Z_f
- * differentiate; dZ_f = -(dA'c[f] A'c[f] + dA's[f] A's[f]) / Z_f for every f. */
+ * differentiate; dZ_f = -(dA'c[f] A'c[f] + dA's[f] A's[f]) / Z_f for every f.  work: 2d
+ * doubles. */
 static void query_row_backward(float *dP, double *dZ, const float *dAc, const float *Ac,
-                               const struct rl_rope *rope, int d, const double *Z)
+                               const struct rl_rope *rope, int d, const double *Z, double *work)
 {
     const float *dAs = dAc + d, *As = Ac + d;
-    for (int f = 0; f < d; f++)
+    double      *x = work, *y = work + d;
+    for (int f = 0; f < d; f++) /* here, not in the lanes' clones: no fused multiply-add */
         dZ[f] = -((double)dAc[f] * (double)Ac[f] + (double)dAs[f] * (double)As[f]) / Z[f];
+    query_row_quotients(x, y, dAc, d, Z);
     for (int f = rope->dims; f < d; f++)
-        dP[f] = (float)((double)dAc[f] / Z[f]);
+        dP[f] = (float)x[f];
     for (int t = 0; t < rope->dims / 2; t++) {
         int a, b;
         pair_of(rope, t, &a, &b);
-        dP[a] = (float)((double)dAc[a] / Z[a] - (double)dAs[b] / Z[b]);
-        dP[b] = (float)((double)dAs[a] / Z[a] + (double)dAc[b] / Z[b]);
+        dP[a] = (float)(x[a] - y[b]);
+        dP[b] = (float)(y[a] + x[b]);
     }
 }
 
@@ -95,13 +122,14 @@ void rl_lin_shen_rope_query_backward(float *dphq, double *dZ, const float *dA, c
     const float          *u    = sb->u;
     const int             d    = sb->d;
     double               *Z    = sb->Z;
-    float                *dP   = sb->work;
+    double               *work = (double *)sb->work; /* 2d doubles, then dP: d floats */
+    float                *dP   = (float *)(work + 2 * d);
     for (int i = 0; i < sb->l; i++) {
         size_t  r  = (size_t)i * d;
         double *dz = dZ + r;
         for (int f = 0; f < d; f++)
             Z[f] += (double)u[r + f];
-        query_row_backward(dP, dz, dA + 2 * r, A + 2 * r, rope, d, Z);
+        query_row_backward(dP, dz, dA + 2 * r, A + 2 * r, rope, d, Z, work);
         /* P = R_m phi_q  =>  dphi_q = R_m^T dP */
         rl_rope_rotate(rope, dphq + r, d, dP, d, 1, sb->pos0 + i, 1);
         if (dB) /* B = phi_q / Z_m (plain denominator) */
