@@ -50,14 +50,17 @@ done
 for fm in elu1 exp; do
     check --attention linear --feature-map $fm --pe alibi --causal --alibi-scan --ref-shape 2,600,4,3 --ref-sample 24
 done
-# Shen's causal map in a call of fewer than 16 heads runs in blocks of 256 rows too: its
-# column maxima, Z (the sum of u over the rows before a block) and the suffix of dZ after a
-# block cross the blocks' edges; 16 heads or more keep one piece per head
-for pe in "" "--pe rope" "--pe rope --rope-place input" "--pe rope --rope-denominator rotated --eps 0.1"; do
-    check --attention linear --feature-map softmax $pe --causal --ref-shape 2,600,4,3 --ref-sample 24
+# Shen's map in a call of fewer than 16 heads runs in blocks of 256 rows too: its column
+# maxima, and causal Z (the sum of u over the rows before a block) and the suffix of dZ
+# after a block, non-causal Ztot and the column sums of dk, cross the blocks' edges; 16
+# heads or more keep one piece per head
+for c in "" --causal; do
+    for pe in "" "--pe rope" "--pe rope --rope-place input" "--pe rope --rope-denominator rotated --eps 0.1"; do
+        check --attention linear --feature-map softmax $pe $c --ref-shape 2,600,4,3 --ref-sample 24
+    done
+    check --attention linear --feature-map softmax --pe rope $c --ref-shape 16,40,4,3 --ref-sample 24
 done
 check --attention linear --feature-map softmax --pe rope --causal --forget --ref-shape 1,600,4,3 --ref-sample 24
-check --attention linear --feature-map softmax --pe rope --causal --ref-shape 16,40,4,3 --ref-sample 24
 # The FFT products: a call of fewer than 16 heads runs in (head, group of features)
 # pieces, summed group by group (above: 4 groups of one feature; here 3 heads, 11 groups of
 # 1 or 2 of 16 features); 16 heads or more keep one piece per head

@@ -414,8 +414,8 @@ int main(void)
             struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 30.0, 0};
             check_case(&c, 10);
         }
-    /* without the gate: the split pieces (elu1, exp) and the per-head form (Shen); the
-     * rotated denominator, ill-conditioned where it nears 0, is t_attn_linear's */
+    /* without the gate: the split pieces (every map: 2 heads are few enough for Shen's);
+     * the rotated denominator, ill-conditioned where it nears 0, is t_attn_linear's */
     for (int f = 0; f < 3; f++)
         for (int pe = PE_NONE; pe <= PE_INPUT; pe++)
             for (int nc = 0; nc < 2; nc++) {

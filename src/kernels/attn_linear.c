@@ -282,8 +282,8 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     }
 }
 
-/* The plan of one forward or backward call (Shen's map: its per-feature maxima too, the
- * pieces form's when h->colmax is set; causal, so no Ztot). */
+/* The plan of one forward or backward call (Shen's map: its per-feature maxima too, and
+ * non-causal Ztot, the pieces form's when h->colmax is set). */
 static void call_plan(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                       float *scratch)
 {
@@ -292,10 +292,12 @@ static void call_plan(struct lin_plan *p, const struct rl_lin_head *h, const str
     RL_ASSERT(!h->rope || (h->rope->d == d && h->rope->n_pos >= N));
     lin_plan(p, o, h->rope != NULL, N, d, h->dv, scratch);
     p->rope = h->rope;
-    if (p->shen && h->colmax)
+    if (p->shen && h->colmax) {
         memcpy(p->colmax, h->colmax, (size_t)d * sizeof(float));
-    else if (p->shen)
+        if (!o->causal) memcpy(p->Ztot, h->ztot, (size_t)d * sizeof(double));
+    } else if (p->shen) {
         shen_prepass(p, h->q, h->k);
+    }
 }
 
 static void gate_plan(struct lin_plan *p, const struct rl_lin_head *h)

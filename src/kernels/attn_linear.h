@@ -30,9 +30,11 @@ struct rl_lin_head {
      * (N; without T5), the pieces form's (rl_attn_linear_decays); NULL: the plan makes
      * whichever it reads */
     const double *cum, *dec;
-    /* Shen's column maxima of k (d), the pieces form's (rl_attn_linear_maxima); NULL: the
-     * plan makes them in a pass over the head */
-    const float *colmax;
+    /* Shen's column maxima of k (d) and, non-causal, the sums Ztot (d) of exp(k - colmax)
+     * over all rows, the pieces form's (rl_attn_linear_maxima); NULL: the plan makes them
+     * in a pass over the head */
+    const float  *colmax;
+    const double *ztot;
 };
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;
@@ -51,23 +53,26 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
                              const struct rl_attn_opts *o, float *scratch);
 
 /* The pieces form (attn_linear_split.c): each head cut into blocks of RL_LIN_BLOCK rows, for
- * the maps elu1 and exp, and Shen's causal map (no bias PE; RoPE and the gate allowed).  A
- * head's states st (rl_attn_linear_state_doubles) pass between the phases:
+ * every map (no bias PE; RoPE and the gate allowed).  A head's states st
+ * (rl_attn_linear_state_doubles) pass between the phases:
  * forward  sums (each block) -> prefix (the head) -> rows (each block);
  * backward sums (each block: the forward-running and the reverse-running states' increments)
  *          -> prefix (the head: the prefixes and the suffixes) -> rows (each block), after
  *          which, with the gate, dlogf holds dc per row and the caller takes its suffix sums
  *          (rl_attn_gate_suffix).
  * Shen's map (rl_attn_linear_shen) first takes the column maxima of k: max (each block) ->
- * maxima (the head), which every later phase reads (rl_attn_linear_colmax) through
- * rl_lin_head.colmax.  Its
- * queries need the sum of u over the rows before them, so its backward takes the reverse
- * increments in a phase of their own, and its dk a last phase:
+ * maxima (the head; non-causal, also Ztot), which every later phase reads
+ * (rl_attn_linear_colmax, rl_attn_linear_ztot) through rl_lin_head.colmax and .ztot.
+ * Causal, its queries need the sum of u over the rows before them, so its backward takes
+ * the reverse increments in a phase of their own, and its dk a last phase:
  *          sums (the forward-running states and Z) -> prefix (the head: prefixes only)
  *          -> rsums (each block: the reverse states' increments) -> suffix (the head)
- *          -> rows (each block: dk without the later blocks' dZ) -> dz_suffix (the head:
+ *          -> rows (each block: dk without the later blocks' dZ) -> shen_tail (the head:
  *          the suffix of the blocks' dZ; the gate's too) -> fix (each block: dk += u times
  *          that suffix, rotated back with the input placement).
+ * Non-causal, the column softmax's backward needs the column sums over all rows:
+ *          sums -> prefix (the totals) -> rows (each block: its column sums) -> shen_tail
+ *          (their total) -> fix (each block: dk -= phi_k times the total).
  * Any order of the blocks within a phase gives the same bits. */
 int rl_attn_linear_splits(const struct rl_attn_opts *o);
 /* Whether a call of G heads runs in pieces (Shen's map: only with few heads), and how many
@@ -88,8 +93,10 @@ int  rl_attn_linear_shen(const struct rl_attn_opts *o);
 void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                         int b, float *scratch);
 void rl_attn_linear_maxima(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o);
-const float *rl_attn_linear_colmax(const double *st, const struct rl_attn_opts *o, int N, int d,
-                                   int dv);
+const float  *rl_attn_linear_colmax(const double *st, const struct rl_attn_opts *o, int N, int d,
+                                    int dv);
+const double *rl_attn_linear_ztot(const double *st, const struct rl_attn_opts *o, int N, int d,
+                                  int dv);
 void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                              int b, float *scratch);
 void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,
@@ -109,7 +116,7 @@ void rl_attn_linear_bwd_rsums(double *st, const float *dout, const float *out, c
                               float *scratch);
 void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
                                const struct rl_attn_opts *o, float *scratch);
-void rl_attn_linear_dz_suffix(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+void rl_attn_linear_shen_tail(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                               float *scratch);
 void rl_attn_linear_bwd_fix(float *dk, const double *st, const struct rl_lin_head *h,
                             const struct rl_attn_opts *o, int b, float *scratch);

@@ -1,6 +1,6 @@
 /* attn_linear_split.c -- linear attention cut into pieces by the problem: blocks of
  * RL_LIN_BLOCK rows of each head (attn_linear.h), for the feature maps elu1 and exp and
- * Shen's causal map (in calls of few heads), with or without RoPE and the forget gate.
+ * Shen's map (in calls of few heads), with or without RoPE and the forget gate.
  *
  * A causal scan carries a state from row to row; its value at a block's start is the sum
  * of the blocks before it.  So a call runs in phases, each a loop over pieces:
@@ -21,8 +21,9 @@
  * count.  With the gate, the rows leave dc_m in dlogf and the caller takes the suffix sums
  * per head (rl_attn_gate_suffix).
  *
- * Shen's map adds a phase of column maxima before the sums, and in the backward a phase
- * of reverse increments after the prefix and a last one for dk (attn_linear.h).
+ * Shen's map adds a phase of column maxima before the sums, and in the backward a last
+ * phase for dk and, causal, a phase of reverse increments after the prefix
+ * (attn_linear.h).
  *
  * A head's states, st: nb + 1 slots (the last: non-causal totals, or the running sums) of
  *   [S: D x dv | z: Dd | G: D x dv | g: Dd | Shen: Z: d | W: d]  doubles
@@ -42,8 +43,7 @@
 
 int rl_attn_linear_splits(const struct rl_attn_opts *o)
 {
-    return o->kind == RL_ATTN_LINEAR && (o->fmap != RL_FMAP_SOFTMAX || o->causal) &&
-           (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE);
+    return o->kind == RL_ATTN_LINEAR && (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE);
 }
 
 int rl_attn_linear_shen(const struct rl_attn_opts *o)
@@ -53,8 +53,8 @@ int rl_attn_linear_shen(const struct rl_attn_opts *o)
 
 /* elu1 and exp: every call (their pieces cost little more than a head's loop).  Shen's map:
  * calls of fewer than SHEN_SPLIT_HEADS heads only, where a piece per head would leave
- * threads idle; its pieces build a block's features up to four times (on one thread 1.1x a
- * head loop's forward, 1.3x its backward). */
+ * threads idle; its causal pieces build a block's features up to four times (on one
+ * thread 1.0x a head loop's forward, 1.2x its backward). */
 #define SHEN_SPLIT_HEADS 16
 
 int rl_attn_linear_pieces(const struct rl_attn_opts *o, int G)
@@ -89,10 +89,11 @@ static size_t slot_doubles(int D, int Dd, int dv, int zd)
 static size_t slots_doubles(const struct rl_attn_opts *o, int N, int d, int dv, size_t *maxima)
 {
     const int shen = rl_attn_linear_shen(o), nb = rl_attn_linear_blocks(N);
-    const int feat = shen && o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_FEATURE;
-    const int D    = feat ? 2 * d : d,
-              Dd   = feat && o->rope_denominator == RL_ROPE_DENOM_ROTATED ? D : d;
-    *maxima        = shen ? ((size_t)(nb + 1) * d + 1) / 2 : 0;
+    const int feat =
+        shen && o->causal && o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_FEATURE;
+    const int D  = feat ? 2 * d : d,
+              Dd = feat && o->rope_denominator == RL_ROPE_DENOM_ROTATED ? D : d;
+    *maxima      = shen ? ((size_t)(nb + 1) * d + 1) / 2 : 0;
     return (size_t)(nb + 1) * slot_doubles(D, Dd, dv, shen ? d : 0);
 }
 
@@ -115,11 +116,28 @@ const float *rl_attn_linear_colmax(const double *st, const struct rl_attn_opts *
     return maxima_of(st, o, N, d, dv) + (size_t)rl_attn_linear_blocks(N) * d;
 }
 
-/* Z: Shen's sum of u over the block's rows (its prefix before the block, after the prefix
- * phase); W: the sum of dZ over the block's rows (its suffix after the block). */
+/* Causal Shen, Z: the sum of u over the block's rows (its prefix before the block, after
+ * the prefix phase); W: the sum of dZ over the block's rows (its suffix after the block).
+ * Non-causal Shen, Z: the sum of exp(k - the block's maxima) over its rows (the last
+ * slot's: Ztot, the sum of u over all rows); W: the block's column sums of dk's first
+ * part (the last slot's: their total). */
 struct slot {
     double *S, *z, *G, *g, *Z, *W;
 };
+
+/* Z of slot b without a plan: the options' widths. */
+static double *slot_Z(const double *st, const struct rl_attn_opts *o, int N, int d, int dv, int b)
+{
+    size_t  maxima, slot = slots_doubles(o, N, d, dv, &maxima) / (rl_attn_linear_blocks(N) + 1);
+    double *x = (double *)st + (size_t)b * slot;
+    return x + slot - 2 * (size_t)d; /* Z and W end the slot */
+}
+
+const double *rl_attn_linear_ztot(const double *st, const struct rl_attn_opts *o, int N, int d,
+                                  int dv)
+{
+    return slot_Z(st, o, N, d, dv, rl_attn_linear_blocks(N));
+}
 
 static struct slot slot_of(const struct lin_plan *p, double *st, int b)
 {
@@ -138,6 +156,8 @@ static int rows_of(const struct lin_plan *p, int b)
 
 /* ---- Shen's column maxima ------------------------------------------------------------- */
 
+/* Non-causal too: the block's sum of exp(k - its maxima), which the head's step rescales
+ * to the head's maxima. */
 void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                         int b, float *scratch)
 {
@@ -147,24 +167,42 @@ void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl
     float       *cm = maxima_of(st, o, h->N, d, h->dv) + (size_t)b * d;
     if (h->rope && o->rope_place == RL_ROPE_PLACE_INPUT) /* the map reads R_n k_n */
         rl_rope_rotate(h->rope, scratch, d, k, d, l, t0, 0), k = scratch;
-    rl_fmap_colmax(cm, k, l, d);
+    if (o->causal) {
+        rl_fmap_colmax(cm, k, l, d);
+        return;
+    }
+    float  *u = scratch + (size_t)l * d;
+    double *Z = slot_Z(st, o, h->N, d, h->dv, b);
+    rl_fmap_k_forward(u, cm, k, l, d, RL_FMAP_SOFTMAX); /* exp(k - the block's maxima) */
+    memset(Z, 0, (size_t)d * sizeof(double));
+    rl_lin_sum_rows(Z, u, l, d);
 }
 
+/* The head's maxima (a max: the same in any order) and, non-causal, Ztot = sum over the
+ * blocks, in block order, of each block's sum rescaled to them. */
 void rl_attn_linear_maxima(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o)
 {
     const int nb = rl_attn_linear_blocks(h->N), d = h->d;
     float    *cm = maxima_of(st, o, h->N, d, h->dv), *head = cm + (size_t)nb * d;
     for (int f = 0; f < d; f++)
         head[f] = -INFINITY;
-    for (int b = 0; b < nb; b++) /* a max: the same in any order */
+    for (int b = 0; b < nb; b++)
         for (int f = 0; f < d; f++)
             head[f] = cm[(size_t)b * d + f] > head[f] ? cm[(size_t)b * d + f] : head[f];
+    if (o->causal) return;
+    double *tot = slot_Z(st, o, h->N, d, h->dv, nb);
+    memset(tot, 0, (size_t)d * sizeof(double));
+    for (int b = 0; b < nb; b++) {
+        const double *Z = slot_Z(st, o, h->N, d, h->dv, b);
+        for (int f = 0; f < d; f++)
+            tot[f] += Z[f] * exp((double)cm[(size_t)b * d + f] - (double)head[f]);
+    }
 }
 
-/* Shen: the block's increment of Z (u = p->phk, built) */
+/* Causal Shen: the block's increment of Z (u = p->phk, built) */
 static void z_increment(const struct lin_plan *p, struct slot s, int l)
 {
-    if (!p->shen) return;
+    if (!p->shen || !p->causal) return;
     memset(s.Z, 0, (size_t)p->d * sizeof(double));
     rl_lin_sum_rows(s.Z, p->phk, l, p->d);
 }
@@ -222,12 +260,13 @@ static void prefix(struct lin_plan *p, double *st, int causal, const float *logf
     const size_t n   = (size_t)p->D * p->dv + (size_t)p->Dd; /* S and z */
     struct slot  run = slot_of(p, st, nb);
     memset(run.S, 0, n * sizeof(double));
-    if (p->shen) memset(run.Z, 0, (size_t)p->d * sizeof(double));
+    const int cz = p->shen && causal; /* causal Shen's Z (non-causal: Ztot is kept) */
+    if (cz) memset(run.Z, 0, (size_t)p->d * sizeof(double));
     for (int b = 0; b < nb; b++) {
         double bd = 1.0; /* the decay across block b (the gate) */
         if (logf) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
         rl_lin_carry(slot_of(p, st, b).S, run.S, n, bd, causal);
-        if (p->shen) /* Z is not decayed */
+        if (cz) /* Z is not decayed */
             rl_lin_carry(slot_of(p, st, b).Z, run.Z, (size_t)p->d, 1.0, causal);
     }
 }
@@ -250,8 +289,9 @@ long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const str
     float       *ob = out + (size_t)t0 * dv;
     const float *vb = h->v + (size_t)t0 * dv;
     memcpy(p.z, s.z, (size_t)p.Dd * sizeof(double));
-    if (p.shen) memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
+    if (p.shen && o->causal) memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
+    rl_lin_build_block(&p, h->q, h->k, t0, l,
+                       o->causal ? SIDE_K | SIDE_Q : SIDE_Q); /* non-causal: the totals hold K */
     const struct rl_lin_den dn = rl_lin_den_of(&p, l);
     if (!o->causal) { /* num = A S with the totals */
         for (size_t i = 0; i < (size_t)p.D * dv; i++)
@@ -298,16 +338,17 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     const int    t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
-    const float *vb = h->v + (size_t)t0 * dv;
-    struct slot  s  = slot_of(&p, st, b);
-    rl_lin_build_block(&p, h->q, h->k, t0, l, p.shen ? SIDE_K : SIDE_K | SIDE_Q);
-    if (!p.shen)
+    const float *vb    = h->v + (size_t)t0 * dv;
+    struct slot  s     = slot_of(&p, st, b);
+    const int    cshen = p.shen && o->causal;
+    rl_lin_build_block(&p, h->q, h->k, t0, l, cshen ? SIDE_K : SIDE_K | SIDE_Q);
+    if (!cshen)
         rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
                                den + t0, l, dv);
     if (o->causal) {
         if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
         increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
-        if (p.shen)
+        if (cshen)
             z_increment(&p, s, l);
         else
             reverse_increment(&p, s, t0, l, h->logf != NULL);
@@ -384,8 +425,9 @@ void rl_attn_linear_bwd_suffix(double *st, const struct rl_lin_head *h,
     suffix(&p, st, h->logf != NULL);
 }
 
-/* Shen's map: the suffix of the blocks' dZ sums after each block, W. */
-void rl_attn_linear_dz_suffix(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
+/* Shen's map: the suffix of the blocks' dZ sums after each block (causal), or the total of
+ * their column sums (non-causal), W. */
+void rl_attn_linear_shen_tail(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                               float *scratch)
 {
     struct lin_plan p;
@@ -393,29 +435,31 @@ void rl_attn_linear_dz_suffix(double *st, const struct rl_lin_head *h, const str
     const int nb  = rl_attn_linear_blocks(p.N);
     double   *run = slot_of(&p, st, nb).W;
     memset(run, 0, (size_t)p.d * sizeof(double));
-    for (int b = nb - 1; b >= 0; b--)
-        rl_lin_carry(slot_of(&p, st, b).W, run, (size_t)p.d, 1.0, 1);
+    for (int b = o->causal ? nb - 1 : 0; b >= 0 && b < nb; b += o->causal ? -1 : 1)
+        rl_lin_carry(slot_of(&p, st, b).W, run, (size_t)p.d, 1.0, o->causal);
 }
 
-/* Shen's map: dk_n += u_n W (W: the sum of dZ_m over the blocks after block b, which
- * du_n = ... + sum_{m >= n} dZ_m lacked in the rows phase); the input placement rotates it
- * back, as the rows phase did the rest of dk. */
+/* Shen's map, the rest of dk: causal, dk_n += u_n W (W: the sum of dZ_m over the blocks
+ * after block b, which du_n = ... + sum_{m >= n} dZ_m lacked in the rows phase);
+ * non-causal, the column softmax's dk_n -= phi_k(k_n) colsum (colsum: the total of W).  The
+ * input placement rotates it back, as the rows phase did the rest of dk. */
 void rl_attn_linear_bwd_fix(float *dk, const double *st, const struct rl_lin_head *h,
                             const struct rl_attn_opts *o, int b, float *scratch)
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     const int     t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), d = p.d;
-    const double *W = slot_of(&p, (double *)st, b).W;
-    float        *x = p.dphq, *dkb = dk + (size_t)t0 * d;
-    if (b == p.nb - 1) return; /* nothing after the last block */
+    const double *W = slot_of(&p, (double *)st, o->causal ? b : p.nb).W;
+    float        *x = p.phk, *dkb = dk + (size_t)t0 * d;
+    if (o->causal && b == p.nb - 1) return; /* nothing after the last block */
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
-    for (int i = 0; i < l; i++)
+    for (int i = 0; i < l; i++) /* as attn_linear.c's per-head passes round them */
         for (int f = 0; f < d; f++)
-            x[(size_t)i * d + f] = (float)((double)p.phk[(size_t)i * d + f] * W[f]);
+            x[(size_t)i * d + f] = o->causal ? (float)((double)x[(size_t)i * d + f] * W[f])
+                                             : x[(size_t)i * d + f] * (float)W[f];
     if (p.input_rot) rl_rope_rotate(p.rope, x, d, x, d, l, t0, 1);
     for (size_t i = 0; i < (size_t)l * d; i++)
-        dkb[i] += x[i];
+        dkb[i] += o->causal ? x[i] : -x[i];
 }
 
 /* Causal rows: the scans from the block's states, the denominators, the chain rule. */
@@ -462,8 +506,9 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv, d = p.d;
-    struct slot s = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
-    if (p.shen) memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double));
+    struct slot s     = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
+    const int   cshen = p.shen && o->causal;
+    if (cshen) memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double));
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
     rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
                            l, dv);
@@ -471,9 +516,11 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
         causal_rows(&p, g, s, h, o->eps, t0, l);
     else
         full_rows(&p, g, s, h, t0, l);
-    if (p.shen) /* Shen's chain: Z from before the block, dZ's suffix from its end */
+    if (p.shen) /* causal: Z from before the block, dZ's suffix from its end; non-causal:
+                 * the block's column sums */
         memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double)),
             memset(p.Zs, 0, (size_t)d * sizeof(double));
-    rl_lin_chain_block(&p, g->dq, g->dk, t0, l, NULL);
-    if (p.shen) memcpy(s.W, p.Zs, (size_t)d * sizeof(double)); /* the block's sum of dZ */
+    rl_lin_chain_block(&p, g->dq, g->dk, t0, l, p.shen && !o->causal ? p.Zs : NULL);
+    if (p.shen) /* the block's sum of dZ, or its column sums */
+        memcpy(slot_of(&p, (double *)st, b).W, p.Zs, (size_t)d * sizeof(double));
 }

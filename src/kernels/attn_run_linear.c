@@ -3,8 +3,8 @@
  * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
  * with or without the gate, and ALiBi's decayed scan (causal, alibi_scan, no gate) with
  * those maps, are cut into (head, block of rows) pieces run in phases (attn_linear_split.c,
- * attn_decay.c): as many pieces as blocks, whatever the thread count.  So is Shen's causal
- * map in a call of fewer than 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz
+ * attn_decay.c): as many pieces as blocks, whatever the thread count.  So is Shen's map in
+ * a call of fewer than 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz
  * products (T5, ALiBi) of a call of fewer than 16 heads run in (head, group of features)
  * pieces (attn_toeplitz_split.c).  Everything else runs one piece per head:
  *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
@@ -75,9 +75,11 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.logf = lam;
         return h; /* ALiBi's gates differ from the call's: the plan sums them */
     }
-    if (pieces && rl_attn_linear_shen(&a->o)) /* made by the MAX phase */
-        h.colmax =
-            rl_attn_linear_colmax(a->linst + (size_t)g * a->linst_head, &a->o, a->N, a->d, a->dv);
+    if (pieces && rl_attn_linear_shen(&a->o)) { /* made by the MAX phase */
+        const double *st = a->linst + (size_t)g * a->linst_head;
+        h.colmax         = rl_attn_linear_colmax(st, &a->o, a->N, a->d, a->dv);
+        h.ztot           = a->o.causal ? NULL : rl_attn_linear_ztot(st, &a->o, a->N, a->d, a->dv);
+    }
     if (in->logf && pieces) /* decays made in phase_piece */
         h.dec = a->dec + (size_t)g * a->N;
     else if (h.rel) /* T5's tiles read c, made for the call */
@@ -182,7 +184,7 @@ enum phase_kind {
     B_SUMS,
     B_PREFIX,
     B_ROWS,
-    B_GATE, /* Shen: dZ's suffix; the gate: dlogf's */
+    B_GATE, /* Shen: dZ's suffix or dk's column sums; the gate: dlogf's suffix */
     MAX,    /* Shen's column maxima, forward and backward */
     MAXIMA,
     B_RSUMS, /* Shen's backward */
@@ -255,7 +257,7 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
         break;
     }
     case B_GATE:
-        if (h.colmax) rl_attn_linear_dz_suffix(st, &h, &op, scr);
+        if (h.colmax) rl_attn_linear_shen_tail(st, &h, &op, scr);
         if (h.logf) rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
         break;
     case B_RSUMS:
@@ -328,7 +330,7 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     const int shen = rl_attn_linear_shen(&a->o);
     if (shen) run_phase(&f, MAX, MAXIMA);
     run_phase(&f, B_SUMS, B_PREFIX);
-    if (shen) run_phase(&f, B_RSUMS, B_SUFFIX);
+    if (shen && a->o.causal) run_phase(&f, B_RSUMS, B_SUFFIX);
     run_phase(&f, B_ROWS, in->logf || shen ? B_GATE : -1);
     if (shen) run_phase(&f, B_FIX, -1);
 }
