@@ -435,8 +435,10 @@ void rl_attn_linear_shen_tail(double *st, const struct rl_lin_head *h, const str
     const int nb  = rl_attn_linear_blocks(p.N);
     double   *run = slot_of(&p, st, nb).W;
     memset(run, 0, (size_t)p.d * sizeof(double));
-    for (int b = o->causal ? nb - 1 : 0; b >= 0 && b < nb; b += o->causal ? -1 : 1)
+    for (int i = 0; i < nb; i++) { /* causal: in reverse block order */
+        const int b = o->causal ? nb - 1 - i : i;
         rl_lin_carry(slot_of(&p, st, b).W, run, (size_t)p.d, 1.0, o->causal);
+    }
 }
 
 /* Shen's map, the rest of dk: causal, dk_n += u_n W (W: the sum of dZ_m over the blocks
@@ -516,10 +518,9 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
         causal_rows(&p, g, s, h, o->eps, t0, l);
     else
         full_rows(&p, g, s, h, t0, l);
-    if (p.shen) /* causal: Z from before the block, dZ's suffix from its end; non-causal:
-                 * the block's column sums */
-        memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double)),
-            memset(p.Zs, 0, (size_t)d * sizeof(double));
+    if (cshen) memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double)); /* Z before the block */
+    if (p.shen) /* dZ's suffix from the block's end, or the block's column sums */
+        memset(p.Zs, 0, (size_t)d * sizeof(double));
     rl_lin_chain_block(&p, g->dq, g->dk, t0, l, p.shen && !o->causal ? p.Zs : NULL);
     if (p.shen) /* the block's sum of dZ, or its column sums */
         memcpy(slot_of(&p, (double *)st, b).W, p.Zs, (size_t)d * sizeof(double));
