@@ -326,6 +326,20 @@ static void reverse_increment(struct lin_plan *p, struct slot s, int t0, int l, 
     rl_lin_wsum_rows(s.g, w ? p->eg : p->dden, p->B, l, p->Dd);
 }
 
+/* The start of a backward phase on block b: the features of side (causal Shen's queries
+ * from Z before the block, in slot s) and, with the queries, dnum and dden. */
+static void backward_block(struct lin_plan *p, const struct rl_lin_head *h, struct slot s, int b,
+                           int side, const float *dout, const float *out, const float *den)
+{
+    const int t0 = b * RL_LIN_BLOCK, l = rows_of(p, b), dv = p->dv;
+    if (p->shen && p->causal && (side & SIDE_Q))
+        memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
+    rl_lin_build_block(p, h->q, h->k, t0, l, side);
+    if (side & SIDE_Q)
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
+}
+
 /* Every increment of block b, from one build of its features.  Causal: the dA state's
  * (V^T C, dv x D) and z's, then the reverse states' (reverse_increment; Shen's map: its
  * queries need Z before the block, so they wait for rl_attn_linear_bwd_rsums, and Z's
@@ -341,10 +355,7 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     const float *vb    = h->v + (size_t)t0 * dv;
     struct slot  s     = slot_of(&p, st, b);
     const int    cshen = p.shen && o->causal;
-    rl_lin_build_block(&p, h->q, h->k, t0, l, cshen ? SIDE_K : SIDE_K | SIDE_Q);
-    if (!cshen)
-        rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
-                               den + t0, l, dv);
+    backward_block(&p, h, s, b, cshen ? SIDE_K : SIDE_K | SIDE_Q, dout, out, den);
     if (o->causal) {
         if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
         increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
@@ -408,12 +419,9 @@ void rl_attn_linear_bwd_rsums(double *st, const float *dout, const float *out, c
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
-    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv;
+    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
     struct slot s = slot_of(&p, st, b);
-    memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
-    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                           l, dv);
+    backward_block(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
     reverse_increment(&p, s, t0, l, h->logf != NULL);
 }
 
@@ -507,13 +515,10 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
-    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), dv = p.dv, d = p.d;
+    const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), d = p.d;
     struct slot s     = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
     const int   cshen = p.shen && o->causal;
-    if (cshen) memcpy(p.Zrun, s.Z, (size_t)d * sizeof(double));
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K | SIDE_Q);
-    rl_lin_output_backward(p.dnum, p.dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv, den + t0,
-                           l, dv);
+    backward_block(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
     if (o->causal)
         causal_rows(&p, g, s, h, o->eps, t0, l);
     else
