@@ -7,11 +7,11 @@
  * a call of fewer than 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz
  * products (T5, ALiBi) of a call of fewer than 16 heads run in (head, group of features)
  * pieces (attn_toeplitz_split.c).  Everything else runs one piece per head:
- *   no bias PE (none, RoPE in every placement)   attn_linear.c, scans over the rows
+ *   Shen's map in 16 heads or more, no bias PE   attn_linear.c, scans over the rows (the
+ *                                                gate's decayed scans with it)
  *   ALiBi causal with alibi_scan, Shen's map     attn_decay.c, the decayed scan
- *   T5, ALiBi                                    attn_toeplitz.c, FFT Toeplitz products
- *   the forget gate, no PE or RoPE               attn_linear.c's decayed scans
- *   the forget gate with ALiBi                   the same with log gates lambda - slope:
+ *   T5, ALiBi in 16 heads or more                attn_toeplitz.c, FFT Toeplitz products
+ *   the forget gate with ALiBi                   attn_linear.c with log gates lambda - slope:
  *                                                ALiBi's causal weight is a constant gate
  *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
  *                                                weights have no recurrence
