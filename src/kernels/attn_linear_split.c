@@ -83,18 +83,25 @@ static size_t slot_doubles(int D, int Dd, int dv, int zd)
     return 2 * ((size_t)D * dv + (size_t)Dd + (size_t)zd);
 }
 
-/* The slots' doubles from the options (the widths of attn_linear.c's table: Shen's map with
- * RoPE at the feature place doubles the numerator's features, and the rotated denominator's),
- * and the column maxima's (nb + 1 rows of d floats) after them. */
-static size_t slots_doubles(const struct rl_attn_opts *o, int N, int d, int dv, size_t *maxima)
+/* One slot's doubles from the options (the widths of attn_linear.c's table: causal Shen
+ * with RoPE at the feature place doubles the numerator's features, and the rotated
+ * denominator's). */
+static size_t opts_slot_doubles(const struct rl_attn_opts *o, int d, int dv)
 {
-    const int shen = rl_attn_linear_shen(o), nb = rl_attn_linear_blocks(N);
+    const int shen = rl_attn_linear_shen(o);
     const int feat =
         shen && o->causal && o->pe == RL_ATTN_PE_ROPE && o->rope_place == RL_ROPE_PLACE_FEATURE;
     const int D  = feat ? 2 * d : d,
               Dd = feat && o->rope_denominator == RL_ROPE_DENOM_ROTATED ? D : d;
-    *maxima      = shen ? ((size_t)(nb + 1) * d + 1) / 2 : 0;
-    return (size_t)(nb + 1) * slot_doubles(D, Dd, dv, shen ? d : 0);
+    return slot_doubles(D, Dd, dv, shen ? d : 0);
+}
+
+/* The nb + 1 slots' doubles, and the column maxima's (nb + 1 rows of d floats) after them. */
+static size_t slots_doubles(const struct rl_attn_opts *o, int N, int d, int dv, size_t *maxima)
+{
+    const int nb = rl_attn_linear_blocks(N);
+    *maxima      = rl_attn_linear_shen(o) ? ((size_t)(nb + 1) * d + 1) / 2 : 0;
+    return (size_t)(nb + 1) * opts_slot_doubles(o, d, dv);
 }
 
 size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv)
@@ -126,17 +133,16 @@ struct slot {
 };
 
 /* Z of slot b without a plan: the options' widths. */
-static double *slot_Z(const double *st, const struct rl_attn_opts *o, int N, int d, int dv, int b)
+static double *slot_Z(const double *st, const struct rl_attn_opts *o, int d, int dv, int b)
 {
-    size_t  maxima, slot = slots_doubles(o, N, d, dv, &maxima) / (rl_attn_linear_blocks(N) + 1);
-    double *x = (double *)st + (size_t)b * slot;
-    return x + slot - 2 * (size_t)d; /* Z and W end the slot */
+    const size_t slot = opts_slot_doubles(o, d, dv);
+    return (double *)st + (size_t)(b + 1) * slot - 2 * (size_t)d; /* Z and W end the slot */
 }
 
 const double *rl_attn_linear_ztot(const double *st, const struct rl_attn_opts *o, int N, int d,
                                   int dv)
 {
-    return slot_Z(st, o, N, d, dv, rl_attn_linear_blocks(N));
+    return slot_Z(st, o, d, dv, rl_attn_linear_blocks(N));
 }
 
 static struct slot slot_of(const struct lin_plan *p, double *st, int b)
@@ -172,7 +178,7 @@ void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl
         return;
     }
     float  *u = scratch + (size_t)l * d;
-    double *Z = slot_Z(st, o, h->N, d, h->dv, b);
+    double *Z = slot_Z(st, o, d, h->dv, b);
     rl_fmap_k_forward(u, cm, k, l, d, RL_FMAP_SOFTMAX); /* exp(k - the block's maxima) */
     memset(Z, 0, (size_t)d * sizeof(double));
     rl_lin_sum_rows(Z, u, l, d);
@@ -190,10 +196,10 @@ void rl_attn_linear_maxima(double *st, const struct rl_lin_head *h, const struct
         for (int f = 0; f < d; f++)
             head[f] = cm[(size_t)b * d + f] > head[f] ? cm[(size_t)b * d + f] : head[f];
     if (o->causal) return;
-    double *tot = slot_Z(st, o, h->N, d, h->dv, nb);
+    double *tot = slot_Z(st, o, d, h->dv, nb);
     memset(tot, 0, (size_t)d * sizeof(double));
     for (int b = 0; b < nb; b++) {
-        const double *Z = slot_Z(st, o, h->N, d, h->dv, b);
+        const double *Z = slot_Z(st, o, d, h->dv, b);
         for (int f = 0; f < d; f++)
             tot[f] += Z[f] * exp((double)cm[(size_t)b * d + f] - (double)head[f]);
     }
@@ -279,6 +285,21 @@ void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,
     prefix(&p, st, o->causal, h->logf);
 }
 
+/* The start of a phase on block b: the features of side (causal Shen's queries from Z
+ * before the block, in slot s) and, in the backward (dout given) with the queries, dnum
+ * and dden. */
+static void block_begin(struct lin_plan *p, const struct rl_lin_head *h, struct slot s, int b,
+                        int side, const float *dout, const float *out, const float *den)
+{
+    const int t0 = b * RL_LIN_BLOCK, l = rows_of(p, b), dv = p->dv;
+    if (p->shen && p->causal && (side & SIDE_Q))
+        memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
+    rl_lin_build_block(p, h->q, h->k, t0, l, side);
+    if (dout && (side & SIDE_Q))
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
+}
+
 long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const struct rl_lin_head *h,
                              const struct rl_attn_opts *o, int b, float *scratch)
 {
@@ -289,9 +310,8 @@ long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const str
     float       *ob = out + (size_t)t0 * dv;
     const float *vb = h->v + (size_t)t0 * dv;
     memcpy(p.z, s.z, (size_t)p.Dd * sizeof(double));
-    if (p.shen && o->causal) memcpy(p.Zrun, s.Z, (size_t)p.d * sizeof(double));
-    rl_lin_build_block(&p, h->q, h->k, t0, l,
-                       o->causal ? SIDE_K | SIDE_Q : SIDE_Q); /* non-causal: the totals hold K */
+    /* non-causal: the totals hold the keys */
+    block_begin(&p, h, s, b, o->causal ? SIDE_K | SIDE_Q : SIDE_Q, NULL, NULL, NULL);
     const struct rl_lin_den dn = rl_lin_den_of(&p, l);
     if (!o->causal) { /* num = A S with the totals */
         for (size_t i = 0; i < (size_t)p.D * dv; i++)
@@ -326,20 +346,6 @@ static void reverse_increment(struct lin_plan *p, struct slot s, int t0, int l, 
     rl_lin_wsum_rows(s.g, w ? p->eg : p->dden, p->B, l, p->Dd);
 }
 
-/* The start of a backward phase on block b: the features of side (causal Shen's queries
- * from Z before the block, in slot s) and, with the queries, dnum and dden. */
-static void backward_block(struct lin_plan *p, const struct rl_lin_head *h, struct slot s, int b,
-                           int side, const float *dout, const float *out, const float *den)
-{
-    const int t0 = b * RL_LIN_BLOCK, l = rows_of(p, b), dv = p->dv;
-    if (p->shen && p->causal && (side & SIDE_Q))
-        memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
-    rl_lin_build_block(p, h->q, h->k, t0, l, side);
-    if (side & SIDE_Q)
-        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
-                               den + t0, l, dv);
-}
-
 /* Every increment of block b, from one build of its features.  Causal: the dA state's
  * (V^T C, dv x D) and z's, then the reverse states' (reverse_increment; Shen's map: its
  * queries need Z before the block, so they wait for rl_attn_linear_bwd_rsums, and Z's
@@ -355,7 +361,7 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     const float *vb    = h->v + (size_t)t0 * dv;
     struct slot  s     = slot_of(&p, st, b);
     const int    cshen = p.shen && o->causal;
-    backward_block(&p, h, s, b, cshen ? SIDE_K : SIDE_K | SIDE_Q, dout, out, den);
+    block_begin(&p, h, s, b, cshen ? SIDE_K : SIDE_K | SIDE_Q, dout, out, den);
     if (o->causal) {
         if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
         increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
@@ -421,7 +427,7 @@ void rl_attn_linear_bwd_rsums(double *st, const float *dout, const float *out, c
     rl_lin_plan_make(&p, h, o, scratch);
     const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
     struct slot s = slot_of(&p, st, b);
-    backward_block(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
+    block_begin(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
     reverse_increment(&p, s, t0, l, h->logf != NULL);
 }
 
@@ -518,7 +524,7 @@ void rl_attn_linear_bwd_rows(const struct rl_lin_grads *g, const double *st, con
     const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b), d = p.d;
     struct slot s     = slot_of(&p, (double *)st, o->causal ? b : rl_attn_linear_blocks(p.N));
     const int   cshen = p.shen && o->causal;
-    backward_block(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
+    block_begin(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
     if (o->causal)
         causal_rows(&p, g, s, h, o->eps, t0, l);
     else

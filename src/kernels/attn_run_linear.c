@@ -257,7 +257,7 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
         break;
     }
     case B_GATE:
-        if (h.colmax) rl_attn_linear_shen_tail(st, &h, &op, scr);
+        if (rl_attn_linear_shen(&a->o)) rl_attn_linear_shen_tail(st, &h, &op, scr);
         if (h.logf) rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
         break;
     case B_RSUMS:
