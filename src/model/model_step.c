@@ -517,8 +517,7 @@ static void weight_grads(rl_model *m, int l)
     if (l > 0) {
         const struct rl_block_view *g = &m->g.blk[l - 1];
         const struct rl_block_acts *b = &a->blk[l - 1];
-
-        tiles = fewer(tiles, wgrad(g->fc2w, a->dy, D, b->g, T, 4 * D, D));
+        tiles                         = fewer(tiles, wgrad(g->fc2w, a->dy, D, b->g, T, 4 * D, D));
         tiles = fewer(tiles, wgrad(g->fc1w, b->gp, 4 * D, b->ln2, T, D, 4 * D));
         tiles = fewer(tiles, wgrad(g->wo, a->dres, D, b->om, T, D, D));
     }
