@@ -331,7 +331,6 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);
     a->logits = carve(base, &off, rows * (size_t)m->Vo), a->lse = carve(base, &off, rows);
     a->dres = carve(base, &off, T * D), a->dln = carve(base, &off, T * D);
-    a->dy = carve(base, &off, T * D);
     a->dq = carve(base, &off, T * D), a->dk = carve(base, &off, T * D);
     a->dv = carve(base, &off, T * D), a->dout = carve(base, &off, T * D);
     a->dlogits = carve(base, &off, rows * (size_t)m->Vo);

@@ -86,13 +86,12 @@ const struct rl_tensor_info *rl_model_tensor_by_name(const rl_model *m, const ch
 rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_sum, long *n_targets,
                            long *n_correct);
 /* Backward of the last forward with dloss/dlogit scaled by `scale` (1 / targets of the
- * whole update); accumulates into the gradient buffer.  It consumes the forward (it
- * overwrites saved activations): a second backward needs a new forward (RL_EINVAL). */
+ * whole update); accumulates into the gradient buffer. */
 rl_status rl_model_backward(rl_model *m, float scale);
 void      rl_model_zero_grad(rl_model *m);
 /* Linear attention's diagnostic of the last forward: the rows (summed over layers,
- * sequences and heads) whose denominator before eps was <= eps (the instability of eq. 19
- * variants); 0 for softmax attention. */
+ * sequences and heads) whose denominator before eps was <= eps (the instability of eq. 19 variants); 0 for
+ * softmax attention. */
 long rl_model_bad_denominators(const rl_model *m);
 /* Logits of the last forward: (B, N, vocab) for LM, (B, n_classes) for classifiers. */
 const float *rl_model_logits(const rl_model *m);

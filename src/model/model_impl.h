@@ -24,11 +24,8 @@ struct rl_model_view {
 
 struct rl_block_acts {
     float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2;
-    /* the GELU's output and its derivative gelu'(h), (T, 4D) each.  The backward overwrites
-     * gp with dh, the gradient at h, and then (as (T, 3D)) with the gradient at q|k|v, so
-     * that the weight gradients can be whole-batch products (model_step.c). */
-    float *g, *gp;
-    float *logf; /* forget gate: log gates in the heads layout (B*H, N) */
+    float *g, *gp; /* the GELU's output and its derivative gelu'(h) (T, 4D) each */
+    float *logf;   /* forget gate: log gates in the heads layout (B*H, N) */
 };
 
 struct rl_model_acts {
@@ -37,15 +34,14 @@ struct rl_model_acts {
     float                *lnf, *meanf, *rstdf, *pooled, *logits, *lse;
     float                *dres;                /* (T, D): the residual stream's gradient */
     float                *dln;                 /* (T, D): the final LayerNorm's output gradient */
-    float                *dy;                  /* (T, D): the gradient at a block's output y */
     float                *dq, *dk, *dv, *dout; /* (B, H, N, d): the attention's gradients */
     float                *dlogits, *dpooled;
     float                *dlogf; /* forget gate: (B*H, N), then the pre-activation's gradient */
 };
 
 /* The parts of one group's partial sums of the parameter gradients (model_step.c): the
- * vectors (zeroed together at the group's start; the forget gate's small wf, summed by +=
- * too, among them).  The weight matrices' gradients are whole-batch products instead. */
+ * vectors first (zeroed together at the group's start; the forget gate's small wf, summed
+ * by += too, among them), then the matrices. */
 enum rl_model_part {
     RL_PART_LN1W,
     RL_PART_LN1B,
@@ -60,6 +56,11 @@ enum rl_model_part {
     RL_PART_HEADB,
     RL_PART_WF, /* the forget gate (empty without it) */
     RL_PART_BF,
+    RL_PART_WQKV, /* the first matrix */
+    RL_PART_WO,
+    RL_PART_FC1W,
+    RL_PART_FC2W,
+    RL_PART_HEADW,
     RL_PART_COUNT
 };
 

@@ -31,7 +31,7 @@ static double act_floats(const struct rl_model_config *c, double B, double N, in
     double       f    = (L + 1) * T * D;                   /* residual stream */
     f += L * (16 * T * D + 4 * T + B * H * N);             /* per block, saved for backward */
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
-    f += 7 * T * D;                                        /* the backward's (T, D) arrays */
+    f += 6 * T * D;                                        /* the backward's (T, D) arrays */
     if (c->attn.forget) f += (L + 1) * B * H * N;          /* log gates per block, their gradient */
     const long Tl = T < 1e15 ? (long)T : (long)1e15;
     f += (double)rl_model_scratch_floats(c) * (threads > 1 ? threads : 1);    /* per thread */

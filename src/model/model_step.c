@@ -9,18 +9,16 @@
  *              LN2, fc1, GELU, fc2, residual; then the next block's LN1, QKV and split, or
  *              after the last block LN_f, the head and the loss]
  *   backward:  [groups: the loss, head and LN_f backward, or one block's QKV and LN1
- *              backward; then the block below's MLP, LN2 and Wo backward]  [weight
- *              gradients]  [reduction]  attention backward ...
+ *              backward; then the block below's MLP, LN2 and Wo backward]  [reduction]
+ *              attention backward ...
  *
  * where [chunks: ...] is one parallel region whose pieces are the chunks, each a one-thread
  * pass whose operands stay in cache from one product to the next, and the attention runs
  * once per layer on the whole batch (G = B*H heads) outside any region, so that its kernels
- * split their own work over the threads.  In the backward the chunks leave for the whole
- * batch what the weight gradients need (dy, dh, the gradient at q|k|v), and each weight
- * gradient is then one BLIS product over all T rows, which BLIS splits by output rows and
- * columns, never by the rows summed.  The bias and LayerNorm gradients go to one slot per
- * group of consecutive chunks (at most GRAD_GROUPS groups, bounds set by T; a group's
- * chunks run in order on one thread), and a reduction region adds the slots in group
+ * split their own work over the threads.  In the backward what sums over rows -- the
+ * weight, bias and LayerNorm gradients -- goes to one slot per group of consecutive chunks
+ * (at most GRAD_GROUPS groups, bounds set by T; a group's chunks run in order on one
+ * thread), and a reduction region over the gradient's elements adds the slots in group
  * order.  No ordered section and no atomics: every sum has one order whatever the thread
  * count.  Every region goes through rl_team and is booked for the serial fraction
  * (core/threads.h). */
@@ -33,7 +31,6 @@
 #include "../core/util.h"
 #include "../core/vexp.h"
 
-#include <limits.h>
 #include <string.h>
 
 /* A backward region's groups: at most GRAD_GROUPS, and their slots at most PART_BUDGET
@@ -53,9 +50,11 @@ static void part_sizes(const struct rl_model_config *c, size_t *len)
 {
     const size_t D = (size_t)c->d_model, V = (size_t)(c->n_classes > 0 ? c->n_classes : c->vocab);
     const size_t H = c->attn.forget ? (size_t)c->heads : 0; /* the gate's wf (H, D), bf (H) */
-    /* LN1 w, b, bqkv, bo, LN2 w, b, fc1 b, fc2 b, LN_f w, b, head b, wf, bf */
-    const size_t l[RL_PART_COUNT] = {D, D, 3 * D, D, D, D, 4 * D, D, D, D, V, H * D, H};
-    _Static_assert(RL_PART_COUNT == 13, "part_sizes lists every part of enum rl_model_part");
+    /* LN1 w, b, bqkv, bo, LN2 w, b, fc1 b, fc2 b, LN_f w, b, head b, wf, bf; Wqkv, Wo, fc1,
+     * fc2, head */
+    const size_t l[RL_PART_COUNT] = {D, D, 3 * D, D, D,         D,     4 * D,     D,         D,
+                                     D, V, H * D, H, 3 * D * D, D * D, 4 * D * D, 4 * D * D, V * D};
+    _Static_assert(RL_PART_COUNT == 18, "part_sizes lists every part of enum rl_model_part");
     memcpy(len, l, sizeof l);
 }
 
@@ -333,8 +332,14 @@ rl_status rl_model_forward(rl_model *m, const struct rl_batch *b, double *loss_s
 
 /* --- backward ------------------------------------------------------------------------- */
 
+/* dW (OC, C) = dout^T x over the n rows of a group's first chunk, += over the next ones */
+static void wgrad(float *dW, const float *dout, const float *x, int n, int C, int OC, int first)
+{
+    rl_sgemm(RL_TRANS_T, RL_TRANS_N, OC, C, n, 1.0f, dout, OC, x, C, first ? 0.0f : 1.0f, dW, C);
+}
+
 /* the loss, head and final LayerNorm backward: dres = the gradient at x_L */
-static void tail_backward(rl_model *m, long r0, int n, float *slot, float *narrow)
+static void tail_backward(rl_model *m, long r0, int n, float *slot, int first, float *narrow)
 {
     const int             D = m->D, V = m->Vo;
     const size_t          o = (size_t)r0 * D, ol = (size_t)r0 * V, *off = m->part_off;
@@ -347,6 +352,7 @@ static void tail_backward(rl_model *m, long r0, int n, float *slot, float *narro
         /* logits = f Whead^T + bhead */
         dlnf = narrow;
         rl_linear_backward(dlnf, NULL, NULL, a->dlogits + ol, NULL, m->p.headw, n, D, V, 0);
+        wgrad(slot + off[RL_PART_HEADW], a->dlogits + ol, a->lnf + o, n, D, V, first);
         rl_colsum_add(slot + off[RL_PART_HEADB], a->dlogits + ol, n, V);
     }
     /* f = LN_f(x_L) */
@@ -356,44 +362,46 @@ static void tail_backward(rl_model *m, long r0, int n, float *slot, float *narro
 }
 
 /* block l's MLP and output projection backward: dres (the gradient at y) becomes the
- * gradient at xmid, which reaches x unchanged and the attention through dout.  What the
- * weight gradients need stays for weight_grads: dy, dh (over gelu'(h) in gp) and dres. */
-static void mlp_wo_backward(rl_model *m, int l, long r0, int n, float *slot, float *wide,
+ * gradient at xmid, which reaches x unchanged and the attention through dout */
+static void mlp_wo_backward(rl_model *m, int l, long r0, int n, float *slot, int first, float *wide,
                             float *narrow)
 {
     const int                   D  = m->D;
     const size_t                o1 = (size_t)r0 * D, o4 = 4 * o1, *off = m->part_off;
     const struct rl_block_view *p    = &m->p.blk[l];
     struct rl_block_acts       *a    = &m->a.blk[l];
-    float                      *dres = m->a.dres + o1, *dg = wide, *dh = a->gp + o4, *dln = narrow;
-    memcpy(m->a.dy + o1, dres, (size_t)n * D * sizeof *dres);
-    /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2, then one pass makes dh = dg
-     * gelu'(h) over gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
-    rl_linear_backward(dg, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
-    rl_gelu_backward_sum(dh, slot + off[RL_PART_FC1B], dg, n, 4 * D);
+    float                      *dres = m->a.dres + o1, *dh = wide, *dln = narrow;
+    /* y = xmid + g W2^T + b2, g = gelu(h): dg = dres W2 into dh, then one pass makes
+     * dh = dg gelu'(h) and sums fc1's bias gradient (h = ... + b1) */
+    rl_linear_backward(dh, NULL, NULL, dres, NULL, p->fc2w, n, 4 * D, D, 0);
+    rl_gelu_backward_sum(dh, slot + off[RL_PART_FC1B], a->gp + o4, n, 4 * D);
+    wgrad(slot + off[RL_PART_FC2W], dres, a->g + o4, n, 4 * D, D, first);
     rl_colsum_add(slot + off[RL_PART_FC2B], dres, n, D);
     /* h = LN2(xmid) W1^T + b1 */
+    wgrad(slot + off[RL_PART_FC1W], dh, a->ln2 + o1, n, D, 4 * D, first);
     rl_linear_backward(dln, NULL, NULL, dh, NULL, p->fc1w, n, D, 4 * D, 0);
     rl_layernorm_backward(dres, slot + off[RL_PART_LN2W], slot + off[RL_PART_LN2B], dln,
                           a->xmid + o1, a->mean2 + r0, a->rstd2 + r0, p->ln2w, n, D);
     /* xmid = x + om Wo^T + bo, om = merge(o) */
     float *dom = narrow;
+    wgrad(slot + off[RL_PART_WO], dres, a->om + o1, n, D, D, first);
     rl_colsum_add(slot + off[RL_PART_BO], dres, n, D);
     rl_linear_backward(dom, NULL, NULL, dres, NULL, p->wo, n, D, D, 0);
     rl_heads_split1_rows(m->a.dout, dom, r0, n, m->N, m->H, m->d);
 }
 
-/* block l's QKV and LN1 backward: dres (the gradient at x) gains what flows through LN1.
- * The gradient at q|k|v goes to gp (whose dh the previous region's weight_grads used). */
-static void qkv_backward(rl_model *m, int l, long r0, int n, float *slot, float *narrow)
+/* block l's QKV and LN1 backward: dres (the gradient at x) gains what flows through LN1 */
+static void qkv_backward(rl_model *m, int l, long r0, int n, float *slot, int first, float *wide,
+                         float *narrow)
 {
     const int                   D  = m->D;
     const size_t                o1 = (size_t)r0 * D, *off = m->part_off;
     const struct rl_block_view *p    = &m->p.blk[l];
     struct rl_block_acts       *a    = &m->a.blk[l];
-    float                      *dqkv = a->gp + 3 * o1, *dln = narrow;
+    float                      *dqkv = wide, *dln = narrow;
     /* q|k|v = split(ln1 Wqkv^T + bqkv) */
     rl_heads_merge3_rows(dqkv, m->a.dq, m->a.dk, m->a.dv, r0, n, m->N, m->H, m->d);
+    wgrad(slot + off[RL_PART_WQKV], dqkv, a->ln1 + o1, n, D, 3 * D, first);
     rl_colsum_add(slot + off[RL_PART_BQKV], dqkv, n, 3 * D);
     rl_linear_backward(dln, NULL, NULL, dqkv, NULL, p->wqkv, n, D, 3 * D, 0);
     /* log f = log sigmoid(ln1 wf^T + bf) */
@@ -407,10 +415,11 @@ static void qkv_backward(rl_model *m, int l, long r0, int n, float *slot, float 
                           stream(m, l) + o1, a->mean1 + r0, a->rstd1 + r0, p->ln1w, n, D);
 }
 
-/* A slot's parts are summed by += from zero. */
-static void zero_slot(const rl_model *m, float *slot)
+/* The vector parts of a slot, at its start, are summed by += from zero (the matrices are
+ * written by their group's first product). */
+static void zero_vectors(const rl_model *m, float *slot)
 {
-    memset(slot, 0, m->part_off[RL_PART_COUNT] * sizeof(float));
+    memset(slot, 0, m->part_off[RL_PART_WQKV] * sizeof(float));
 }
 
 /* Group grp's chunks, in order, on this thread: block l's QKV backward (l = L: the loss and
@@ -421,16 +430,16 @@ static void backward_group(rl_model *m, int l, int grp, int groups)
               c1 = (int)((long)(grp + 1) * m->chunks / groups);
     float *slot  = m->part + (size_t)grp * m->part_off[RL_PART_COUNT];
     float *wide = thread_scratch(m), *narrow = narrow_scratch(m, wide);
-    zero_slot(m, slot);
+    zero_vectors(m, slot);
     for (int c = c0; c < c1; c++) {
         long r0;
         int  n;
         chunk_span(m, c, &r0, &n);
         if (l == m->L)
-            tail_backward(m, r0, n, slot, narrow);
+            tail_backward(m, r0, n, slot, c == c0, narrow);
         else
-            qkv_backward(m, l, r0, n, slot, narrow);
-        if (l > 0) mlp_wo_backward(m, l - 1, r0, n, slot, wide, narrow);
+            qkv_backward(m, l, r0, n, slot, c == c0, wide, narrow);
+        if (l > 0) mlp_wo_backward(m, l - 1, r0, n, slot, c == c0, wide, narrow);
     }
 }
 
@@ -469,59 +478,25 @@ static void reduce_piece(void *ctx, long k)
     add_block(r->dst[p] + i0, acc, n);
 }
 
-/* the vector gradients of a backward region (as backward_group) */
+/* the gradient tensors of a backward region (as backward_group) */
 static void region_parts(const rl_model *m, int l, float **dst)
 {
     if (l == m->L) {
         dst[RL_PART_LNFW] = m->g.lnfw, dst[RL_PART_LNFB] = m->g.lnfb;
-        if (m->c.n_classes == 0) dst[RL_PART_HEADB] = m->g.headb;
+        if (m->c.n_classes == 0) dst[RL_PART_HEADW] = m->g.headw, dst[RL_PART_HEADB] = m->g.headb;
     } else {
         const struct rl_block_view *g = &m->g.blk[l];
-        dst[RL_PART_LN1W] = g->ln1w, dst[RL_PART_LN1B] = g->ln1b, dst[RL_PART_BQKV] = g->bqkv;
+        dst[RL_PART_LN1W] = g->ln1w, dst[RL_PART_LN1B] = g->ln1b;
+        dst[RL_PART_WQKV] = g->wqkv, dst[RL_PART_BQKV] = g->bqkv;
         if (m->c.attn.forget) dst[RL_PART_WF] = g->wf, dst[RL_PART_BF] = g->bf;
     }
     if (l > 0) {
         const struct rl_block_view *g = &m->g.blk[l - 1];
-        dst[RL_PART_BO] = g->bo, dst[RL_PART_LN2W] = g->ln2w, dst[RL_PART_LN2B] = g->ln2b;
-        dst[RL_PART_FC1B] = g->fc1b, dst[RL_PART_FC2B] = g->fc2b;
+        dst[RL_PART_WO] = g->wo, dst[RL_PART_BO] = g->bo;
+        dst[RL_PART_LN2W] = g->ln2w, dst[RL_PART_LN2B] = g->ln2b;
+        dst[RL_PART_FC1W] = g->fc1w, dst[RL_PART_FC1B] = g->fc1b;
+        dst[RL_PART_FC2W] = g->fc2w, dst[RL_PART_FC2B] = g->fc2b;
     }
-}
-
-/* dW (OC, C) += dout^T x over all T rows (dout: (T, OC) rows ldo apart), one product on
- * BLIS's threads: BLIS splits OC and C among them, never the rows, so every element sums
- * the rows in one order whatever the thread count.  Gives the product's 16 x 16 output
- * tiles, the pieces a region of it can spread over. */
-static long wgrad(float *dW, const float *dout, int ldo, const float *x, int T, int C, int OC)
-{
-    rl_sgemm(RL_TRANS_T, RL_TRANS_N, OC, C, T, 1.0f, dout, ldo, x, C, 1.0f, dW, C);
-    return (long)((OC + 15) / 16) * ((C + 15) / 16);
-}
-
-static long fewer(long a, long b) { return a < b ? a : b; }
-
-/* The weight gradients of a backward region, from what its chunks left: the head's
- * (dlogits, f), block l's Wqkv (the gradient at q|k|v in gp, ln1), and block l-1's fc2
- * (dy, g), fc1 (dh in gp, ln2) and Wo (dres, now the gradient at xmid, om).  Booked as
- * one region of the smallest product's tiles. */
-static void weight_grads(rl_model *m, int l)
-{
-    const int             T = m->B * m->N, D = m->D;
-    struct rl_model_acts *a     = &m->a;
-    long                  tiles = LONG_MAX;
-    const double          t0    = rl_region_begin();
-    if (l == m->L && m->c.n_classes == 0)
-        tiles = fewer(tiles, wgrad(m->g.headw, a->dlogits, m->Vo, a->lnf, T, D, m->Vo));
-    if (l < m->L)
-        tiles =
-            fewer(tiles, wgrad(m->g.blk[l].wqkv, a->blk[l].gp, 3 * D, a->blk[l].ln1, T, D, 3 * D));
-    if (l > 0) {
-        const struct rl_block_view *g = &m->g.blk[l - 1];
-        const struct rl_block_acts *b = &a->blk[l - 1];
-        tiles                         = fewer(tiles, wgrad(g->fc2w, a->dy, D, b->g, T, 4 * D, D));
-        tiles = fewer(tiles, wgrad(g->fc1w, b->gp, 4 * D, b->ln2, T, D, 4 * D));
-        tiles = fewer(tiles, wgrad(g->wo, a->dres, D, b->om, T, D, D));
-    }
-    if (tiles < LONG_MAX) rl_region_end(t0, tiles);
 }
 
 static void backward_rows(rl_model *m, int l)
@@ -532,7 +507,6 @@ static void backward_rows(rl_model *m, int l)
     for (int g = 0; g < groups; g++)
         backward_group(m, l, g, groups);
     rl_region_end(t0, groups);
-    weight_grads(m, l);
 
     struct reduce_ctx r = {.m = m, .groups = groups};
     region_parts(m, l, r.dst);
@@ -565,8 +539,7 @@ static void classify_backward(rl_model *m)
 rl_status rl_model_backward(rl_model *m, float scale)
 {
     if (!m->have_forward) RL_FAIL(RL_EINVAL, "model: backward without a successful forward");
-    m->have_forward = 0; /* the backward overwrites gelu'(h) (gp): one backward per forward */
-    rl_attn *plan   = NULL;
+    rl_attn *plan = NULL;
     RL_TRY(rl_model_plan(m, m->N, &plan));
     RL_TRY(ensure_scratch(m));
     RL_TRY(ensure_parts(m, rl_model_grad_groups(&m->c, (long)m->B * m->N)));
