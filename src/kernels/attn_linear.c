@@ -86,7 +86,7 @@ static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N,
 static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has_rope, int N, int d,
                        int dv, float *s)
 {
-    const size_t R   = (size_t)(N < RL_LIN_BLOCK ? N : RL_LIN_BLOCK); /* rows per block buffer */
+    const size_t R   = (size_t)rl_lin_block_rows(N, 0); /* rows per block buffer */
     size_t       off = 0;
     p->mode          = lin_mode(o, has_rope);
     p->fmap          = o->fmap;
@@ -181,7 +181,7 @@ static void shen_prepass(struct lin_plan *p, const float *q, const float *k)
     for (int f = 0; f < d; f++)
         p->colmax[f] = -INFINITY, p->Ztot[f] = 0.0;
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int l = rl_lin_block_rows(p->N, t0);
         block_inputs(p, q, k, t0, l, SIDE_K);
         rl_fmap_k_forward(p->phk, p->cmb, p->k, l, d, RL_FMAP_SOFTMAX); /* exp(k - block max) */
         memset(p->Zs, 0, (size_t)d * sizeof(double));
@@ -239,7 +239,7 @@ static void forward_causal(struct lin_plan *p, float *out, float *den, long *bad
     memset(p->z, 0, (size_t)p->Dd * sizeof(double));
     memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int          l  = rl_lin_block_rows(p->N, t0);
         float       *o  = out + (size_t)t0 * p->dv;
         const float *vb = v + (size_t)t0 * p->dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
@@ -265,7 +265,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     memset(p->z, 0, (size_t)p->Dd * sizeof(double));
     memset(p->Sd, 0, (size_t)D * dv * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* S = C^T V, z = sum E */
-        int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int l = rl_lin_block_rows(p->N, t0);
         rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         rl_lin_gemm_acc(p->Sd, p->Gf, p->C, D, v + (size_t)t0 * dv, dv, l);
         rl_lin_sum_rows(p->z, p->E, l, p->Dd);
@@ -273,7 +273,7 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
     for (int i = 0; i < D * dv; i++)
         p->Sf[i] = (float)p->Sd[i];
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* num = A S */
-        int    l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int    l = rl_lin_block_rows(p->N, t0);
         float *o = out + (size_t)t0 * dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_Q);
         rl_tile_gemm(l, dv, D, 1.0f, p->A, D, 1, p->Sf, dv, 0.0f, o, dv);
@@ -443,7 +443,7 @@ void rl_lin_record_prefix_states(struct lin_plan *p, const float *q, const float
     memset(p->z, 0, (size_t)Dd * sizeof(double));
     memset(p->Zrun, 0, (size_t)d * sizeof(double));
     for (int b = 0, t0 = 0; b < p->nb; b++, t0 += RL_LIN_BLOCK) {
-        int     l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int     l  = rl_lin_block_rows(p->N, t0);
         double *ck = p->ck + (size_t)b * p->ck_stride;
         memcpy(ck, p->Sd, Dv * sizeof(double));
         memcpy(ck + Dv, p->z, (size_t)Dd * sizeof(double));
@@ -501,7 +501,7 @@ static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, co
     memset(p->g, 0, (size_t)Dd * sizeof(double));
     memset(p->Zs, 0, (size_t)d * sizeof(double));
     for (int b = p->nb - 1; b >= 0; b--) {
-        const int t0 = b * RL_LIN_BLOCK, l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        const int     t0 = b * RL_LIN_BLOCK, l = rl_lin_block_rows(p->N, t0);
         const double *ck = p->ck + (size_t)b * p->ck_stride;
         const float  *vb = v + (size_t)t0 * dv;
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
@@ -529,7 +529,7 @@ static void full_sums(struct lin_plan *p, const float *dout, const float *out, c
     memset(p->z, 0, (size_t)Dd * sizeof(double));
     memset(p->g, 0, (size_t)Dd * sizeof(double));
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int l = rl_lin_block_rows(p->N, t0);
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
                                den + t0, l, dv);
@@ -552,7 +552,7 @@ static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, cons
     full_sums(p, dout, out, den, q, k, v);
     memset(p->Zs, 0, (size_t)d * sizeof(double)); /* Shen: the column sums (colsum) */
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) {
-        int          l  = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int          l  = rl_lin_block_rows(p->N, t0);
         const float *vb = v + (size_t)t0 * dv;
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
@@ -565,7 +565,7 @@ static void backward_full(struct lin_plan *p, const struct rl_lin_grads *g, cons
     }
     if (!p->shen) return;
     for (int t0 = 0; t0 < p->N; t0 += RL_LIN_BLOCK) { /* dk -= phi_k colsum */
-        int    l   = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        int    l   = rl_lin_block_rows(p->N, t0);
         float *dkb = dk + (size_t)t0 * d;
         rl_lin_build_block(p, q, k, t0, l, SIDE_K);
         for (int i = 0; i < l; i++)

@@ -89,7 +89,7 @@ void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, con
     memset(p->g, 0, (size_t)Dd * sizeof(double));
     memset(p->Zs, 0, (size_t)d * sizeof(double));
     for (int b = p->nb - 1; b >= 0; b--) {
-        const int t0 = b * RL_LIN_BLOCK, l = p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+        const int     t0 = b * RL_LIN_BLOCK, l = rl_lin_block_rows(p->N, t0);
         const double *ck = p->ck + (size_t)b * p->ck_stride;
         const float  *vb = v + (size_t)t0 * dv;
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
@@ -120,11 +120,6 @@ void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, con
  * G = dP * W gives dA_i += G C_j, dC_j += G^T A_i; dV_j += P^T dnum_i; P * dP gathers into
  * drel along the diagonals and into dc (+ row sums, - column sums).  O(N^2 D). */
 
-static int blk(const struct lin_plan *p, int t0)
-{
-    return p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
-}
-
 /* The features of every row, in order (Shen's prefix normaliser advances), and Shen's Z at
  * each block start for the backward's chain rule. */
 static void quad_features(struct lin_plan *p, const float *q, const float *k)
@@ -132,7 +127,7 @@ static void quad_features(struct lin_plan *p, const float *q, const float *k)
     const size_t D = (size_t)p->D;
     memset(p->Zrun, 0, (size_t)p->d * sizeof(double));
     for (int b = 0, t0 = 0; t0 < p->N; b++, t0 += RL_LIN_BLOCK) {
-        const int l = blk(p, t0);
+        const int l = rl_lin_block_rows(p->N, t0);
         memcpy(p->ck + (size_t)b * p->ck_stride, p->Zrun, (size_t)p->d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         memcpy(p->Af + (size_t)t0 * D, p->A, (size_t)l * D * sizeof(float));
@@ -163,11 +158,11 @@ void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, 
     const int dv = p->dv;
     quad_features(p, q, k);
     for (int i0 = 0; i0 < p->N; i0 += RL_LIN_BLOCK) {
-        const int li = blk(p, i0);
+        const int li = rl_lin_block_rows(p->N, i0);
         float    *o  = out + (size_t)i0 * dv;
         memset(p->dden, 0, (size_t)li * sizeof(double)); /* the rows' denominators, in double */
         for (int j0 = 0; j0 <= i0; j0 += RL_LIN_BLOCK) {
-            const int lj = blk(p, j0);
+            const int lj = rl_lin_block_rows(p->N, j0);
             quad_tile(p, i0, li, j0, lj);
             for (int a = 0; a < li; a++)
                 for (int b = 0; b < lj; b++)
@@ -229,18 +224,18 @@ void rl_lin_backward_quad(struct lin_plan *p, const struct rl_lin_grads *g, cons
     memset(dvg, 0, (size_t)N * dv * sizeof(float));
     memset(p->dcd, 0, (size_t)N * sizeof(double));
     for (int i0 = 0; i0 < N; i0 += RL_LIN_BLOCK) {
-        const int li = blk(p, i0);
+        const int li = rl_lin_block_rows(p->N, i0);
         rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)i0 * dv, out + (size_t)i0 * dv,
                                den + i0, li, dv);
         for (int j0 = 0; j0 <= i0; j0 += RL_LIN_BLOCK)
-            quad_tile_backward(p, dvg, v, i0, li, j0, blk(p, j0));
+            quad_tile_backward(p, dvg, v, i0, li, j0, rl_lin_block_rows(p->N, j0));
     }
     double acc = 0.0; /* dlogf_l = sum_{m >= l} dc_m */
     for (int l = N - 1; l >= 0; l--)
         dlogf[l] = (float)(acc += p->dcd[l]);
     memset(p->Zs, 0, (size_t)p->d * sizeof(double));
     for (int b = (N - 1) / RL_LIN_BLOCK; b >= 0; b--) { /* the chain rule, blocks reversed */
-        const int t0 = b * RL_LIN_BLOCK, l = blk(p, t0);
+        const int t0 = b * RL_LIN_BLOCK, l = rl_lin_block_rows(p->N, t0);
         memcpy(p->Zrun, p->ck + (size_t)b * p->ck_stride, (size_t)p->d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         memcpy(p->dA, p->dAf + (size_t)t0 * D, (size_t)l * D * sizeof(float));

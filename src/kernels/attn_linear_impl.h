@@ -26,6 +26,12 @@
  * working set stays in L2; also the interval between folds of the scan's float state. */
 #define RL_LIN_BLOCK 256
 
+/* The rows of the block that starts at row t0 of N: RL_LIN_BLOCK, or what is left. */
+static inline int rl_lin_block_rows(int N, int t0)
+{
+    return N - t0 < RL_LIN_BLOCK ? N - t0 : RL_LIN_BLOCK;
+}
+
 /* A scan state carried across blocks:
  *   out_i = sum_x Q_i[x] S_i[x][:],  S_i = sum over the rows n scanned so far, i included,
  *                                          of K_n[x] W_n[:]              (X x Y) */

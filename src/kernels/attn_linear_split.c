@@ -72,7 +72,7 @@ int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK;
 
 void rl_attn_linear_decays(double *dec, const float *logf, int b, int N)
 {
-    const int t0 = b * RL_LIN_BLOCK, t1 = t0 + RL_LIN_BLOCK < N ? t0 + RL_LIN_BLOCK : N;
+    const int t0 = b * RL_LIN_BLOCK, t1 = t0 + rl_lin_block_rows(N, t0);
     for (int m = t0; m < t1; m++)
         dec[m] = exp((double)logf[m]);
 }
@@ -156,8 +156,7 @@ static struct slot slot_of(const struct lin_plan *p, double *st, int b)
 
 static int rows_of(const struct lin_plan *p, int b)
 {
-    int t0 = b * RL_LIN_BLOCK;
-    return p->N - t0 < RL_LIN_BLOCK ? p->N - t0 : RL_LIN_BLOCK;
+    return rl_lin_block_rows(p->N, b * RL_LIN_BLOCK);
 }
 
 /* ---- Shen's column maxima ------------------------------------------------------------- */
@@ -168,7 +167,7 @@ void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl
                         int b, float *scratch)
 {
     const int    d = h->d, t0 = b * RL_LIN_BLOCK;
-    const int    l  = h->N - t0 < RL_LIN_BLOCK ? h->N - t0 : RL_LIN_BLOCK;
+    const int    l  = rl_lin_block_rows(h->N, t0);
     const float *k  = h->k + (size_t)t0 * d;
     float       *cm = maxima_of(st, o, h->N, d, h->dv) + (size_t)b * d;
     if (h->rope && o->rope_place == RL_ROPE_PLACE_INPUT) /* the map reads R_n k_n */
@@ -190,11 +189,7 @@ void rl_attn_linear_maxima(double *st, const struct rl_lin_head *h, const struct
 {
     const int nb = rl_attn_linear_blocks(h->N), d = h->d;
     float    *cm = maxima_of(st, o, h->N, d, h->dv), *head = cm + (size_t)nb * d;
-    for (int f = 0; f < d; f++)
-        head[f] = -INFINITY;
-    for (int b = 0; b < nb; b++)
-        for (int f = 0; f < d; f++)
-            head[f] = cm[(size_t)b * d + f] > head[f] ? cm[(size_t)b * d + f] : head[f];
+    rl_fmap_colmax(head, cm, nb, d); /* the blocks' maxima are rows of the table */
     if (o->causal) return;
     double *tot = slot_Z(st, o, d, h->dv, nb);
     memset(tot, 0, (size_t)d * sizeof(double));
