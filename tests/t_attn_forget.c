@@ -299,10 +299,10 @@ static void check_case(const struct tcase *c, int nsample)
     struct run  r;
     char        nm[128];
     const int   G = 2 * c->H;
-    snprintf(nm, sizeof nm, "%s%s%s %s N=%d gate %.3g",
+    snprintf(nm, sizeof nm, "%s%s%s %s N=%d gate %.3g, %d heads a call",
              c->kind == RL_ATTN_SOFTMAX ? "softmax" : "linear",
              c->kind == RL_ATTN_LINEAR ? " " : "", c->kind == RL_ATTN_LINEAR ? fm_name[c->fm] : "",
-             pe_name[c->pe], c->N, c->gate);
+             pe_name[c->pe], c->N, c->gate, G);
     data_make(&D, c, G);
     rope_table(c->N, c->d);
     run_kernel(&r, c, &D, 2);
@@ -423,6 +423,12 @@ int main(void)
                     RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 0, nc};
                 check_case(&c, 6);
             }
+    /* 16 heads a call: Shen's map runs one piece per head, ALiBi as log gates lambda - slope
+     * (with fewer heads, above, ALiBi's slope enters the pieces' decays) */
+    for (int pe = PE_NONE; pe <= PE_ALIBI; pe += PE_ALIBI) {
+        struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, (enum pe)pe, 8, 300, 8, 6, 2.0, 0};
+        check_case(&c, 6);
+    }
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();

@@ -53,7 +53,8 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
                              const struct rl_attn_opts *o, float *scratch);
 
 /* The pieces form (attn_linear_split.c): each head cut into blocks of RL_LIN_BLOCK rows, for
- * every map (no bias PE; RoPE and the gate allowed).  A head's states st
+ * every map (no bias PE, or ALiBi with the gate as a constant log gate; RoPE and the gate
+ * allowed).  A head's states st
  * (rl_attn_linear_state_doubles) pass between the phases:
  * forward  sums (each block) -> prefix (the head) -> rows (each block);
  * backward sums (each block: the forward-running and the reverse-running states' increments)
@@ -81,9 +82,11 @@ int    rl_attn_linear_pieces(const struct rl_attn_opts *o, int G);
 int    rl_attn_linear_state_heads(const struct rl_attn_opts *o, int G);
 int    rl_attn_linear_blocks(int N);
 size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv);
-/* The gate's decays dec[m] = e^{logf[m]} of block b's rows (the pieces form reads them from
- * rl_lin_head.dec in every phase after the first, which makes them). */
-void rl_attn_linear_decays(double *dec, const float *logf, int b, int N);
+/* The gate's decays dec[m] = e^{logf[m] - slope} of block b's rows (the pieces form reads
+ * them from rl_lin_head.dec in every phase after the first, which makes them); slope:
+ * ALiBi's slope of the head with the gate (the float logf[m] - slope, as the whole-head
+ * form's log gates), else 0. */
+void rl_attn_linear_decays(double *dec, const float *logf, float slope, int b, int N);
 /* One block of a prefix (or, in reverse block order, a suffix) of the blocks' states: run
  * (n doubles) moves past the block, run = bd run + x, bd the decay across the block, from
  * the block's increments x; exclusive: x becomes the state entering the block (else x is

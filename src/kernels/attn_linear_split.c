@@ -1,6 +1,7 @@
 /* attn_linear_split.c -- linear attention cut into pieces by the problem: blocks of
  * RL_LIN_BLOCK rows of each head (attn_linear.h), for the feature maps elu1 and exp and
- * Shen's map (in calls of few heads), with or without RoPE and the forget gate.
+ * Shen's map (in calls of few heads), with or without RoPE and the forget gate (and ALiBi
+ * beside the gate: its constant log gate).
  *
  * A causal scan carries a state from row to row; its value at a block's start is the sum
  * of the blocks before it.  So a call runs in phases, each a loop over pieces:
@@ -41,9 +42,13 @@
 #include <math.h>
 #include <string.h>
 
+/* No PE or RoPE; or ALiBi with the forget gate, where ALiBi's causal weight e^{-slope (m-n)}
+ * is the constant log gate -slope of every row, added to the gate's (rl_attn_linear_decays),
+ * and the features carry no bias. */
 int rl_attn_linear_splits(const struct rl_attn_opts *o)
 {
-    return o->kind == RL_ATTN_LINEAR && (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE);
+    return o->kind == RL_ATTN_LINEAR && (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE ||
+                                         (o->forget && o->pe == RL_ATTN_PE_ALIBI));
 }
 
 int rl_attn_linear_shen(const struct rl_attn_opts *o)
@@ -70,11 +75,11 @@ int rl_attn_linear_state_heads(const struct rl_attn_opts *o, int G)
 
 int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK; }
 
-void rl_attn_linear_decays(double *dec, const float *logf, int b, int N)
+void rl_attn_linear_decays(double *dec, const float *logf, float slope, int b, int N)
 {
     const int t0 = b * RL_LIN_BLOCK, t1 = t0 + rl_lin_block_rows(N, t0);
-    for (int m = t0; m < t1; m++)
-        dec[m] = exp((double)logf[m]);
+    for (int m = t0; m < t1; m++) /* logf - 0 is logf, bit for bit */
+        dec[m] = exp((double)(logf[m] - slope));
 }
 
 /* A slot's doubles: S, z, G, g and, with Shen's map (zd = d), Z and W. */

@@ -1,18 +1,19 @@
 /* attn_run_linear.c -- linear attention over G heads (attn_impl.h).
  *
  * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
- * with or without the gate, and ALiBi's decayed scan (causal, alibi_scan, no gate) with
- * those maps, are cut into (head, block of rows) pieces run in phases (attn_linear_split.c,
- * attn_decay.c): as many pieces as blocks, whatever the thread count.  So is Shen's map in
- * a call of fewer than 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz
- * products (T5, ALiBi) of a call of fewer than 16 heads run in (head, group of features)
- * pieces (attn_toeplitz_split.c).  Everything else runs one piece per head:
+ * with or without the gate, the gate with ALiBi (ALiBi's causal weight is a constant log
+ * gate -slope, added to the gate's), and ALiBi's decayed scan (causal, alibi_scan, no gate)
+ * with those maps, are cut into (head, block of rows) pieces run in phases
+ * (attn_linear_split.c, attn_decay.c): as many pieces as blocks, whatever the thread count.
+ * So is Shen's map in a call of fewer than 16 heads (rl_attn_linear_pieces), with more
+ * phases.  The FFT Toeplitz products (T5, ALiBi) of a call of fewer than 16 heads run in
+ * (head, group of features) pieces (attn_toeplitz_split.c).  Everything else runs one
+ * piece per head:
  *   Shen's map in 16 heads or more, no bias PE   attn_linear.c, scans over the rows (the
- *                                                gate's decayed scans with it)
+ *   or ALiBi with the gate                       gate's decayed scans with it; ALiBi's
+ *                                                log gates lambda - slope)
  *   ALiBi causal with alibi_scan, Shen's map     attn_decay.c, the decayed scan
  *   T5, ALiBi in 16 heads or more                attn_toeplitz.c, FFT Toeplitz products
- *   the forget gate with ALiBi                   attn_linear.c with log gates lambda - slope:
- *                                                ALiBi's causal weight is a constant gate
  *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
  *                                                weights have no recurrence
  * T5's relative gradient is summed head by head in g order by the owner of head h (in the
@@ -47,9 +48,9 @@ size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
     return k + (a->o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0);
 }
 
-/* Head g's operands for attn_linear.c; ALiBi with the gate: lambda - slope in scratch.
- * pieces: the call runs in the pieces form, whose first phases make the gate's decays and
- * Shen's column maxima for the later ones. */
+/* Head g's operands for attn_linear.c; ALiBi with the gate, a whole head: lambda - slope
+ * in scratch.  pieces: the call runs in the pieces form, whose first phases make the gate's
+ * decays (ALiBi's slope subtracted there) and Shen's column maxima for the later ones. */
 static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in, int g, float *scr,
                                    int pieces)
 {
@@ -65,7 +66,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
                             .rel  = in->logf && a->o.pe == RL_ATTN_PE_T5
                                         ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1)
                                         : NULL};
-    if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI) {
+    if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI && !pieces) {
         struct rl_attn_opts o = lin_opts(a);
         float              *lam =
             scr + ((rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15);
@@ -217,6 +218,13 @@ static long decay_piece(const struct call *f, enum phase_kind k, int g, int b)
     return k == F_ROWS || k == B_ROWS ? rl_attn_decay_rows(&p, b) : 0;
 }
 
+/* ALiBi with the gate: head g's slope, the constant log gate it adds to the gate's (the
+ * float logf - slope, as lin_head makes for a whole head); else 0. */
+static float alibi_gate(const rl_attn *a, int g)
+{
+    return a->o.pe == RL_ATTN_PE_ALIBI ? (float)a->slopes[g % a->H] : 0.0f;
+}
+
 static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, float *scr)
 {
     if (f->decay) return decay_piece(f, k, g, b);
@@ -228,7 +236,7 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
     float                   *o = f->o + g * sv, *den = f->saved + (size_t)g * a->N;
     const float             *dout = f->dout ? f->dout + g * sv : NULL;
     if (h.dec && (k == F_SUMS || k == B_SUMS)) /* the first phase: the block's decays */
-        rl_attn_linear_decays((double *)h.dec, h.logf, b, a->N);
+        rl_attn_linear_decays((double *)h.dec, h.logf, alibi_gate(a, g), b, a->N);
     switch (k) {
     case MAX:
         rl_attn_linear_max(st, &h, &op, b, scr);
