@@ -439,11 +439,16 @@ static void gelu_backward_row(float *restrict dh, float *restrict acc, const flo
     }
 }
 
+/* Whole rows in order, up to SUM_COLS columns at a time.  In blocks of COL_BLOCK columns
+ * the segments read one after another lay 2 KB apart (C = 512; likely the same L1 sets),
+ * and the pass took 1.9 % of a 1-thread linear N = 256 update, now 0.7 % (perf, Zen 4).
+ * Each column is still summed in row order: the same bytes. */
+#define SUM_COLS 4096
 void rl_gelu_backward_sum(float *dh, float *db, const float *gp, int T, int C)
 {
-    for (int c0 = 0; c0 < C; c0 += COL_BLOCK) { /* column blocks, rows in order */
-        const int n              = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;
-        float     acc[COL_BLOCK] = {0};
+    for (int c0 = 0; c0 < C; c0 += SUM_COLS) { /* column bands, rows in order */
+        const int n             = C - c0 < SUM_COLS ? C - c0 : SUM_COLS;
+        float     acc[SUM_COLS] = {0};
         for (int t = 0; t < T; t++) {
             const size_t o = (size_t)t * C + c0;
             gelu_backward_row(dh + o, acc, gp + o, n);
