@@ -35,6 +35,7 @@ struct tcase {
     int               H, N, d, dv;
     double            gate;      /* log gates uniform in [-gate, 0]; 0: no gate */
     int               noncausal; /* (without the gate) */
+    int               scan;      /* ALiBi by the decayed scan (alibi_scan) */
 };
 
 enum { NB = 8, MAXN = 320 };
@@ -225,6 +226,7 @@ static struct rl_attn_opts opts_of(const struct tcase *c)
                                              : RL_ATTN_PE_ROPE;
     o.rope_place       = c->pe == PE_INPUT ? RL_ROPE_PLACE_INPUT : RL_ROPE_PLACE_FEATURE;
     o.rope_denominator = c->pe == PE_ROTDEN ? RL_ROPE_DENOM_ROTATED : RL_ROPE_DENOM_PLAIN;
+    o.alibi_scan       = c->scan;
     o.t5_buckets       = NB;
     o.t5_max_distance  = 16;
     return o;
@@ -299,10 +301,10 @@ static void check_case(const struct tcase *c, int nsample)
     struct run  r;
     char        nm[128];
     const int   G = 2 * c->H;
-    snprintf(nm, sizeof nm, "%s%s%s %s N=%d gate %.3g, %d heads a call",
+    snprintf(nm, sizeof nm, "%s%s%s %s%s N=%d gate %.3g, %d heads a call",
              c->kind == RL_ATTN_SOFTMAX ? "softmax" : "linear",
              c->kind == RL_ATTN_LINEAR ? " " : "", c->kind == RL_ATTN_LINEAR ? fm_name[c->fm] : "",
-             pe_name[c->pe], c->N, c->gate, G);
+             pe_name[c->pe], c->scan ? " (scan)" : "", c->N, c->gate, G);
     data_make(&D, c, G);
     rope_table(c->N, c->d);
     run_kernel(&r, c, &D, 2);
@@ -346,7 +348,7 @@ static void check_case(const struct tcase *c, int nsample)
 /* A constant log gate -slope_h (per head) equals ALiBi without the gate. */
 static void check_constant_is_alibi(enum rl_attn_kind kind)
 {
-    const struct tcase c = {kind, RL_FMAP_ELU1, PE_NONE, 2, 300, 8, 8, 0.1, 0};
+    const struct tcase c = {kind, RL_FMAP_ELU1, PE_NONE, 2, 300, 8, 8, 0.1, 0, 0};
     struct data        D;
     struct run         r, ra;
     data_make(&D, &c, 2);
@@ -395,14 +397,14 @@ int main(void)
     tap_seed(20261126);
     for (int pe = PE_NONE; pe <= PE_ALIBI; pe++) {
         if (pe == PE_INPUT || pe == PE_ROTDEN) continue; /* linear attention only */
-        struct tcase c = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, (enum pe)pe, 2, 7, 4, 3, 0.7, 0};
+        struct tcase c = {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, (enum pe)pe, 2, 7, 4, 3, 0.7, 0, 0};
         check_case(&c, 0);
         c.N = 300, c.d = 8, c.dv = 6, c.gate = 0.05;
         check_case(&c, 10);
     }
     for (int f = 0; f < 3; f++)
         for (int pe = PE_NONE; pe <= PE_ALIBI; pe++) {
-            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 7, 4, 3, 0.7, 0};
+            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 7, 4, 3, 0.7, 0, 0};
             check_case(&c, 0);
             c.N = 300, c.d = 8, c.dv = 6, c.gate = pe % 2 ? 2.0 : 0.05;
             check_case(&c, 10);
@@ -411,7 +413,8 @@ int main(void)
      * 2^-32 run the per-row kernel, the others rescale their frame every step or two */
     for (int f = 0; f < 3; f++)
         for (int pe = PE_NONE; pe <= PE_ROPE; pe++) {
-            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 30.0, 0};
+            struct tcase c = {
+                RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 30.0, 0, 0};
             check_case(&c, 10);
         }
     /* without the gate: the split pieces (every map: 2 heads are few enough for Shen's);
@@ -420,15 +423,23 @@ int main(void)
         for (int pe = PE_NONE; pe <= PE_INPUT; pe++)
             for (int nc = 0; nc < 2; nc++) {
                 struct tcase c = {
-                    RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 0, nc};
+                    RL_ATTN_LINEAR, (enum rl_fmap)f, (enum pe)pe, 2, 300, 8, 6, 0, nc, 0};
                 check_case(&c, 6);
             }
     /* 16 heads a call: Shen's map runs one piece per head, ALiBi as log gates lambda - slope
      * (with fewer heads, above, ALiBi's slope enters the pieces' decays) */
     for (int pe = PE_NONE; pe <= PE_ALIBI; pe += PE_ALIBI) {
-        struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, (enum pe)pe, 8, 300, 8, 6, 2.0, 0};
+        struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, (enum pe)pe, 8, 300, 8, 6, 2.0, 0, 0};
         check_case(&c, 6);
     }
+    /* ALiBi's decayed scan without the gate: Shen's map in 4 heads a call runs as the gate's
+     * pieces with the constant log gate -slope, in 16 heads the scan of attn_decay.c; elu1
+     * and exp the scan's own pieces */
+    for (int f = 0; f < 3; f++)
+        for (int H = 2; H <= 8; H += 6) {
+            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, PE_ALIBI, H, 300, 8, 6, 0, 0, 1};
+            check_case(&c, 6);
+        }
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();

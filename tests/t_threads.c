@@ -145,7 +145,7 @@ static void test_counts(void)
     static const char *const big[] = {
         "model.d_model=64", "model.heads=4",     "task.length=128",  "train.batch=32",
         "train.steps=3",    "train.log_every=3", "eval.lengths=128", NULL};
-    static const char *const variants[][6] = {
+    static const char *const variants[][8] = {
         {"model.attention=softmax", "model.pe=rope", NULL},
         {"model.attention=linear", "model.pe=rope", NULL},
         {"model.attention=softmax", "model.pe=t5", NULL},
@@ -158,6 +158,9 @@ static void test_counts(void)
          * pieces, its column maxima, Z and dZ carried across the blocks */
         {"model.attention=linear", "model.feature_map=softmax", "train.batch=2", "task.length=600",
          "eval.lengths=600", NULL},
+        /* the same with ALiBi's decayed scan: the gate's pieces with a constant log gate */
+        {"model.attention=linear", "model.feature_map=softmax", "model.pe=alibi",
+         "model.alibi_scan=true", "train.batch=2", "task.length=600", "eval.lengths=600", NULL},
     };
     static const int counts[] = {1, 2, 3, 7, 16};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {

@@ -123,7 +123,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->drel);
     rl_free(a->rowbuf);
     rl_free(a->linst), rl_free(a->prep), free(a->pending);
-    rl_free(a->cum), rl_free(a->dec);
+    rl_free(a->cum), rl_free(a->dec), free(a->zeros);
     free(a->toeplitz);
     for (int h = 0; h < a->tstore_n; h++)
         rl_toeplitz_free(a->tstore[h]);
@@ -200,6 +200,9 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
                 rl_alibi_rel(a->rel + (size_t)h * (2 * N - 1), a->slopes[h], N);
         }
     }
+    if (st == RL_OK && rl_attn_linear_kernel_opts(o).forget && !o->forget &&
+        !(a->zeros = calloc((size_t)N, sizeof(float)))) /* a constant gate's log gates */
+        st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "attention: out of memory");
     if (st == RL_OK) st = alloc_per_thread(a);
     if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
     if (rl_attn_decay_splits(o)) a->linst_head = rl_attn_decay_state_doubles(N, d, dv);
@@ -252,7 +255,7 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     double *l = NULL, *c = NULL, *e = NULL;
     /* the pieces' states and the gate's decays: of the heads a call in pieces has */
     int  ls  = rl_attn_decay_splits(&a->o) ? G : rl_attn_linear_state_heads(&a->o, G);
-    int  cum = needs_cum(a), dec = a->o.forget && a->linst_head;
+    int  cum = needs_cum(a), dec = rl_attn_linear_kernel_opts(&a->o).forget && a->linst_head;
     int *n = malloc((size_t)G * sizeof *n);
     if (a->linst_head) l = rl_alloc((size_t)ls * a->linst_head * sizeof(double));
     if (a->prep_head) p = rl_alloc((size_t)G * a->prep_head * sizeof(float));

@@ -35,6 +35,7 @@ struct rl_attn {
      * attention's T5 tiles) and its decays e^{logf} (split linear attention, made block by
      * block in a call's first phase) */
     double *cum, *dec;
+    float  *zeros; /* N zero log gates: ALiBi's scan with Shen's map as a constant gate */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has

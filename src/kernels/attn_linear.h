@@ -75,6 +75,15 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
  *          sums -> prefix (the totals) -> rows (each block: its column sums) -> shen_tail
  *          (their total) -> fix (each block: dk -= phi_k times the total).
  * Any order of the blocks within a phase gives the same bits. */
+/* The options the generic kernels (attn_linear.c, attn_linear_split.c) see for a plan's
+ * options: ALiBi's causal weight e^{-slope (m-n)} is the constant log gate -slope of every
+ * row, so ALiBi with the gate is the gate with log gates lambda - slope, and causal ALiBi
+ * by the decayed scan with Shen's map (alibi_scan) is the gate with log gates 0 - slope
+ * (in pieces; attn_decay.c's scan keeps a head whole): pe none, forget on, the slope
+ * subtracted where the decays are made (rl_attn_linear_decays).  Others: unchanged. */
+struct rl_attn_opts rl_attn_linear_kernel_opts(const struct rl_attn_opts *o);
+/* Whether the generic kernels can run the options in pieces: no PE or RoPE, after
+ * rl_attn_linear_kernel_opts. */
 int rl_attn_linear_splits(const struct rl_attn_opts *o);
 /* Whether a call of G heads runs in pieces (Shen's map: only with few heads), and how many
  * heads' states a plan for calls of up to G heads keeps. */

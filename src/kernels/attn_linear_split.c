@@ -42,13 +42,19 @@
 #include <math.h>
 #include <string.h>
 
-/* No PE or RoPE; or ALiBi with the forget gate, where ALiBi's causal weight e^{-slope (m-n)}
- * is the constant log gate -slope of every row, added to the gate's (rl_attn_linear_decays),
- * and the features carry no bias. */
+struct rl_attn_opts rl_attn_linear_kernel_opts(const struct rl_attn_opts *o)
+{
+    struct rl_attn_opts k = *o;
+    if (o->kind != RL_ATTN_LINEAR || o->pe != RL_ATTN_PE_ALIBI) return k;
+    if (o->forget || (o->alibi_scan && o->causal && o->fmap == RL_FMAP_SOFTMAX))
+        k.pe = RL_ATTN_PE_NONE, k.forget = 1;
+    return k;
+}
+
 int rl_attn_linear_splits(const struct rl_attn_opts *o)
 {
-    return o->kind == RL_ATTN_LINEAR && (o->pe == RL_ATTN_PE_NONE || o->pe == RL_ATTN_PE_ROPE ||
-                                         (o->forget && o->pe == RL_ATTN_PE_ALIBI));
+    const struct rl_attn_opts k = rl_attn_linear_kernel_opts(o);
+    return k.kind == RL_ATTN_LINEAR && (k.pe == RL_ATTN_PE_NONE || k.pe == RL_ATTN_PE_ROPE);
 }
 
 int rl_attn_linear_shen(const struct rl_attn_opts *o)
@@ -497,7 +503,7 @@ static void causal_rows(struct lin_plan *p, const struct rl_lin_grads *g, struct
     rl_lin_scan_rows_decay(&sG, g->dv + (size_t)t0 * dv, p->C, p->A, p->dnum, l, 1, afn);
     rl_lin_scan_rows_decay(&sGT, p->dC, vb, p->dnum, p->A, l, 1, afn);
     rl_lin_den_block_backward(p, s.z, s.g, l, 1);
-    if (h->logf)
+    if (h->logf && g->dlogf) /* a constant gate (ALiBi) has no gradient */
         rl_lin_gate_dc(g->dlogf + t0, p, h->v + (size_t)t0 * dv, g->dv + (size_t)t0 * dv, l, eps);
 }
 

@@ -32,17 +32,16 @@ int rl_attn_linear_uses_toeplitz(const rl_attn *a)
     return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !a->o.forget;
 }
 
-/* The gated path's options: features without a bias PE (ALiBi moved into the gate). */
-static struct rl_attn_opts lin_opts(const rl_attn *a)
-{
-    struct rl_attn_opts o = a->o;
-    if (o.forget && o.pe == RL_ATTN_PE_ALIBI) o.pe = RL_ATTN_PE_NONE;
-    return o;
-}
+/* The generic kernels' options: features without a bias PE (ALiBi moved into the gate). */
+static struct rl_attn_opts lin_opts(const rl_attn *a) { return rl_attn_linear_kernel_opts(&a->o); }
+
+/* Shen's map with ALiBi's scan: a constant gate in pieces, the Toeplitz plans per head */
+static int constant_gate(const rl_attn *a) { return lin_opts(a).forget && !a->o.forget; }
 
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
 {
-    if (rl_attn_linear_uses_toeplitz(a)) return 0; /* the Toeplitz plan owns its buffers */
+    /* the Toeplitz plan owns its buffers */
+    if (rl_attn_linear_uses_toeplitz(a) && !constant_gate(a)) return 0;
     struct rl_attn_opts o = lin_opts(a);
     size_t k = (rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15;
     return k + (a->o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0);
@@ -59,7 +58,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
                             .k    = in->k + g * sq,
                             .v    = in->v + g * sv,
                             .rope = a->has_rope ? &a->rope : NULL,
-                            .logf = in->logf ? in->logf + (size_t)g * a->N : NULL,
+                            .logf = in->logf ? in->logf + (size_t)g * a->N : a->zeros,
                             .N    = a->N,
                             .d    = a->d,
                             .dv   = a->dv,
@@ -81,7 +80,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.colmax         = rl_attn_linear_colmax(st, &a->o, a->N, a->d, a->dv);
         h.ztot           = a->o.causal ? NULL : rl_attn_linear_ztot(st, &a->o, a->N, a->d, a->dv);
     }
-    if (in->logf && pieces) /* decays made in phase_piece */
+    if (h.logf && pieces) /* decays made in phase_piece */
         h.dec = a->dec + (size_t)g * a->N;
     else if (h.rel) /* T5's tiles read c, made for the call */
         h.cum = a->cum + (size_t)g * a->N;
@@ -260,13 +259,14 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
         break;
     case B_ROWS: {
         const struct rl_lin_grads lg = {f->gr->dq + g * sq, f->gr->dk + g * sq, f->gr->dv + g * sv,
-                                        h.logf ? f->gr->dlogf + (size_t)g * a->N : NULL, NULL};
+                                        f->in->logf ? f->gr->dlogf + (size_t)g * a->N : NULL,
+                                        NULL};
         rl_attn_linear_bwd_rows(&lg, st, dout, o, den, &h, &op, b, scr);
         break;
     }
     case B_GATE:
         if (rl_attn_linear_shen(&a->o)) rl_attn_linear_shen_tail(st, &h, &op, scr);
-        if (h.logf) rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
+        if (f->in->logf) rl_attn_gate_suffix(f->gr->dlogf + (size_t)g * a->N, a->N);
         break;
     case B_RSUMS:
         rl_attn_linear_bwd_rsums(st, dout, o, den, &h, &op, b, scr);
