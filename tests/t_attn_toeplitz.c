@@ -1,12 +1,12 @@
 /* t_attn_toeplitz.c -- linear attention with a relative bias (Luo et al. 2021): the FFT
- * Toeplitz path and the decayed ALiBi scan against a float64 direct sum written here.
+ * Toeplitz path against a float64 direct sum written here (ALiBi's decayed scan, the
+ * forget gate's scan with a constant log gate, is checked in t_attn_forget).
  *
  * Checks: fft.c's Toeplitz product, its transpose and its correlation against direct
  * sums (odd and even N, N = 1); forward (o, den, n_bad) for every map x causal/non-causal
  * x T5-like/ALiBi bias; dq, dk, dv, d rel against central differences of the float64
- * reference (every element at N = 6-7, directional at N = 100); the scan equals the FFT
- * path and the reference, forward and backward, and its gradients match central
- * differences; N = 1; dv != d; denominators below eps counted; keys up to ~40 and keys
+ * reference (every element at N = 6-7, directional at N = 100); N = 1; dv != d;
+ * denominators below eps counted; keys up to ~40 and keys
  * ramping from -30 to 30 (the causal magnitude segments) still within 1e-4 / 1e-3; invalid
  * sizes rejected; the (head, group of features) pieces of a call of few heads give the
  * whole-head loop's results with 1 to d groups. */
@@ -151,14 +151,14 @@ static struct rl_attn_opts opts_of(struct shape s)
     return o;
 }
 
-/* kernel outputs for one instance (FFT path, or the scan with gamma when scan != 0) */
+/* kernel outputs for one instance (the FFT path, one head) */
 struct result {
     float  *o, *den, *dq, *dk, *dv;
     double *drel;
     long    bad;
 };
 
-static struct result run_kernel(const struct prob *p, int scan, double gamma, int backward)
+static struct result run_kernel(const struct prob *p, int backward)
 {
     struct shape        s  = p->s;
     struct rl_attn_opts o  = opts_of(s);
@@ -169,18 +169,12 @@ static struct result run_kernel(const struct prob *p, int scan, double gamma, in
     const struct rl_lin_head h = {
         .q = p->q, .k = p->k, .v = p->v, .N = s.N, .d = s.d, .dv = s.dv, .rel = p->rel};
     r.o = malloc(sizeof(float) * nv), r.den = malloc(sizeof(float) * s.N);
-    if (scan)
-        rl_attn_decay_forward(t, r.o, r.den, &r.bad, &h, gamma, &o);
-    else
-        rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, &h, &o);
+    rl_attn_toeplitz_forward(t, r.o, r.den, &r.bad, &h, &o);
     if (backward) {
         r.dq = malloc(sizeof(float) * nd), r.dk = malloc(sizeof(float) * nd);
         r.dv = malloc(sizeof(float) * nv), r.drel = calloc(2 * (size_t)s.N - 1, sizeof(double));
         const struct rl_lin_grads g = {r.dq, r.dk, r.dv, NULL, r.drel};
-        if (scan)
-            rl_attn_decay_backward(t, &g, p->w, r.o, r.den, &h, gamma, &o);
-        else
-            rl_attn_toeplitz_backward(t, &g, p->w, r.o, r.den, &h, &o);
+        rl_attn_toeplitz_backward(t, &g, p->w, r.o, r.den, &h, &o);
     }
     rl_toeplitz_free(t);
     return r;
@@ -287,7 +281,7 @@ static void check_fft_helper(void)
 static void check_forward(struct shape s, int bias, double slope, double qk_scale, double tol)
 {
     struct prob   p = prob_make(s, bias, slope, qk_scale);
-    struct result r = run_kernel(&p, 0, 0, 0);
+    struct result r = run_kernel(&p, 0);
     double       *o = malloc(sizeof(double) * s.N * s.dv), *den = malloc(sizeof(double) * s.N);
     const char   *bn  = bias ? "alibi" : "t5";
     long          bad = 0;
@@ -348,7 +342,7 @@ static void fd_grad(double *g, double *x, size_t n, const struct prob *p)
 static void check_grad_fd(struct shape s, int bias)
 {
     struct prob   p  = prob_make(s, bias, 0.3, 1.0);
-    struct result r  = run_kernel(&p, 0, 0, 1);
+    struct result r  = run_kernel(&p, 1);
     size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv, nr = 2 * (size_t)s.N - 1;
     double     *g  = malloc(sizeof(double) * (nd > nv ? (nd > nr ? nd : nr) : (nv > nr ? nv : nr)));
     const char *bn = bias ? "alibi" : "t5";
@@ -402,7 +396,7 @@ static void check_grad_directional_all(void)
         for (int causal = 0; causal < 2; causal++) {
             struct shape  s  = {100, 8, 8, causal, (enum rl_fmap)fm, 1e-6};
             struct prob   p  = prob_make(s, 0, 0, 1.0);
-            struct result r  = run_kernel(&p, 0, 0, 1);
+            struct result r  = run_kernel(&p, 1);
             float        *dr = drel_float(&r, s.N);
             check_directional(p.Q, r.dq, (size_t)s.N * s.d, &p, "dq");
             check_directional(p.K, r.dk, (size_t)s.N * s.d, &p, "dk");
@@ -411,59 +405,6 @@ static void check_grad_directional_all(void)
             free(dr);
             result_free(&r), prob_free(&p);
         }
-}
-
-/* ---- decayed scan: equals the FFT path and the reference, forward and backward ---- */
-
-static void to_d(double *y, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-}
-
-static void check_scan(struct shape s, double slope)
-{
-    struct prob   p = prob_make(s, 1, slope, 1.0);
-    struct result a = run_kernel(&p, 1, exp(-slope), 1), b = run_kernel(&p, 0, 0, 1);
-    size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
-    double *R = malloc(sizeof(double) * (nd > nv ? nd : nv)), *den = malloc(sizeof(double) * s.N);
-    ref_forward(R, den, p.Q, p.K, p.V, p.R, s);
-    tap_close_scaled(a.o, R, nv, 1e-4, "scan o vs reference %s slope=%g N=%d", fm_name[s.fm], slope,
-                     s.N);
-    to_d(R, b.o, nv);
-    tap_close_scaled(a.o, R, nv, 1e-5, "scan o == FFT o %s slope=%g", fm_name[s.fm], slope);
-    to_d(R, b.dq, nd);
-    tap_close_scaled(a.dq, R, nd, 1e-4, "scan dq == FFT dq %s slope=%g", fm_name[s.fm], slope);
-    to_d(R, b.dk, nd);
-    tap_close_scaled(a.dk, R, nd, 1e-4, "scan dk == FFT dk %s slope=%g", fm_name[s.fm], slope);
-    to_d(R, b.dv, nv);
-    tap_close_scaled(a.dv, R, nv, 1e-4, "scan dv == FFT dv %s slope=%g", fm_name[s.fm], slope);
-    free(R), free(den);
-    result_free(&a), result_free(&b), prob_free(&p);
-}
-
-static void check_scan_all(void)
-{
-    for (int fm = 0; fm < 3; fm++) {
-        check_scan((struct shape){300, 8, 5, 1, (enum rl_fmap)fm, 1e-6}, 0.5);
-        check_scan((struct shape){300, 8, 5, 1, (enum rl_fmap)fm, 1e-6}, 1.0 / 64);
-    }
-    /* the scan's gradients against central differences directly */
-    for (int fm = 0; fm < 3; fm++) {
-        struct shape  s  = {7, 3, 4, 1, (enum rl_fmap)fm, 1e-6};
-        struct prob   p  = prob_make(s, 1, 0.25, 1.0);
-        struct result r  = run_kernel(&p, 1, exp(-0.25), 1);
-        size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
-        double       *g = malloc(sizeof(double) * (nd > nv ? nd : nv));
-        fd_grad(g, p.Q, nd, &p);
-        tap_close_scaled(r.dq, g, nd, 1e-3, "scan dq vs central differences %s", fm_name[fm]);
-        fd_grad(g, p.K, nd, &p);
-        tap_close_scaled(r.dk, g, nd, 1e-3, "scan dk vs central differences %s", fm_name[fm]);
-        fd_grad(g, p.V, nv, &p);
-        tap_close_scaled(r.dv, g, nv, 1e-3, "scan dv vs central differences %s", fm_name[fm]);
-        free(g);
-        result_free(&r), prob_free(&p);
-    }
 }
 
 /* ---- edges: N = 1, tiny denominators, large |q|, |k| ---- */
@@ -476,19 +417,17 @@ static int all_finite(const float *x, size_t n)
 }
 
 /* keys ~ N(0, 10^2) (|k| up to ~40): outputs finite and still within 1e-4 (relative) */
-static void check_large(struct shape s, int scan)
+static void check_large(struct shape s)
 {
     struct prob   p  = prob_make(s, 1, 0.25, 10.0);
-    struct result r  = run_kernel(&p, scan, exp(-0.25), 1);
+    struct result r  = run_kernel(&p, 1);
     size_t        nd = (size_t)s.N * s.d, nv = (size_t)s.N * s.dv;
     double       *o = malloc(sizeof(double) * nv), *den = malloc(sizeof(double) * s.N);
     tap_ok(all_finite(r.o, nv) && all_finite(r.dq, nd) && all_finite(r.dk, nd) &&
                all_finite(r.dv, nv) && all_finite(r.den, (size_t)s.N),
-           "%s |q|,|k| up to ~40: o, dq, dk, dv finite " DESC, scan ? "scan" : "fft",
-           DARGS(s, "alibi"));
+           "|q|,|k| up to ~40: o, dq, dk, dv finite " DESC, DARGS(s, "alibi"));
     ref_forward(o, den, p.Q, p.K, p.V, p.R, s);
-    tap_close_scaled(r.o, o, nv, 1e-4, "%s |q|,|k| up to ~40: o vs reference",
-                     scan ? "scan" : "fft");
+    tap_close_scaled(r.o, o, nv, 1e-4, "|q|,|k| up to ~40: o vs reference");
     free(o), free(den);
     result_free(&r), prob_free(&p);
 }
@@ -507,7 +446,7 @@ static void check_ramp(enum rl_fmap fm, int N)
             p.k[i]   = (float)(-30.0 + 60.0 * n / (N - 1) + 0.5 * p.k[i]);
             p.K[i]   = p.k[i];
         }
-    struct result r = run_kernel(&p, 0, 0, 1);
+    struct result r = run_kernel(&p, 1);
     double       *o = malloc(sizeof(double) * nv), *den = malloc(sizeof(double) * N);
     float        *dr = drel_float(&r, N);
     ref_forward(o, den, p.Q, p.K, p.V, p.R, s);
@@ -578,7 +517,7 @@ static void check_pieces(enum rl_fmap fm, int causal)
             size_t i = (size_t)n * s.d + f;
             p.k[i]   = (float)(-30.0 + 60.0 * n / (s.N - 1) + 0.5 * p.k[i]);
         }
-    struct result    w        = run_kernel(&p, 0, 0, 1);
+    struct result    w        = run_kernel(&p, 1);
     float           *wr       = drel_float(&w, s.N);
     static const int groups[] = {1, 2, 4, 6};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
@@ -635,22 +574,21 @@ static void check_edges(void)
     struct prob  p = prob_make(s, 0, 0, 0.1);
     for (int i = 0; i < s.N * s.d; i++)
         p.q[i] -= 20, p.k[i] -= 20, p.Q[i] = p.q[i], p.K[i] = p.k[i];
-    struct result r = run_kernel(&p, 0, 0, 1);
+    struct result r = run_kernel(&p, 1);
     tap_ok(r.bad == s.N && all_finite(r.o, (size_t)s.N * s.dv) &&
                all_finite(r.dq, (size_t)s.N * s.d),
            "tiny denominators: n_bad = %ld of %d rows, outputs finite", r.bad, s.N);
     result_free(&r), prob_free(&p);
     for (int fm = 0; fm < 3; fm++)
         for (int causal = 0; causal < 2; causal++) {
-            check_large((struct shape){200, 8, 4, causal, (enum rl_fmap)fm, 1e-6}, 0);
-            if (causal) check_large((struct shape){200, 8, 4, causal, (enum rl_fmap)fm, 1e-6}, 1);
+            check_large((struct shape){200, 8, 4, causal, (enum rl_fmap)fm, 1e-6});
         }
     for (int fm = 0; fm < 3; fm++)
         check_ramp((enum rl_fmap)fm, 240);
     /* Shen, causal, keys ~ N(0, 25^2): exp(k - c) reaches e^-200, below float's range */
     struct shape  w  = {100, 4, 3, 1, RL_FMAP_SOFTMAX, 1e-6};
     struct prob   pw = prob_make(w, 0, 0, 25.0);
-    struct result rw = run_kernel(&pw, 0, 0, 1);
+    struct result rw = run_kernel(&pw, 1);
     double       *ow = malloc(sizeof(double) * 300), *dw = malloc(sizeof(double) * 100);
     ref_forward(ow, dw, pw.Q, pw.K, pw.V, pw.R, w);
     tap_ok(all_finite(rw.dq, 400) && all_finite(rw.dk, 400) && all_finite(rw.dv, 300),
@@ -667,7 +605,6 @@ int main(void)
     check_forward_all();
     check_grad_fd_all();
     check_grad_directional_all();
-    check_scan_all();
     check_edges();
     check_pieces_all();
     return tap_done();

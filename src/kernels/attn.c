@@ -205,7 +205,6 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
         st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "attention: out of memory");
     if (st == RL_OK) st = alloc_per_thread(a);
     if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
-    if (rl_attn_decay_splits(o)) a->linst_head = rl_attn_decay_state_doubles(N, d, dv);
     if (o->kind == RL_ATTN_SOFTMAX)
         a->prep_head = rl_attn_softmax_prepared_floats(N, d, dv, o->xpos, a->has_rope);
     if (st == RL_OK) st = rl_attn_reserve(a, H);
@@ -254,7 +253,7 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     float  *r = rl_alloc((size_t)G * a->N * sizeof(float)), *p = NULL;
     double *l = NULL, *c = NULL, *e = NULL;
     /* the pieces' states and the gate's decays: of the heads a call in pieces has */
-    int  ls  = rl_attn_decay_splits(&a->o) ? G : rl_attn_linear_state_heads(&a->o, G);
+    int  ls  = rl_attn_linear_state_heads(&a->o, G);
     int  cum = needs_cum(a), dec = rl_attn_linear_kernel_opts(&a->o).forget && a->linst_head;
     int *n = malloc((size_t)G * sizeof *n);
     if (a->linst_head) l = rl_alloc((size_t)ls * a->linst_head * sizeof(double));

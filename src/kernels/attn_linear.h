@@ -78,9 +78,9 @@ void rl_attn_linear_backward(const struct rl_lin_grads *g, const float *dout, co
 /* The options the generic kernels (attn_linear.c, attn_linear_split.c) see for a plan's
  * options: ALiBi's causal weight e^{-slope (m-n)} is the constant log gate -slope of every
  * row, so ALiBi with the gate is the gate with log gates lambda - slope, and causal ALiBi
- * by the decayed scan with Shen's map (alibi_scan) is the gate with log gates 0 - slope
- * (in pieces; attn_decay.c's scan keeps a head whole): pe none, forget on, the slope
- * subtracted where the decays are made (rl_attn_linear_decays).  Others: unchanged. */
+ * by the decayed scan (alibi_scan) is the gate with log gates 0 - slope: pe none, forget
+ * on, the slope subtracted where the decays are made (rl_attn_linear_decays, or the whole
+ * head's log gates in attn_run_linear.c).  Others: unchanged. */
 struct rl_attn_opts rl_attn_linear_kernel_opts(const struct rl_attn_opts *o);
 /* Whether the generic kernels can run the options in pieces: no PE or RoPE, after
  * rl_attn_linear_kernel_opts. */
@@ -99,7 +99,7 @@ void rl_attn_linear_decays(double *dec, const float *logf, float slope, int b, i
 /* One block of a prefix (or, in reverse block order, a suffix) of the blocks' states: run
  * (n doubles) moves past the block, run = bd run + x, bd the decay across the block, from
  * the block's increments x; exclusive: x becomes the state entering the block (else x is
- * kept: the totals alone).  Also ALiBi's decayed scan in pieces (attn_decay.c). */
+ * kept: the totals alone). */
 void rl_lin_carry(double *x, double *run, size_t n, double bd, int exclusive);
 int  rl_attn_linear_shen(const struct rl_attn_opts *o);
 void rl_attn_linear_max(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,

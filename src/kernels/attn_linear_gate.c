@@ -104,12 +104,12 @@ void rl_lin_backward_gated(struct lin_plan *p, const struct rl_lin_grads *g, con
         double bd = rl_lin_gate_fold_weights(p, t0, l, 1);
         rl_lin_scan_fold_decay(&sG, p->A, p->dnum, l, &sGT, p->wk, bd, p->Kw);
         rl_lin_den_block_backward(p, ck + Dv, NULL, l, 1);
-        rl_lin_gate_dc(dlogf + t0, p, vb, dvg + (size_t)t0 * dv, l, eps);
+        if (dlogf) rl_lin_gate_dc(dlogf + t0, p, vb, dvg + (size_t)t0 * dv, l, eps);
         memcpy(p->Zrun, ck + Dv + Dd, (size_t)d * sizeof(double));
         rl_lin_chain_block(p, dq, dk, t0, l, NULL);
     }
-    double acc = 0.0; /* dlogf_l = sum_{m >= l} dc_m */
-    for (int m = p->N - 1; m >= 0; m--)
+    double acc = 0.0; /* dlogf_l = sum_{m >= l} dc_m; a constant gate (ALiBi) has none */
+    for (int m = p->N - 1; dlogf && m >= 0; m--)
         dlogf[m] = (float)(acc += (double)dlogf[m]);
 }
 

@@ -46,8 +46,7 @@ struct rl_attn_opts rl_attn_linear_kernel_opts(const struct rl_attn_opts *o)
 {
     struct rl_attn_opts k = *o;
     if (o->kind != RL_ATTN_LINEAR || o->pe != RL_ATTN_PE_ALIBI) return k;
-    if (o->forget || (o->alibi_scan && o->causal && o->fmap == RL_FMAP_SOFTMAX))
-        k.pe = RL_ATTN_PE_NONE, k.forget = 1;
+    if (o->forget || (o->alibi_scan && o->causal)) k.pe = RL_ATTN_PE_NONE, k.forget = 1;
     return k;
 }
 

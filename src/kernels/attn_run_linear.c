@@ -1,18 +1,18 @@
 /* attn_run_linear.c -- linear attention over G heads (attn_impl.h).
  *
- * The maps without Shen's normaliser (elu1, exp), with no PE or RoPE in any placement and
- * with or without the gate, the gate with ALiBi (ALiBi's causal weight is a constant log
- * gate -slope, added to the gate's), and ALiBi's decayed scan (causal, alibi_scan, no gate)
- * with those maps, are cut into (head, block of rows) pieces run in phases
- * (attn_linear_split.c, attn_decay.c): as many pieces as blocks, whatever the thread count.
- * So is Shen's map in a call of fewer than 16 heads (rl_attn_linear_pieces), with more
- * phases.  The FFT Toeplitz products (T5, ALiBi) of a call of fewer than 16 heads run in
- * (head, group of features) pieces (attn_toeplitz_split.c).  Everything else runs one
- * piece per head:
+ * ALiBi's causal weight e^{-slope (m-n)} is a constant log gate -slope per row: ALiBi with
+ * the forget gate is the gate with log gates lambda - slope, and causal ALiBi by the
+ * decayed scan (alibi_scan) the gate with log gates 0 - slope and no gate gradient
+ * (rl_attn_linear_kernel_opts).  The maps without Shen's normaliser (elu1, exp), with no PE
+ * or RoPE in any placement, with or without the gate (so with ALiBi as a gate too), are
+ * cut into (head, block of rows) pieces run in phases (attn_linear_split.c): as many
+ * pieces as blocks, whatever the thread count.  So is Shen's map in a call of fewer than
+ * 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz products (T5,
+ * ALiBi) of a call of fewer than 16 heads run in (head, group of features) pieces
+ * (attn_toeplitz_split.c).  Everything else runs one piece per head:
  *   Shen's map in 16 heads or more, no bias PE   attn_linear.c, scans over the rows (the
- *   or ALiBi with the gate                       gate's decayed scans with it; ALiBi's
+ *   or ALiBi as a gate                           gate's decayed scans with it; ALiBi's
  *                                                log gates lambda - slope)
- *   ALiBi causal with alibi_scan, Shen's map     attn_decay.c, the decayed scan
  *   T5, ALiBi in 16 heads or more                attn_toeplitz.c, FFT Toeplitz products
  *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
  *                                                weights have no recurrence
@@ -29,22 +29,18 @@
 
 int rl_attn_linear_uses_toeplitz(const rl_attn *a)
 {
-    return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !a->o.forget;
+    return a->o.kind == RL_ATTN_LINEAR && a->has_bias && !rl_attn_linear_kernel_opts(&a->o).forget;
 }
 
 /* The generic kernels' options: features without a bias PE (ALiBi moved into the gate). */
 static struct rl_attn_opts lin_opts(const rl_attn *a) { return rl_attn_linear_kernel_opts(&a->o); }
 
-/* Shen's map with ALiBi's scan: a constant gate in pieces, the Toeplitz plans per head */
-static int constant_gate(const rl_attn *a) { return lin_opts(a).forget && !a->o.forget; }
-
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a)
 {
-    /* the Toeplitz plan owns its buffers */
-    if (rl_attn_linear_uses_toeplitz(a) && !constant_gate(a)) return 0;
+    if (rl_attn_linear_uses_toeplitz(a)) return 0; /* the Toeplitz plan owns its buffers */
     struct rl_attn_opts o = lin_opts(a);
     size_t k = (rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15;
-    return k + (a->o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0);
+    return k + (o.forget && a->o.pe == RL_ATTN_PE_ALIBI ? (size_t)a->N : 0); /* ALiBi's gates */
 }
 
 /* Head g's operands for attn_linear.c; ALiBi with the gate, a whole head: lambda - slope
@@ -65,7 +61,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
                             .rel  = in->logf && a->o.pe == RL_ATTN_PE_T5
                                         ? a->rel + (size_t)(g % a->H) * (2 * a->N - 1)
                                         : NULL};
-    if (in->logf && a->o.pe == RL_ATTN_PE_ALIBI && !pieces) {
+    if (h.logf && a->o.pe == RL_ATTN_PE_ALIBI && !pieces) {
         struct rl_attn_opts o = lin_opts(a);
         float              *lam =
             scr + ((rl_attn_linear_scratch_floats(&o, a->N, a->d, a->dv) + 15) & ~(size_t)15);
@@ -108,10 +104,7 @@ static long head_forward(rl_attn *a, float *o, float *saved, const struct rl_att
     long bad = 0;
     if (rl_attn_linear_uses_toeplitz(a)) {
         const struct rl_lin_head th = toeplitz_head(a, in, g);
-        if (a->o.alibi_scan)
-            rl_attn_decay_forward(tp, o, saved, &bad, &th, exp(-a->slopes[g % a->H]), &a->o);
-        else
-            rl_attn_toeplitz_forward(tp, o, saved, &bad, &th, &a->o);
+        rl_attn_toeplitz_forward(tp, o, saved, &bad, &th, &a->o);
     } else {
         struct rl_attn_opts      op = lin_opts(a);
         const struct rl_lin_head lh = lin_head(a, in, g, scr, 0);
@@ -131,7 +124,6 @@ struct call {
     float                      *o, *saved;
     const float                *dout;
     int                         G, per;
-    int                         decay; /* ALiBi's decayed scan (attn_decay.c) */
 };
 
 /* A piece of phase k: p indexes the phase's pieces (for a per-head phase, p is the head). */
@@ -192,31 +184,6 @@ enum phase_kind {
     B_FIX
 };
 
-/* A piece of ALiBi's decayed scan: the same phases on the scan's states. */
-static long decay_piece(const struct call *f, enum phase_kind k, int g, int b)
-{
-    rl_attn                  *a  = f->a;
-    const struct rl_lin_head  h  = toeplitz_head(a, f->in, g);
-    const size_t              sv = (size_t)a->N * a->dv, sq = (size_t)a->N * a->d;
-    const int                 back = k >= B_SUMS;
-    const struct rl_lin_grads lg   = {back ? f->gr->dq + g * sq : NULL,
-                                    back ? f->gr->dk + g * sq : NULL,
-                                    back ? f->gr->dv + g * sv : NULL, NULL, NULL};
-    const struct rl_decay_piece p = {a->toeplitz[rl_thread_slot()],
-                                     &h,
-                                     a->linst + (size_t)g * a->linst_head,
-                                     exp(-a->slopes[g % a->H]),
-                                     a->o.fmap,
-                                     a->o.eps,
-                                     f->o + g * sv,
-                                     f->saved + (size_t)g * a->N,
-                                     back ? f->dout + g * sv : NULL,
-                                     &lg};
-    if (k == F_SUMS || k == B_SUMS) rl_attn_decay_sums(&p, b);
-    if (k == F_PREFIX || k == B_PREFIX) rl_attn_decay_prefix(&p);
-    return k == F_ROWS || k == B_ROWS ? rl_attn_decay_rows(&p, b) : 0;
-}
-
 /* ALiBi with the gate: head g's slope, the constant log gate it adds to the gate's (the
  * float logf - slope, as lin_head makes for a whole head); else 0. */
 static float alibi_gate(const rl_attn *a, int g)
@@ -226,7 +193,6 @@ static float alibi_gate(const rl_attn *a, int g)
 
 static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, float *scr)
 {
-    if (f->decay) return decay_piece(f, k, g, b);
     rl_attn                 *a  = f->a;
     struct rl_attn_opts      op = lin_opts(a);
     const struct rl_lin_head h  = lin_head(a, f->in, g, scr, 1);
@@ -259,8 +225,7 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
         break;
     case B_ROWS: {
         const struct rl_lin_grads lg = {f->gr->dq + g * sq, f->gr->dk + g * sq, f->gr->dv + g * sv,
-                                        f->in->logf ? f->gr->dlogf + (size_t)g * a->N : NULL,
-                                        NULL};
+                                        f->in->logf ? f->gr->dlogf + (size_t)g * a->N : NULL, NULL};
         rl_attn_linear_bwd_rows(&lg, st, dout, o, den, &h, &op, b, scr);
         break;
     }
@@ -283,16 +248,21 @@ static long phase_piece(const struct call *f, enum phase_kind k, int g, int b, f
 
 /* the block phases' names in the region profile (core/threads.h): a head's prefix runs in
  * its sums phase, the gate's suffix in the backward's rows phase */
-static const char *phase_name(const struct call *f, enum phase_kind k)
+static const char *phase_name(enum phase_kind k)
 {
-    static const char *const names[2][B_FIX + 1] = {
-        {"linear: forward sums and prefix", "", "linear: forward rows",
-         "linear: backward sums and prefix", "", "linear: backward rows", "",
-         "linear (Shen): column maxima", "", "linear (Shen): backward reverse sums", "",
-         "linear (Shen): backward dk"},
-        {"ALiBi scan: forward sums and prefix", "", "ALiBi scan: forward rows",
-         "ALiBi scan: backward sums and prefix", "", "ALiBi scan: backward rows"}};
-    return names[f->decay][k];
+    static const char *const names[B_FIX + 1] = {"linear: forward sums and prefix",
+                                                 "",
+                                                 "linear: forward rows",
+                                                 "linear: backward sums and prefix",
+                                                 "",
+                                                 "linear: backward rows",
+                                                 "",
+                                                 "linear (Shen): column maxima",
+                                                 "",
+                                                 "linear (Shen): backward reverse sums",
+                                                 "",
+                                                 "linear (Shen): backward dk"};
+    return names[k];
 }
 
 /* piece p of phase k of the split form: (head, block), or the head of a per-head phase */
@@ -307,24 +277,14 @@ static long split_piece(const struct call *f, int k, long p)
 /* A block phase of the split form; then: the per-head phase run at each head's end, or -1. */
 static long run_phase(const struct call *f, enum phase_kind k, int then)
 {
-    return run_pieces(f, split_piece, k, (long)f->G * f->per, then, phase_name(f, k));
+    return run_pieces(f, split_piece, k, (long)f->G * f->per, then, phase_name(k));
 }
 
-static int split_decay(const rl_attn *a) { return rl_attn_decay_splits(&a->o); }
-
-static int split_call(const rl_attn *a, int G)
-{
-    return split_decay(a) || rl_attn_linear_pieces(&a->o, G);
-}
-
-static int split_blocks(const rl_attn *a)
-{
-    return split_decay(a) ? rl_attn_decay_blocks(a->N) : rl_attn_linear_blocks(a->N);
-}
+static int split_call(const rl_attn *a, int G) { return rl_attn_linear_pieces(&a->o, G); }
 
 static long split_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct call f = {a, in, NULL, o, saved, NULL, G, split_blocks(a), split_decay(a)};
+    const struct call f = {a, in, NULL, o, saved, NULL, G, rl_attn_linear_blocks(a->N)};
     if (rl_attn_linear_shen(&a->o)) run_phase(&f, MAX, MAXIMA);
     run_phase(&f, F_SUMS, F_PREFIX);
     return run_phase(&f, F_ROWS, -1);
@@ -334,7 +294,7 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
     const struct call f = {
-        a, in, gr, (float *)o, (float *)saved, dout, G, split_blocks(a), split_decay(a)};
+        a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_linear_blocks(a->N)};
     const int shen = rl_attn_linear_shen(&a->o);
     if (shen) run_phase(&f, MAX, MAXIMA);
     run_phase(&f, B_SUMS, B_PREFIX);
@@ -410,7 +370,7 @@ int rl_attn_fft_groups(const rl_attn *a, int G)
 
 static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct call c = {a, in, NULL, o, saved, NULL, G, rl_attn_fft_groups(a, G), 0};
+    const struct call c = {a, in, NULL, o, saved, NULL, G, rl_attn_fft_groups(a, G)};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, -1);
     return fft_phase(&c, T_ROWS, -1);
@@ -419,8 +379,8 @@ static long fft_forward(rl_attn *a, float *o, float *saved, const struct rl_attn
 static void fft_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                          const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    const struct call c = {a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_fft_groups(a, G),
-                           0};
+    const struct call c = {
+        a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_fft_groups(a, G)};
     fft_phase(&c, T_PREPARE, -1);
     fft_phase(&c, T_SUMS, T_GRADS);
     if (a->o.pe == RL_ATTN_PE_T5 && gr->dt5) fft_phase(&c, T_DREL, -1);
@@ -456,10 +416,7 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
     dout += g * sv, o += g * sv, saved += (size_t)g * N;
     if (rl_attn_linear_uses_toeplitz(a)) {
         const struct rl_lin_head th = toeplitz_head(a, in, g);
-        if (a->o.alibi_scan)
-            rl_attn_decay_backward(tp, &lg, dout, o, saved, &th, exp(-a->slopes[h]), &a->o);
-        else
-            rl_attn_toeplitz_backward(tp, &lg, dout, o, saved, &th, &a->o);
+        rl_attn_toeplitz_backward(tp, &lg, dout, o, saved, &th, &a->o);
     } else {
         struct rl_attn_opts      op = lin_opts(a);
         const struct rl_lin_head lh = lin_head(a, in, g, scr, 0);

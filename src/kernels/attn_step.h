@@ -20,7 +20,8 @@
  *   cancels); A = phi_q / Z_m.  With eq. 19 the numerator state has 2d rows (u cos, u sin
  *   per feature, attn_linear_impl.h), since the rotation mixes features with different
  *   normalisers.
- * causal ALiBi in linear attention: the decayed state of attn_decay.c,
+ * causal ALiBi in linear attention: the decayed state (the forget gate's with the
+ *   constant log gate -slope_h, attn_linear.h),
  *   S_m = gamma S_{m-1} + phi_k(k_m) v_m^T,  z_m = gamma z_{m-1} + phi_k(k_m),
  *   gamma = exp(-slope_h), o_m = A_m^T S_m / (A_m . z_m + eps).
  * Forget gate (opts.forget): the step also reads the new token's log forget values

@@ -11,9 +11,8 @@
  *   softmax:    B = exp(k - c_f), c_f = max_n k[n,f] (cancels exactly), A = phi_q(q) / Z,
  *               Z_m[f] = sum of B[n',f] over all n' (non-causal) or n' <= m (causal).
  * For each feature f the dv + 1 columns (B v_j, B) go through one batched r2c / c2r
- * pair (rl_fft_conv), so memory is O(N dv), never O(N d dv).
- * The decayed scan for causal ALiBi is in attn_decay.c and shares the feature and
- * gradient plumbing here (attn_toeplitz_impl.h). */
+ * pair (rl_fft_conv), so memory is O(N dv), never O(N d dv).  (Causal ALiBi by the decayed
+ * scan runs as the forget gate's scan: attn_run_linear.c.) */
 #include "config.h"
 #include "attn_toeplitz_impl.h"
 
@@ -61,10 +60,6 @@ static size_t carve(rl_toeplitz *t, char *pool)
         {(void **)&t->bf, N * 8},
         {(void **)&t->gaf, N * 8},
         {(void **)&t->gbf, N * 8},
-        {(void **)&t->S, d * dv * 8},
-        {(void **)&t->dS, d * dv * 8},
-        {(void **)&t->z, d * 8},
-        {(void **)&t->dz, d * 8},
     };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
         if (pool) *a[i].p = pool + off;
@@ -118,30 +113,23 @@ rl_status rl_toeplitz_create_store(rl_toeplitz **out, int N, int d, int dv)
 /* A, B (and Z for softmax) from q, k; see the file header.  B is computed here in double
  * (not by rl_fmap_k_forward in float): exp(k - c) of a key 100 below its column maximum
  * would underflow in float and leave a zero prefix normaliser. */
-void rl_toeplitz_features_rows(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
-                               int m0, int m1)
+static void features_rowwise(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm)
 {
-    RL_ASSERT(fm != RL_FMAP_SOFTMAX);
-    const int    d = t->d;
-    const size_t o = (size_t)m0 * d, n = (size_t)(m1 - m0) * d;
-    if (q) {
-        rl_fmap_q_forward(t->phq + o, q + o, m1 - m0, d, fm);
-        for (size_t i = o; i < o + n; i++)
-            t->A[i] = t->phq[i];
-    }
-    for (size_t i = o; i < o + n; i++) {
+    const size_t nd = (size_t)t->N * t->d;
+    rl_fmap_q_forward(t->phq, q, t->N, t->d, fm);
+    for (size_t i = 0; i < nd; i++) {
         double x = k[i];
+        t->A[i]  = t->phq[i];
         t->B[i]  = fm == RL_FMAP_ELU1 && x > 0 ? x + 1.0 : exp(x);
     }
 }
 
-void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
-                          int causal)
+static void features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm, int causal)
 {
     int    N = t->N, d = t->d;
     size_t nd = (size_t)N * d;
     if (fm != RL_FMAP_SOFTMAX) {
-        rl_toeplitz_features_rows(t, q, k, fm, 0, N);
+        features_rowwise(t, q, k, fm);
         return;
     }
     rl_fmap_q_forward(t->phq, q, N, d, fm);
@@ -184,18 +172,12 @@ long rl_toeplitz_finish_rows(rl_toeplitz *t, float *out, float *den, float eps, 
     return bad;
 }
 
-void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, float eps)
-{
-    *n_bad = rl_toeplitz_finish_rows(t, out, den, eps, 0, t->N);
-}
-
 /* The fixed part of every backward: from o = num / den,
  *   dnum[m,j] = g[m,j] / den[m],   dden[m] = -(g_m . o_m) / den[m]. */
-void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, const float *den,
-                           int m0, int m1)
+static void dout_terms(rl_toeplitz *t, const float *dout, const float *out, const float *den)
 {
     const int dv = t->dv;
-    for (int m = m0; m < m1; m++) {
+    for (int m = 0; m < t->N; m++) {
         double inv = 1.0 / (double)den[m], go = 0.0;
         for (int j = 0; j < dv; j++) {
             size_t i   = (size_t)m * dv + j;
@@ -204,11 +186,6 @@ void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, 
         }
         t->dden[m] = -go * inv;
     }
-}
-
-void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den)
-{
-    rl_toeplitz_dout_rows(t, dout, out, den, 0, t->N);
 }
 
 /* dq, dk from dA, dB (t->dA, t->dB: gradients of the loss w.r.t. A and B). */
@@ -235,22 +212,13 @@ void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const f
         }
         for (size_t i = 0; i < nd; i++)
             t->dph[i] = (float)(t->dA[i] / t->Z[i]);
-    }
-    rl_toeplitz_features_backward_rows(t, dq, dk, q, k, fm, 0, N);
-}
-
-void rl_toeplitz_features_backward_rows(rl_toeplitz *t, float *dq, float *dk, const float *q,
-                                        const float *k, enum rl_fmap fm, int m0, int m1)
-{
-    const int    d = t->d;
-    const size_t o = (size_t)m0 * d, n = (size_t)(m1 - m0) * d;
-    if (fm != RL_FMAP_SOFTMAX) /* A = phi_q */
-        for (size_t i = o; i < o + n; i++)
+    } else /* A = phi_q */
+        for (size_t i = 0; i < nd; i++)
             t->dph[i] = (float)t->dA[i];
-    rl_fmap_q_backward(dq + o, t->dph + o, q + o, t->phq + o, m1 - m0, d, fm);
+    rl_fmap_q_backward(dq, t->dph, q, t->phq, N, d, fm);
     /* B = exp(k - c) (softmax, exp; c is constant: the map is invariant to it), or
      * elu1(k) = k + 1 (k > 0), exp(k) = B otherwise */
-    for (size_t i = o; i < o + n; i++)
+    for (size_t i = 0; i < nd; i++)
         dk[i] = (float)(t->dB[i] * (fm == RL_FMAP_ELU1 && k[i] > 0 ? 1.0 : t->B[i]));
 }
 
@@ -381,7 +349,7 @@ void rl_toeplitz_forward_feature(rl_toeplitz *t, const rl_toeplitz *h, double *n
 
 void rl_toeplitz_prepare(rl_toeplitz *h, const struct rl_lin_head *hd, const struct rl_attn_opts *o)
 {
-    rl_toeplitz_features(h, hd->q, hd->k, o->fmap, o->causal);
+    features(h, hd->q, hd->k, o->fmap, o->causal);
     transpose_fd(h->vT, hd->v, h->N, h->dv);
 }
 
@@ -397,7 +365,7 @@ void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_ba
     for (int f = 0; f < d; f++)
         rl_toeplitz_forward_feature(t, t, t->numT, t->den, f, o->causal);
     transpose_dd(t->num, t->numT, dv, N);
-    rl_toeplitz_finish(t, out, den, n_bad, o->eps);
+    *n_bad = rl_toeplitz_finish_rows(t, out, den, o->eps, 0, t->N);
 }
 
 /* gaf[m] = dA[m,f] = sum_j dnum[m,j] y_f,j[m] + dden[m] z_f[m], rows [lo, hi) */
@@ -496,7 +464,7 @@ void rl_toeplitz_prepare_backward(rl_toeplitz *h, const struct rl_lin_head *hd, 
 {
     const int N = h->N, dv = h->dv;
     rl_toeplitz_prepare(h, hd, o);
-    rl_toeplitz_dout(h, dout, out, den);
+    dout_terms(h, dout, out, den);
     transpose_dd(h->dnumT, h->dnum, N, dv);
     for (int m = 0; m < N; m++) { /* row scale of the adjoint inputs, for the segments */
         double s = fabs(h->dden[m]);

@@ -2,8 +2,8 @@
  *   sim(m,n) = phi_q(q_m)^T phi_k(k_n) * exp(rel[(n-m)+N-1])
  * in numerator and denominator; every sum over n is a Toeplitz matrix-vector product,
  * computed with double-precision FFTW (r2c/c2r) in O(N log N); causal = Toeplitz
- * matrix zeroed above the diagonal.  Also the O(N) decayed scan for causal ALiBi
- * (exp(rel) = gamma^(m-n), gamma = exp(-slope)).
+ * matrix zeroed above the diagonal.  (Causal ALiBi by the O(N) decayed scan is the
+ * forget gate's scan with a constant log gate: attn_linear.h, rl_attn_linear_kernel_opts.)
  * Internal to libropelab; rl_attn (attn.c) owns one rl_toeplitz plan per thread.
  * den (N): denominator per row including eps; backward overwrites dq, dk, dv and
  * accumulates d rel (2N-1 doubles; may be NULL). */
@@ -27,38 +27,6 @@ void rl_attn_toeplitz_forward(rl_toeplitz *t, float *out, float *den, long *n_ba
 void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
                                const float *out, const float *den, const struct rl_lin_head *h,
                                const struct rl_attn_opts *o);
-
-/* Causal ALiBi by the decayed scan S_m = gamma S_{m-1} + phi_k(k_m) v_m^T, O(N d dv);
- * h->rel is not read. */
-void rl_attn_decay_forward(rl_toeplitz *t, float *out, float *den, long *n_bad,
-                           const struct rl_lin_head *h, double gamma, const struct rl_attn_opts *o);
-void rl_attn_decay_backward(rl_toeplitz *t, const struct rl_lin_grads *g, const float *dout,
-                            const float *out, const float *den, const struct rl_lin_head *h,
-                            double gamma, const struct rl_attn_opts *o);
-
-/* The decayed scan in pieces, for the maps whose features are row by row (elu1, exp; not
- * Shen's): blocks of 256 rows, run in the linear split's phases -- sums (each block: its
- * scan from zero, and in the backward its reverse scan), prefix (each head: the states
- * entering every block), rows (each block).  A piece: the head, its states (st, of
- * rl_attn_decay_state_doubles), the calling thread's workspace; dout NULL in the forward,
- * which writes out and den; the backward reads them and writes g's dq, dk, dv. */
-struct rl_decay_piece {
-    rl_toeplitz               *t;
-    const struct rl_lin_head  *h;
-    double                    *st;
-    double                     gamma;
-    enum rl_fmap               fm;
-    float                      eps;
-    float                     *out, *den;
-    const float               *dout;
-    const struct rl_lin_grads *g;
-};
-int    rl_attn_decay_splits(const struct rl_attn_opts *o);
-int    rl_attn_decay_blocks(int N);
-size_t rl_attn_decay_state_doubles(int N, int d, int dv);
-void   rl_attn_decay_sums(const struct rl_decay_piece *p, int b);
-void   rl_attn_decay_prefix(const struct rl_decay_piece *p);
-long   rl_attn_decay_rows(const struct rl_decay_piece *p, int b);
 
 /* The FFT products of a call with few heads, in (head, group of features) pieces
  * (attn_toeplitz_split.c).  rl_toeplitz_groups: the groups per head for a call of G heads

@@ -1,9 +1,10 @@
-/* attn_toeplitz_impl.h -- private to attn_toeplitz.c and attn_decay.c: the rl_toeplitz
- * workspace and the feature / gradient plumbing both paths share.
+/* attn_toeplitz_impl.h -- private to attn_toeplitz.c and attn_toeplitz_split.c: the
+ * rl_toeplitz workspace and the feature / gradient plumbing of the FFT path, whole-head
+ * and in pieces.
  *
  * Every path writes o_m = sum_f A[m,f] Y_f[m,:] / (sum_f A[m,f] Y'_f[m] + eps) with
- * Y, Y' sums over n of exp(rel) B[n,f] v[n,:] and exp(rel) B[n,f]; only how the sums
- * are taken differs (FFT Toeplitz products, or the decayed scan). */
+ * Y, Y' sums over n of exp(rel) B[n,f] v[n,:] and exp(rel) B[n,f] (FFT Toeplitz
+ * products). */
 #ifndef RL_ATTN_TOEPLITZ_IMPL_H
 #define RL_ATTN_TOEPLITZ_IMPL_H
 
@@ -22,30 +23,19 @@ struct rl_toeplitz {
     double      *E, *corr;            /* exp(rel), d E (2N-1) */
     double      *A, *B, *Z;           /* query weights, key features, Shen normaliser (N x d) */
     double      *dA, *dB;             /* their gradients (N x d) */
-    double      *num, *dnum;          /* N x dv: numerator, d num (scan: dv) */
-    double      *vT, *numT, *dnumT;   /* dv x N: v^T (scan: v, N x dv), num^T (bwd: dv^T), dnum^T */
+    double      *num, *dnum;          /* N x dv: numerator, d num */
+    double      *vT, *numT, *dnumT;   /* dv x N: v^T, num^T (bwd: dv^T), dnum^T */
     double      *den, *dden;          /* N: denominator before eps, d den */
     double      *w, *wg;              /* N: segment magnitudes, adjoint row scale */
     double      *af, *bf, *gaf, *gbf; /* N: A[:,f], B[:,f] and their gradients */
-    double      *S, *dS, *z, *dz;     /* scan states (d x dv, d) */
 };
 
-void rl_toeplitz_features(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
-                          int causal);
-void rl_toeplitz_finish(rl_toeplitz *t, float *out, float *den, long *n_bad, float eps);
-void rl_toeplitz_dout(rl_toeplitz *t, const float *dout, const float *out, const float *den);
+/* dq, dk from t->dA, t->dB (the gradients of the loss w.r.t. A and B) */
 void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *q,
                                    const float *k, enum rl_fmap fm, int causal);
-/* The same for rows m0 .. m1-1 alone, where every row's features are its own (elu1, exp;
- * the backward also takes Shen's rows once dph and dB hold their Shen terms; q NULL: the
- * keys' alone); finish returns the rows whose denominator is <= eps. */
-void rl_toeplitz_features_rows(rl_toeplitz *t, const float *q, const float *k, enum rl_fmap fm,
-                               int m0, int m1);
+/* out = num / (den + eps) and den of rows m0 .. m1-1; returns the rows whose denominator
+ * before eps is <= eps */
 long rl_toeplitz_finish_rows(rl_toeplitz *t, float *out, float *den, float eps, int m0, int m1);
-void rl_toeplitz_dout_rows(rl_toeplitz *t, const float *dout, const float *out, const float *den,
-                           int m0, int m1);
-void rl_toeplitz_features_backward_rows(rl_toeplitz *t, float *dq, float *dk, const float *q,
-                                        const float *k, enum rl_fmap fm, int m0, int m1);
 
 /* The FFT path by parts (attn_toeplitz.c), for the whole-head functions and the pieces
  * (attn_toeplitz_split.c).  A head's arrays (features, v^T, the adjoint inputs, dA, dB)

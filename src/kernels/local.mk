@@ -11,6 +11,6 @@ src_kernels_libkernels_la_SOURCES = \
 	%D%/attn_linear_scan.c %D%/attn_linear_shen.c \
 	%D%/attn_linear_plan.h %D%/attn_linear_gate.c %D%/attn_linear_split.c \
 	%D%/attn_toeplitz.c %D%/attn_toeplitz.h %D%/attn_toeplitz_impl.h \
-	%D%/attn_decay.c %D%/attn_toeplitz_split.c \
+	%D%/attn_toeplitz_split.c \
 	%D%/attn_step.c %D%/attn_step.h
 ## (the kernels headers are not installed: the library exports the API alone, src/api)

@@ -73,8 +73,6 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
     if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces */
         *call_bytes += 8.0 * rl_attn_linear_state_heads(&c->attn, B * c->heads) *
                        (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
-    if (rl_attn_decay_splits(&c->attn))
-        *call_bytes += 8.0 * B * c->heads * (double)rl_attn_decay_state_doubles(N, d, d);
     const int G  = B * c->heads;
     const int ng = rl_toeplitz_fft(&c->attn) ? rl_toeplitz_groups(G, N, d, d) : 0;
     if (ng) /* the FFT products in (head, feature group) pieces: a store per head, parts */
