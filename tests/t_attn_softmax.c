@@ -395,7 +395,7 @@ static void kernel_run(struct kbuf *b, const struct kcase *c)
         b->dv[i] = -3.0f;
     for (int i = 0; i < 2 * c->N - 1; i++)
         b->drel[i] = 1.0;
-    const struct rl_sm_grads g = {b->dq, b->dk, b->dv, b->rel ? b->drel : NULL, b->dcum};
+    const struct rl_sm_grads g = {b->dq, b->dk, b->dv, b->rel ? b->drel : NULL, b->dcum, NULL};
     rl_attn_softmax_backward(&g, b->dout, b->o, b->lse, &h, b->scr);
     for (int i = 0; i < 2 * c->N - 1; i++)
         b->drel[i] -= 1.0;
@@ -550,14 +550,14 @@ static void test_prepared(const struct rl_sm_head *h0, const struct kbuf *b, int
     for (int j = nk - 1; j >= 0; j--)
         rl_attn_softmax_backward_kv(dk, dv, dc, b->dout, l, D, &h, j, b->scr);
     for (int i = nb - 1; i >= 0; i--)
-        rl_attn_softmax_backward_q(dq, b->dout, l, D, &h, i, b->scr);
+        rl_attn_softmax_backward_q(dq, NULL, b->dout, l, D, &h, i, b->scr);
     int same = !memcmp(o, b->o, 4 * nv) && !memcmp(l, b->lse, 4 * (size_t)N) &&
                !memcmp(dq, b->dq, 4 * nq) && !memcmp(dk, b->dk, 4 * nq) &&
                !memcmp(dv, b->dv, 4 * nv);
     for (int n = 0; h.cum && n < N; n++)
         same &= dc[n] == (float)b->dcum[n];
     double                  *dcum = malloc(8 * (size_t)N);
-    const struct rl_sm_grads g    = {dq, dk, dv, NULL, dcum};
+    const struct rl_sm_grads g    = {dq, dk, dv, NULL, dcum, NULL};
     rl_attn_softmax_backward(&g, b->dout, o, l, &h, b->scr); /* whole head, prepared */
     same &= !memcmp(dq, b->dq, 4 * nq) && !memcmp(dk, b->dk, 4 * nq) && !memcmp(dv, b->dv, 4 * nv);
     same &= !h.cum || !memcmp(dcum, b->dcum, 8 * (size_t)N);
@@ -584,7 +584,7 @@ static void test_pieces(int N, int causal, double gate, int rope_on)
           *dk1 = malloc(4 * nq), *dv1 = malloc(4 * nv), *D = malloc(4 * (size_t)N),
           *dc = malloc(4 * (size_t)N);
     rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
-    const struct rl_sm_grads g = {b.dq, b.dk, b.dv, NULL, b.dcum};
+    const struct rl_sm_grads g = {b.dq, b.dk, b.dv, NULL, b.dcum, NULL};
     rl_attn_softmax_backward(&g, b.dout, b.o, b.lse, &h, b.scr);
     const int nb = rl_attn_softmax_blocks(N, causal, NULL, c.d), nk = rl_attn_softmax_key_blocks(N);
     for (int i = nb - 1; i >= 0; i--) /* reversed: no piece may lean on another */
@@ -594,7 +594,7 @@ static void test_pieces(int N, int causal, double gate, int rope_on)
     for (int j = nk - 1; j >= 0; j--)
         rl_attn_softmax_backward_kv(dk1, dv1, dc, b.dout, l1, D, &h, j, b.scr);
     for (int i = nb - 1; i >= 0; i--)
-        rl_attn_softmax_backward_q(dq1, b.dout, l1, D, &h, i, b.scr);
+        rl_attn_softmax_backward_q(dq1, NULL, b.dout, l1, D, &h, i, b.scr);
     int same = !memcmp(o1, b.o, 4 * nv) && !memcmp(l1, b.lse, 4 * (size_t)N) &&
                !memcmp(dq1, b.dq, 4 * nq) && !memcmp(dk1, b.dk, 4 * nq) &&
                !memcmp(dv1, b.dv, 4 * nv);
@@ -606,6 +606,52 @@ static void test_pieces(int N, int causal, double gate, int rope_on)
     test_prepared(&h, &b, N, nb, nk);
     if (rope_on) rl_rope_free(&rope);
     free(o1), free(l1), free(dq1), free(dk1), free(dv1), free(D), free(dc);
+    kbuf_free(&b);
+}
+
+/* T5's gradient in parts (one per query block): the whole-head backward and the pieces
+ * (in reverse order) write the same parts bit for bit, the other gradients are the bits
+ * of the backward into one drel, and the parts summed lag by lag equal that drel to
+ * double rounding. */
+static void test_t5_parts(int N, int causal)
+{
+    const struct kcase c = {N, 16, 24, causal, BIAS_T5, 1.0, 0};
+    struct kbuf        b;
+    kbuf_alloc(&b, &c);
+    const struct rl_sm_head h  = head_of(&b, &c);
+    const size_t            nq = (size_t)N * c.d, nv = (size_t)N * c.dv, nr = 2 * (size_t)N - 1;
+    const int nb = rl_attn_softmax_blocks(N, causal, NULL, c.d), nk = rl_attn_softmax_key_blocks(N);
+    size_t    len, np = rl_attn_softmax_drel_part(N, causal, NULL, c.d, nb, &len);
+    double   *pa = malloc(8 * np), *pb = malloc(8 * np), *sum = calloc(nr, 8);
+    float    *dq = malloc(4 * nq), *dk = malloc(4 * nq), *dv = malloc(4 * nv), *D = malloc(4 * N);
+    rl_attn_softmax_forward(b.o, b.lse, &h, b.scr);
+    const struct rl_sm_grads g1 = {b.dq, b.dk, b.dv, b.drel, NULL, NULL};
+    rl_attn_softmax_backward(&g1, b.dout, b.o, b.lse, &h, b.scr); /* into one drel */
+    const struct rl_sm_grads g2 = {dq, dk, dv, NULL, NULL, pa};
+    rl_attn_softmax_backward(&g2, b.dout, b.o, b.lse, &h, b.scr); /* into the parts */
+    int same = !memcmp(dq, b.dq, 4 * nq) && !memcmp(dk, b.dk, 4 * nq) && !memcmp(dv, b.dv, 4 * nv);
+    for (int i = 0; i < nb; i++)
+        rl_attn_softmax_row_dots(D, b.dout, b.o, &h, i);
+    for (int j = nk - 1; j >= 0; j--)
+        rl_attn_softmax_backward_kv(dk, dv, NULL, b.dout, b.lse, D, &h, j, b.scr);
+    for (int i = nb - 1; i >= 0; i--)
+        rl_attn_softmax_backward_q(dq, pb, b.dout, b.lse, D, &h, i, b.scr);
+    same &= !memcmp(pa, pb, 8 * np) && !memcmp(dq, b.dq, 4 * nq) && !memcmp(dk, b.dk, 4 * nq);
+    tap_ok(same, "N=%d %s T5: %d query blocks' parts, whole head and pieces, the same bits", N,
+           causal ? "causal" : "non-causal", nb);
+    double err = 0, mx = 0;
+    for (int i = 0; i < nb; i++) {
+        int          i0, mb;
+        const size_t off = rl_attn_softmax_drel_part(N, causal, NULL, c.d, i, &len);
+        rl_attn_softmax_block_rows(N, causal, NULL, c.d, i, &i0, &mb);
+        for (size_t e = 0; e < len; e++) /* entry e: lag e - (i0 + mb - 1) */
+            sum[e + (size_t)(N - i0 - mb)] += pa[off + e];
+    }
+    for (size_t r = 0; r < nr; r++)
+        err = fmax(err, fabs(sum[r] - b.drel[r])), mx = fmax(mx, fabs(b.drel[r]));
+    tap_ok(err <= 1e-12 * mx, "N=%d %s T5: the parts summed equal drel (%.2g of max %.3g)", N,
+           causal ? "causal" : "non-causal", err / mx, mx);
+    free(pa), free(pb), free(sum), free(dq), free(dk), free(dv), free(D);
     kbuf_free(&b);
 }
 
@@ -653,6 +699,8 @@ int main(void)
     test_pieces(700, 0, 0, 1);
     test_pieces(200, 1, 0.5, 0);
     test_pieces(1100, 1, 0, 0);
+    test_t5_parts(700, 1);
+    test_t5_parts(600, 0);
     /* |q|, |k| ~ 30: scores ~ 5e3 and p nearly one-hot; the running max keeps everything
      * finite.  A float32 score that large carries an absolute rounding error ~ u |s| ~ 3e-4
      * (u = 6e-8), which the softmax turns into a relative error of p of the same size: no

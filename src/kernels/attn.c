@@ -123,7 +123,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->drel);
     rl_free(a->rowbuf);
     rl_free(a->linst), rl_free(a->prep), free(a->pending);
-    rl_free(a->cum), rl_free(a->dec), free(a->zeros);
+    rl_free(a->cum), rl_free(a->dec), free(a->zeros), rl_free(a->t5part);
     free(a->toeplitz);
     for (int h = 0; h < a->tstore_n; h++)
         rl_toeplitz_free(a->tstore[h]);
@@ -246,6 +246,20 @@ static rl_status reserve_toeplitz(rl_attn *a, int G)
     return RL_OK;
 }
 
+/* softmax attention's T5 gradient parts for a call of G heads, made at the first call that
+ * needs them */
+static rl_status reserve_t5_parts(rl_attn *a, int G)
+{
+    const size_t n = rl_attn_run_softmax_t5_parts(a, G);
+    if (n <= a->t5part_n) return RL_OK;
+    rl_free(a->t5part);
+    a->t5part_n = 0;
+    if (!(a->t5part = rl_alloc(n * sizeof(double))))
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate T5's gradient parts of %d heads", G);
+    a->t5part_n = n;
+    return RL_OK;
+}
+
 rl_status rl_attn_reserve(rl_attn *a, int G)
 {
     if (G < 1) RL_FAIL(RL_EINVAL, "attention: %d heads per call must be positive", G);
@@ -355,6 +369,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
+    if (t5) RL_TRY(reserve_t5_parts(a, G));
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX)

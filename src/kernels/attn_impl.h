@@ -35,7 +35,9 @@ struct rl_attn {
      * attention's T5 tiles) and its decays e^{logf} (split linear attention, made block by
      * block in a call's first phase) */
     double *cum, *dec;
-    float  *zeros; /* N zero log gates: ALiBi's scan with Shen's map as a constant gate */
+    float  *zeros;    /* N zero log gates: ALiBi's decayed scan as a constant gate */
+    double *t5part;   /* softmax attention's T5 gradient parts of a call's heads */
+    size_t  t5part_n; /* doubles */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has
@@ -59,6 +61,10 @@ void   rl_attn_run_softmax_backward(rl_attn *a, const struct rl_attn_grads *gr, 
                                     const float *o, const float *saved, const struct rl_attn_in *in,
                                     int G);
 size_t rl_attn_run_softmax_scratch_floats(const rl_attn *a);
+/* The doubles of the T5 gradient's parts a call of G heads sums into (one part per head
+ * and query block, attn_softmax.h), or 0: not T5, or over the budget, where each bias
+ * head's owner sums its heads in order instead. */
+size_t rl_attn_run_softmax_t5_parts(const rl_attn *a, int G);
 
 /* Linear attention over G heads (attn_run_linear.c): the eq. 19 family (attn_linear.c),
  * the FFT Toeplitz products and ALiBi's decayed scan, with or without the gate.  The

@@ -357,6 +357,20 @@ void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int
     *mb                  = imin(qb, N - *i0);
 }
 
+size_t rl_attn_softmax_drel_part(int N, int causal, const float *xlam, int d, int b, size_t *len)
+{
+    const int nb  = rl_attn_softmax_blocks(N, causal, xlam, d);
+    size_t    off = 0;
+    for (int c = 0; c <= b && c < nb; c++) {
+        int i0, mb;
+        rl_attn_softmax_block_rows(N, causal, xlam, d, c, &i0, &mb);
+        *len = (size_t)(causal ? i0 + mb : N) + (size_t)mb - 1;
+        if (c < b) off += *len;
+    }
+    if (b >= nb) *len = 0;
+    return off;
+}
+
 /* ---- prepared keys ---- */
 
 size_t rl_attn_softmax_prepared_floats(int N, int d, int dv, int xpos, int rope)
@@ -603,7 +617,7 @@ struct sm_bwd {
     const float    *dout, *lse;
     float          *dq, *dk, *dv;
     double         *drel, *dcum;
-    int             dcum0;
+    int             dcum0, dlag; /* dlag: drel's index of lag 0 */
     struct key_pack kp, vp;
 };
 
@@ -635,7 +649,8 @@ static void backward_tile(struct sm_call *c, struct sm_bwd *w, const struct sm_q
     rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, value_tile(c, &w->vp, j0), ld, 0.0f, dp, ld);
     /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
-        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld, SM_DIAG(w->drel, c, i0 + a, j0),
+        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld,
+                         w->drel ? w->drel + (j0 - (i0 + a)) + w->dlag : NULL,
                          w->dcum ? w->dcum + (j0 - w->dcum0) : NULL,
                          row_cols(h->causal, i0 + a, j0, nb), nb, D[a]);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
@@ -698,13 +713,26 @@ static void xpos_dq(const struct sm_call *c, float *dq, int i0, int mb)
         r[i] *= fq[i];
 }
 
-void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, const float *Drow,
-                                const struct rl_sm_head *h, int b, float *scratch)
+/* Query block b's T5 part (zeroed) as w's drel, when the head has parts. */
+static void drel_part_of(struct sm_bwd *w, double *parts, const struct rl_sm_head *h, int b,
+                         const struct sm_qblock *qb)
+{
+    size_t len;
+    if (!parts) return;
+    w->drel = parts + rl_attn_softmax_drel_part(h->N, h->causal, h->xlam, h->d, b, &len);
+    w->dlag = qb->i0 + qb->mb - 1;
+    memset(w->drel, 0, len * sizeof(double));
+}
+
+void rl_attn_softmax_backward_q(float *dq, double *drel_parts, const float *dout, const float *lse,
+                                const float *Drow, const struct rl_sm_head *h, int b,
+                                float *scratch)
 {
     struct sm_call   c = sm_call_make(h, scratch);
     struct sm_bwd    w = {.dout = dout, .lse = lse, .dq = dq, .kp = {c.kt, -1}, .vp = {c.vt, -1}};
     struct sm_qblock qb;
     rl_attn_softmax_block_rows(h->N, h->causal, h->xlam, h->d, b, &qb.i0, &qb.mb);
+    drel_part_of(&w, drel_parts, h, b, &qb);
     memset(dq + (size_t)qb.i0 * h->d, 0, sizeof(float) * (size_t)qb.mb * h->d);
     const unsigned mode = ftz_on();
     qb.q = block_queries(&c, qb.i0, qb.mb), qb.D = Drow + qb.i0;
@@ -753,6 +781,7 @@ void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, co
                          .dv   = g->dv,
                          .drel = g->drel,
                          .dcum = h->cum ? g->dcum : NULL,
+                         .dlag = h->N - 1,
                          .kp   = {c.kt, -1},
                          .vp   = {c.vt, -1}};
     const int      qh = block_height(h), N = h->N;
@@ -766,6 +795,7 @@ void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, co
         const int mb = imin(qh, N - i0);
         row_dots(Drow, dout + (size_t)i0 * h->dv, o + (size_t)i0 * h->dv, mb, h->dv);
         const struct sm_qblock qb = {block_queries(&c, i0, mb), Drow, i0, mb};
+        drel_part_of(&w, g->drel_parts, h, i0 / qh, &qb);
         for (int j0 = 0; j0 < N; j0 += c.bk)
             backward_block_tile(&c, &w, &qb, j0);
         if (h->xlam) xpos_dq(&c, g->dq, i0, mb);

@@ -19,7 +19,7 @@
  * of one key block.  The whole-head calls run every piece in order; attn.c may run them
  * in parallel.  A key block's sums over the query blocks run in query-block order and a
  * query block's over key blocks in key order, in both forms, so the pieces give the same
- * bits as the whole-head calls. */
+ * bits as the whole-head calls; so do T5's parts of drel, one per query block. */
 #ifndef RL_ATTN_SOFTMAX_H
 #define RL_ATTN_SOFTMAX_H
 
@@ -40,10 +40,11 @@ struct rl_sm_head {
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv) overwritten by the whole-head backward;
  * drel (2N-1 doubles) accumulated, may be NULL; dcum (N doubles): d loss / d c[n],
- * overwritten, needed when cum is set. */
+ * overwritten, needed when cum is set; drel_parts: instead of drel (NULL there), the head's
+ * T5 parts (rl_attn_softmax_drel_part), overwritten. */
 struct rl_sm_grads {
     float  *dq, *dk, *dv;
-    double *drel, *dcum;
+    double *drel, *dcum, *drel_parts;
 };
 
 size_t rl_attn_softmax_scratch_floats(int N, int d, int dv, int xpos);
@@ -53,6 +54,15 @@ int rl_attn_softmax_key_blocks(int N);
 int  rl_attn_softmax_blocks(int N, int causal, const float *xlam, int d);
 void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int b, int *i0,
                                 int *mb);
+/* T5's relative gradient in parts, one per query block, so that the query blocks of a
+ * head can run at once: block b's part sums its tiles' ds along the diagonals, lag
+ * r = n - m at index r + i0 + mb - 1 for r from -(i0 + mb - 1) to jend - 1 - i0 (jend:
+ * i0 + mb causal, else N).  Returns the part's first double within the head's parts and
+ * its length in *len; b = the number of blocks: the head's parts' doubles. */
+size_t rl_attn_softmax_drel_part(int N, int causal, const float *xlam, int d, int b, size_t *len);
+/* The most bytes a call's parts may take (all its heads'); above it, each bias head's
+ * owner sums its heads into one drel in order (one piece per bias head). */
+#define RL_SM_T5_PARTS_BYTES (256.0 * 1024 * 1024)
 
 /* Prepared keys.  Each query block visits every key tile it sees, so a tile's rotated
  * keys and its packed transposes would be made once per query block; a call can make them
@@ -75,14 +85,16 @@ void rl_attn_softmax_backward(const struct rl_sm_grads *g, const float *dout, co
  * must first hold D_m = dout_m . o_m for every row (rl_attn_softmax_row_dots, per block);
  * then the query side of block b writes its rows of dq, and the key side of key block b
  * writes its rows of dk, dv and, with the gate, of dc (d loss / d c[n], as float: the
- * caller's suffix sum turns it into the log gates' gradient); drel is accumulated by
- * neither piece form (T5 takes the whole-head backward). */
+ * caller's suffix sum turns it into the log gates' gradient); with T5 the query side
+ * also writes block b's part of drel_parts (the head's parts, rl_attn_softmax_drel_part;
+ * NULL: none). */
 void rl_attn_softmax_forward_block(float *o, float *lse, const struct rl_sm_head *h, int b,
                                    float *scratch);
 void rl_attn_softmax_row_dots(float *Drow, const float *dout, const float *o,
                               const struct rl_sm_head *h, int b);
-void rl_attn_softmax_backward_q(float *dq, const float *dout, const float *lse, const float *Drow,
-                                const struct rl_sm_head *h, int b, float *scratch);
+void rl_attn_softmax_backward_q(float *dq, double *drel_parts, const float *dout, const float *lse,
+                                const float *Drow, const struct rl_sm_head *h, int b,
+                                float *scratch);
 void rl_attn_softmax_backward_kv(float *dk, float *dv, float *dc, const float *dout,
                                  const float *lse, const float *Drow, const struct rl_sm_head *h,
                                  int b, float *scratch);
