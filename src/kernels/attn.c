@@ -246,11 +246,11 @@ static rl_status reserve_toeplitz(rl_attn *a, int G)
     return RL_OK;
 }
 
-/* softmax attention's T5 gradient parts for a call of G heads, made at the first call that
- * needs them */
+/* the T5 gradient's parts for a call of G heads, made at the first call that needs them */
 static rl_status reserve_t5_parts(rl_attn *a, int G)
 {
-    const size_t n = rl_attn_run_softmax_t5_parts(a, G);
+    const size_t n = a->o.kind == RL_ATTN_SOFTMAX ? rl_attn_run_softmax_t5_parts(a, G)
+                                                  : rl_attn_run_linear_t5_parts(a, G);
     if (n <= a->t5part_n) return RL_OK;
     rl_free(a->t5part);
     a->t5part_n = 0;

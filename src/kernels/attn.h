@@ -28,6 +28,13 @@
 #include "../core/status.h"
 #include "attn_opts.h"
 
+/* T5's relative gradient is summed along diagonals over every pair, so no piece owns it:
+ * the pieces of a call write parts (per head and query block in softmax attention, per
+ * head where linear attention runs a piece per head) that are then added per bias head in
+ * a fixed order.  The parts of one call may take at most this many bytes; above it, each
+ * bias head's owner sums its heads into one drel in order (one piece per bias head). */
+#define RL_ATTN_T5_PARTS_BYTES (256.0 * 1024 * 1024)
+
 typedef struct rl_attn rl_attn;
 
 void rl_attn_opts_default(struct rl_attn_opts *o);

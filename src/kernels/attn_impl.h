@@ -36,7 +36,7 @@ struct rl_attn {
      * block in a call's first phase) */
     double *cum, *dec;
     float  *zeros;    /* N zero log gates: ALiBi's decayed scan as a constant gate */
-    double *t5part;   /* softmax attention's T5 gradient parts of a call's heads */
+    double *t5part;   /* the T5 gradient's parts of a call's heads */
     size_t  t5part_n; /* doubles */
 };
 
@@ -75,6 +75,10 @@ void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, c
                                    const float *o, const float *saved, const struct rl_attn_in *in,
                                    int G);
 size_t rl_attn_run_linear_scratch_floats(const rl_attn *a);
+/* The same as rl_attn_run_softmax_t5_parts for linear attention: one part of 2N-1 doubles
+ * per head where a call runs one piece per head (the FFT products of 16 heads or more, T5
+ * with the gate). */
+size_t rl_attn_run_linear_t5_parts(const rl_attn *a, int G);
 /* 1 when the plan's heads go through the Toeplitz plans (a bias PE without the gate; the
  * FFT products among them: rl_toeplitz_fft). */
 int rl_attn_linear_uses_toeplitz(const rl_attn *a);

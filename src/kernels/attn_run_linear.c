@@ -16,8 +16,11 @@
  *   T5, ALiBi in 16 heads or more                attn_toeplitz.c, FFT Toeplitz products
  *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
  *                                                weights have no recurrence
- * T5's relative gradient is summed head by head in g order by the owner of head h (in the
- * FFT pieces: by a last phase of one piece per bias head). */
+ * T5's relative gradient: in the FFT pieces, a last phase of one piece per bias head adds
+ * the heads' correlations in g order; where a call runs one piece per head, each head
+ * writes its own part (2N-1 doubles) and (bias head, range of lags) pieces add the parts
+ * of heads h, h + H, ... in order (rl_attn_run_linear_t5_parts; over the budget of attn.h,
+ * head h's owner sums them into drel in order, one piece per bias head). */
 #include "config.h"
 #include "attn_impl.h"
 #include "attn_linear.h"
@@ -26,6 +29,7 @@
 #include "../core/util.h"
 
 #include <math.h>
+#include <string.h>
 
 int rl_attn_linear_uses_toeplitz(const rl_attn *a)
 {
@@ -404,15 +408,15 @@ long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct
     return bad;
 }
 
+/* head g's backward; drel: the 2N-1 doubles its T5 gradient is added to, or NULL */
 static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                           const float *o, const float *saved, const struct rl_attn_in *in, int g,
                           double *drel, float *scr, rl_toeplitz *tp)
 {
     const size_t              sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
-    const int                 h = g % a->H, N = a->N;
+    const int                 N  = a->N;
     const struct rl_lin_grads lg = {gr->dq + g * sq, gr->dk + g * sq, gr->dv + g * sv,
-                                    in->logf ? gr->dlogf + (size_t)g * N : NULL,
-                                    drel ? drel + (size_t)h * (2 * N - 1) : NULL};
+                                    in->logf ? gr->dlogf + (size_t)g * N : NULL, drel};
     dout += g * sv, o += g * sv, saved += (size_t)g * N;
     if (rl_attn_linear_uses_toeplitz(a)) {
         const struct rl_lin_head th = toeplitz_head(a, in, g);
@@ -422,6 +426,37 @@ static void head_backward(rl_attn *a, const struct rl_attn_grads *gr, const floa
         const struct rl_lin_head lh = lin_head(a, in, g, scr, 0);
         rl_attn_linear_backward(&lg, dout, o, saved, &lh, &op, scr);
     }
+}
+
+/* T5's gradient of a call of G heads one piece per head: a part per head (2N-1 doubles,
+ * its doubles returned), summed per bias head afterwards; 0 where the call does not run
+ * one piece per head, or the parts would pass RL_ATTN_T5_PARTS_BYTES (then head h's owner
+ * sums heads g = h, h + H, ... into drel in order, one piece per bias head). */
+size_t rl_attn_run_linear_t5_parts(const rl_attn *a, int G)
+{
+    if (a->o.kind != RL_ATTN_LINEAR || a->o.pe != RL_ATTN_PE_T5 || split_call(a, G) ||
+        rl_attn_fft_groups(a, G))
+        return 0;
+    const size_t n = (size_t)G * (2 * (size_t)a->N - 1);
+    return 8.0 * (double)n <= RL_ATTN_T5_PARTS_BYTES ? n : 0;
+}
+
+/* The heads' T5 parts (a->t5part) into each bias head's drel: piece (h, range of 256 lags)
+ * adds heads g = h, h + H, ... in order. */
+static void reduce_heads(rl_attn *a, int G)
+{
+    const int  R = 2 * a->N - 1, nr = (R + 255) / 256;
+    const long np = (long)a->H * nr;
+    double     t0 = rl_region_begin();
+#pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, np))
+    for (long p = 0; p < np; p++) {
+        const int h = (int)(p / nr), r0 = (int)(p % nr) * 256, r1 = r0 + 256 < R ? r0 + 256 : R;
+        double   *drel = a->drel + (size_t)h * R;
+        for (int g = h; g < G; g += a->H)
+            for (int r = r0; r < r1; r++)
+                drel[r] += a->t5part[(size_t)g * R + r];
+    }
+    rl_region_end(t0, np);
 }
 
 void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
@@ -436,15 +471,21 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
         fft_backward(a, gr, dout, o, saved, in, G);
         return;
     }
-    const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
-    const int np = t5 ? a->H : G; /* T5: head h's owner takes g = h, h + H, ... in order */
-    double    t0 = rl_region_begin();
+    const size_t R     = 2 * (size_t)a->N - 1;
+    const int    t5    = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
+    const int    owner = t5 && !rl_attn_run_linear_t5_parts(a, G);
+    const int    np    = owner ? a->H : G; /* head h's owner takes g = h, h + H, ... in order */
+    double       t0    = rl_region_begin();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(rl_attn_team(a, np))
     for (int p = 0; p < np; p++) {
         int t = rl_thread_slot();
-        for (int g = p; g < G; g += t5 ? a->H : G)
-            head_backward(a, gr, dout, o, saved, in, g, t5 ? a->drel : NULL, a->scratch[t],
-                          a->toeplitz[t]);
+        for (int g = p; g < G; g += owner ? a->H : G) {
+            double *drel = owner ? a->drel + (size_t)(g % a->H) * R : NULL;
+            if (t5 && !owner) /* head g's own T5 gradient, summed per bias head below */
+                memset(drel = a->t5part + (size_t)g * R, 0, R * sizeof(double));
+            head_backward(a, gr, dout, o, saved, in, g, drel, a->scratch[t], a->toeplitz[t]);
+        }
     }
     rl_region_end(t0, np);
+    if (t5 && !owner) reduce_heads(a, G);
 }

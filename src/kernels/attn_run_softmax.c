@@ -15,7 +15,7 @@
  *             T5's relative gradient, a sum along diagonals over every tile, goes into
  *             one part per (head, query block) in both forms; then (bias head, range of
  *             lags) pieces add the parts of heads h, h + H, ... and their blocks in
- *             order.  Where the parts would pass RL_SM_T5_PARTS_BYTES, the whole-head
+ *             order.  Where the parts would pass RL_ATTN_T5_PARTS_BYTES, the whole-head
  *             form runs with one piece per bias head, summing its heads in order.
  * The forget gate's cumulative sums are formed once per call (rl_attn_gate_cumsums: N
  * additions in double per head) and read by every piece of the head; its gradient is
@@ -105,14 +105,14 @@ void rl_attn_run_softmax_forward(rl_attn *a, float *o, float *saved, const struc
 }
 
 /* T5's parts (attn_softmax.h, rl_attn_softmax_drel_part) of a call of G heads: their
- * doubles, or 0 where they would pass RL_SM_T5_PARTS_BYTES (then head h's owner sums the
+ * doubles, or 0 where they would pass RL_ATTN_T5_PARTS_BYTES (then head h's owner sums the
  * heads g = h, h + H, ... into its drel in order, one piece per bias head). */
 size_t rl_attn_run_softmax_t5_parts(const rl_attn *a, int G)
 {
     if (a->o.kind != RL_ATTN_SOFTMAX || a->o.pe != RL_ATTN_PE_T5) return 0;
     const int nb = rl_attn_softmax_blocks(a->N, a->o.causal, a->xlam, a->d);
     size_t    len, per = rl_attn_softmax_drel_part(a->N, a->o.causal, a->xlam, a->d, nb, &len);
-    return 8.0 * (double)per * G <= RL_SM_T5_PARTS_BYTES ? per * (size_t)G : 0;
+    return 8.0 * (double)per * G <= RL_ATTN_T5_PARTS_BYTES ? per * (size_t)G : 0;
 }
 
 /* head g's parts, when the call has them and wants T5's gradient (gr->dt5) */

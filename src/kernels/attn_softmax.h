@@ -60,9 +60,6 @@ void rl_attn_softmax_block_rows(int N, int causal, const float *xlam, int d, int
  * i0 + mb causal, else N).  Returns the part's first double within the head's parts and
  * its length in *len; b = the number of blocks: the head's parts' doubles. */
 size_t rl_attn_softmax_drel_part(int N, int causal, const float *xlam, int d, int b, size_t *len);
-/* The most bytes a call's parts may take (all its heads'); above it, each bias head's
- * owner sums its heads into one drel in order (one piece per bias head). */
-#define RL_SM_T5_PARTS_BYTES (256.0 * 1024 * 1024)
 
 /* Prepared keys.  Each query block visits every key tile it sees, so a tile's rotated
  * keys and its packed transposes would be made once per query block; a call can make them
