@@ -39,13 +39,14 @@ static void measure_peak(struct peak *p, int threads)
     if (p->blis > p->blis_best) p->blis_best = p->blis;
 }
 
-static void print_header(FILE *out, const struct peak *p, int steps)
+static void print_header(FILE *out, const struct peak *p, int steps, int pe, int forget)
 {
     int t = rl_threads_get();
     fprintf(out,
-            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, RoPE, "
+            "training throughput: vocab 64, D 128, 4 heads, 2 layers, causal, pe %s%s, "
             "4096 tokens/update, %d thread%s, BLIS %s; median of %d updates\n",
-            t, t == 1 ? "" : "s", rl_blis_arch(), steps);
+            rl_choice_name(rl_attn_pes, pe), forget ? ", forget gate" : "", t, t == 1 ? "" : "s",
+            rl_blis_arch(), steps);
     fprintf(out, "FMA peak measured now on %d thread%s: AVX-512 ", t, t == 1 ? "" : "s");
     fprintf(out, p->g512 > 0 ? "%.1f GFLOP/s" : "n/a", p->g512);
     fprintf(out, ", AVX2 ");
@@ -99,7 +100,7 @@ static void csv_row(FILE *csv, const struct rl_bench_train_cell *c, const struct
 }
 
 struct train_args {
-    int         mode, threads, steps, warmup, kind, ns[16], nn, regions;
+    int         mode, threads, steps, warmup, kind, pe, forget, ns[16], nn, regions;
     const char *out;
 };
 
@@ -108,6 +109,9 @@ const struct rl_opt rl_bench_train_opts[] = {
     RL_OPT_FLAG("train", 0, A, mode, 1, "training throughput instead of the kernels"),
     RL_OPT_CHOICE_ALL("attention", A, kind, rl_attn_kinds,
                       "attention kinds (default all; linear with elu1)"),
+    RL_OPT_CHOICE("pe", A, pe, rl_attn_pes,
+                  "attention-level PE (default rope; linear alibi: its O(N) decayed scan)"),
+    RL_OPT_FLAG("forget", 0, A, forget, 1, "the forget gate in every block"),
     RL_OPT_INTS("n", A, ns, nn, 1, 16, 65536, "N,...", "sequence lengths (default 256,4096)"),
     RL_OPT_INT("steps", A, steps, 1, 100000, "S", "timed updates, median reported (default 10)"),
     RL_OPT_INT("warmup", A, warmup, 0, 100000, "W", "untimed updates first (default 2)"),
@@ -147,14 +151,18 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
     const int       *ns = a->nn ? a->ns : default_ns, nn = a->nn ? a->nn : 2;
     struct peak      pk = {0};
     measure_peak(&pk, rl_threads_get());
-    print_header(out, &pk, a->steps);
+    print_header(out, &pk, a->steps, a->pe, a->forget);
     int rc = 0, ran = 0, t = rl_threads_get();
     for (int i = 0; i < RL_ATTN_KIND_COUNT * nn && !rc; i++) {
         const enum rl_attn_kind k = (enum rl_attn_kind)(i % RL_ATTN_KIND_COUNT);
         const int               N = ns[i / RL_ATTN_KIND_COUNT];
         if (a->kind >= 0 && (int)k != a->kind) continue;
-        struct rl_bench_train_cell c = {
-            .kind = k, .N = N, .B = N < 4096 ? 4096 / N : 1, .regions = a->regions};
+        struct rl_bench_train_cell c = {.kind    = k,
+                                        .pe      = (enum rl_attn_pe)a->pe,
+                                        .forget  = a->forget,
+                                        .N       = N,
+                                        .B       = N < 4096 ? 4096 / N : 1,
+                                        .regions = a->regions};
         if (ran++ > 0) measure_peak(&pk, rl_threads_get()); /* start-up's serves the first */
         if (rl_bench_train_cell(&c, a->warmup, a->steps) != RL_OK) {
             fprintf(stderr, "ropelab bench: %s\n", rl_last_error());
@@ -171,7 +179,7 @@ static int train_table(FILE *out, FILE *csv, const struct train_args *a)
 
 int rl_bench_train(const struct rl_command *command, int argc, char **argv)
 {
-    struct train_args a  = {.steps = 10, .warmup = 2, .kind = -1};
+    struct train_args a  = {.steps = 10, .warmup = 2, .kind = -1, .pe = RL_ATTN_PE_ROPE};
     int               rc = rl_opts_parse(command, &a, argc, argv, NULL);
     if (rc != RL_OPTS_GO_ON) return rc;
     rl_cli_threads("bench", a.threads);

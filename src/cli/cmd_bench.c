@@ -415,12 +415,12 @@ static const char kernel_usage[] =
     "\n";
 static const char train_usage[] =
     "\n"
-    "Training throughput (--train): vocab 64, D 128, 4 heads, 2 layers, causal, RoPE,\n"
-    "4096 tokens per update (4096/N rows, at least 1); per cell also the products' share\n"
-    "and rate beside BLIS's own 2048^3 rate, and the serial fraction: the share of a\n"
-    "1-thread update outside parallel regions or in regions of fewer than 16 pieces\n"
-    "(measured on 3 extra 1-thread updates, planned as 16 threads would run them), with\n"
-    "the speed-up it allows on 16 and 64 threads (Amdahl):\n";
+    "Training throughput (--train): vocab 64, D 128, 4 heads, 2 layers, causal, RoPE\n"
+    "(or --pe, --forget), 4096 tokens per update (4096/N rows, at least 1); per cell also\n"
+    "the products' share and rate beside BLIS's own 2048^3 rate, and the serial fraction:\n"
+    "the share of a 1-thread update outside parallel regions or in regions of fewer than\n"
+    "16 pieces (measured on 3 extra 1-thread updates, planned as 16 threads would run\n"
+    "them), with the speed-up it allows on 16 and 64 threads (Amdahl):\n";
 static const char decode_usage[] =
     "\n"
     "Generation (--decode): ms per token and attention cache / state bytes after each\n"

@@ -190,6 +190,8 @@ rl_status rl_train_check_init_from(const struct rl_cfg *c, rl_task *task);
  * update (medians over the timed updates).  The table is printed by the program. */
 struct rl_bench_train_cell {
     enum rl_attn_kind kind;
+    enum rl_attn_pe   pe;     /* the attention-level PE (linear ALiBi: its decayed scan) */
+    int               forget; /* the forget gate */
     int               N, B;
     double            tokens_per_s, ms_forward, ms_backward, ms_optimizer, ms_step;
     double            flops_per_token; /* forward + backward, model/flops.h */

@@ -24,16 +24,18 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void bench_model_config(struct rl_model_config *mc, enum rl_attn_kind kind)
+static void bench_model_config(struct rl_model_config *mc, const struct rl_bench_train_cell *c)
 {
     memset(mc, 0, sizeof *mc);
     mc->vocab = 64, mc->d_model = 128, mc->heads = 4, mc->layers = 2;
     mc->input_pe = RL_INPUT_PE_NONE;
     rl_attn_opts_default(&mc->attn);
-    mc->attn.kind   = kind;
-    mc->attn.fmap   = RL_FMAP_ELU1;
-    mc->attn.pe     = RL_ATTN_PE_ROPE;
-    mc->attn.causal = 1;
+    mc->attn.kind       = c->kind;
+    mc->attn.fmap       = RL_FMAP_ELU1;
+    mc->attn.pe         = c->pe;
+    mc->attn.alibi_scan = c->kind == RL_ATTN_LINEAR && c->pe == RL_ATTN_PE_ALIBI;
+    mc->attn.forget     = c->forget;
+    mc->attn.causal     = 1;
 }
 
 /* One update: zero-grad, forward, backward, norm, clipping, AdamW (step s); times[4]: the
@@ -137,7 +139,7 @@ rl_status rl_bench_train_cell(struct rl_bench_train_cell *cell, int warmup, int 
 {
     if (steps < 1 || warmup < 0) RL_FAIL(RL_EINVAL, "bench: steps %d, warmup %d", steps, warmup);
     struct rl_model_config mc;
-    bench_model_config(&mc, cell->kind);
+    bench_model_config(&mc, cell);
     cell->flops_per_token = rl_model_train_flops_per_token(&mc, cell->N);
     rl_model *m           = NULL;
     RL_TRY(rl_model_create(&m, &mc));
