@@ -135,6 +135,24 @@ static void quad_features(struct lin_plan *p, const float *q, const float *k)
     }
 }
 
+/* Row m of a tile: w[b] = e^{rel(n-m) + c_m - c_n} for the lj keys n = j0 + b (at most
+ * nb of them are n <= m; the rest 0), s[b] *= w[b].  relm: rel(j0 - m), cn: c_{j0}.  The
+ * exponent's c difference is taken in double (c grows with N), the exp by rl_expf_inline:
+ * one SIMD pass instead of a libm call per pair (and its slow path where strong decays
+ * underflow). */
+RL_SIMD_CLONES
+static void tile_weights_row(float *restrict w, float *restrict s, const float *restrict relm,
+                             const double *restrict cn, double cm, int nb, int lj)
+{
+#pragma omp simd
+    for (int b = 0; b < nb; b++) {
+        w[b] = rl_expf_inline(relm[b] + (float)(cm - cn[b]));
+        s[b] *= w[b];
+    }
+    for (int b = nb; b < lj; b++)
+        w[b] = s[b] = 0.0f;
+}
+
 /* W[a][b] = e^{rel(n-m) + c_m - c_n} for n = j0+b <= m = i0+a, else 0; P = S * W. */
 static void quad_tile(struct lin_plan *p, int i0, int li, int j0, int lj)
 {
@@ -142,14 +160,21 @@ static void quad_tile(struct lin_plan *p, int i0, int li, int j0, int lj)
     rl_sgemm(RL_TRANS_N, RL_TRANS_T, li, lj, p->D, 1.0f, p->Af + (size_t)i0 * p->D, p->D,
              p->Cf + (size_t)j0 * p->D, p->D, 0.0f, p->tS, lj);
     for (int a = 0; a < li; a++) {
-        const int m = i0 + a;
-        float    *w = p->tW + (size_t)a * lj, *s = p->tS + (size_t)a * lj;
-        for (int b = 0; b < lj; b++) {
-            const int n = j0 + b;
-            w[b] = n <= m ? expf(p->rel[n - m + N - 1] + (float)(p->cum[m] - p->cum[n])) : 0.0f;
-            s[b] *= w[b];
-        }
+        const int m = i0 + a, nb = m - j0 + 1 < lj ? m - j0 + 1 : lj;
+        tile_weights_row(p->tW + (size_t)a * lj, p->tS + (size_t)a * lj, p->rel + j0 - m + N - 1,
+                         p->cum + j0, p->cum[m], nb, lj);
     }
+}
+
+/* sum x[0..n) in double */
+RL_SIMD_CLONES
+static double row_sum(const float *restrict x, int n)
+{
+    double t = 0.0;
+#pragma omp simd reduction(+ : t)
+    for (int b = 0; b < n; b++)
+        t += (double)x[b];
+    return t;
 }
 
 void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, const float *q,
@@ -165,8 +190,7 @@ void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, 
             const int lj = rl_lin_block_rows(p->N, j0);
             quad_tile(p, i0, li, j0, lj);
             for (int a = 0; a < li; a++)
-                for (int b = 0; b < lj; b++)
-                    p->dden[a] += (double)p->tS[(size_t)a * lj + b];
+                p->dden[a] += row_sum(p->tS + (size_t)a * lj, lj);
             rl_sgemm(RL_TRANS_N, RL_TRANS_N, li, dv, lj, 1.0f, p->tS, lj, v + (size_t)j0 * dv, dv,
                      j0 ? 1.0f : 0.0f, o, dv);
         }
@@ -180,6 +204,35 @@ void rl_lin_forward_quad(struct lin_plan *p, float *out, float *den, long *bad, 
     }
 }
 
+/* Row m of a tile's backward over its nb pairs n <= m (the rest of G's row is 0): with
+ * dP = dp + dden_m, P dP goes into drel (relm: drel at rel(j0 - m), or NULL) and into dc
+ * (+ at m: returned; - at each n: cn, dc at j0); dp becomes G = dP W. */
+RL_SIMD_CLONES
+static double tile_grads_row(float *restrict dp, const float *restrict pp, const float *restrict w,
+                             double *restrict relm, double *restrict cn, double dden, int nb,
+                             int lj)
+{
+    double dcm = 0.0;
+    if (relm) {
+#pragma omp simd reduction(+ : dcm)
+        for (int b = 0; b < nb; b++) {
+            const double dpb = (double)dp[b] + dden, pd = (double)pp[b] * dpb;
+            relm[b] += pd, dcm += pd, cn[b] -= pd;
+            dp[b] = (float)(dpb * (double)w[b]);
+        }
+    } else {
+#pragma omp simd reduction(+ : dcm)
+        for (int b = 0; b < nb; b++) {
+            const double dpb = (double)dp[b] + dden, pd = (double)pp[b] * dpb;
+            dcm += pd, cn[b] -= pd;
+            dp[b] = (float)(dpb * (double)w[b]);
+        }
+    }
+    for (int b = nb; b < lj; b++)
+        dp[b] = 0.0f;
+    return dcm;
+}
+
 /* One tile's backward: dP, then dV_j, drel, dc, and G = dP * W into dA_i, dC_j. */
 static void quad_tile_backward(struct lin_plan *p, float *dvg, const float *v, int i0, int li,
                                int j0, int lj)
@@ -191,19 +244,10 @@ static void quad_tile_backward(struct lin_plan *p, float *dvg, const float *v, i
     rl_sgemm(RL_TRANS_T, RL_TRANS_N, lj, dv, li, 1.0f, p->tS, lj, p->dnum, dv, 1.0f,
              dvg + (size_t)j0 * dv, dv); /* dV_j += P^T dnum_i */
     for (int a = 0; a < li; a++) {
-        const int    m  = i0 + a;
-        float       *dp = p->tD + (size_t)a * lj;
-        const float *pp = p->tS + (size_t)a * lj, *w = p->tW + (size_t)a * lj;
-        for (int b = 0; b < lj; b++) {
-            const int n  = j0 + b;
-            double    pd = (double)pp[b] * ((double)dp[b] + p->dden[a]); /* P dP */
-            if (n > m) break;
-            if (p->drel) p->drel[n - m + N - 1] += pd;
-            p->dcd[m] += pd, p->dcd[n] -= pd;
-            dp[b] = (float)(((double)dp[b] + p->dden[a]) * (double)w[b]); /* G = dP W */
-        }
-        for (int b = m - j0 + 1; b < lj; b++)
-            dp[b] = 0.0f;
+        const int m = i0 + a, nb = m - j0 + 1 < lj ? m - j0 + 1 : lj;
+        p->dcd[m] += tile_grads_row(
+            p->tD + (size_t)a * lj, p->tS + (size_t)a * lj, p->tW + (size_t)a * lj,
+            p->drel ? p->drel + j0 - m + N - 1 : NULL, p->dcd + j0, p->dden[a], nb, lj);
     }
     rl_sgemm(RL_TRANS_N, RL_TRANS_N, li, D, lj, 1.0f, p->tD, lj, p->Cf + (size_t)j0 * D, D, 1.0f,
              p->dAf + (size_t)i0 * D, D);
