@@ -41,7 +41,7 @@ struct tcase {
     int               scan;      /* ALiBi by the decayed scan (alibi_scan) */
 };
 
-enum { NB = 8, MAXN = 320 };
+enum { NB = 8, MAXN = 640 };
 
 struct data {
     int     G, N, d, dv;
@@ -483,9 +483,21 @@ int main(void)
         struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, (enum pe)pe, 8, 300, 8, 6, 2.0, 0, 0};
         check_case(&c, 6);
     }
-    /* ALiBi's decayed scan without the gate: Shen's map in 4 heads a call runs as the gate's
-     * pieces with the constant log gate -slope, in 16 heads the scan of attn_decay.c; elu1
-     * and exp the scan's own pieces */
+    /* T5 with the gate over three blocks of rows: in (head, block) pieces at 4 heads a call,
+     * one piece per head at 16; a strong gate too (log gates down to -2: a block's rows decay
+     * by up to e^-512), whose tiles below the diagonal take their weights as products of
+     * factors, most of which underflow */
+    for (int f = 0; f < 3; f++)
+        for (int H = 2; H <= 8; H += 6) {
+            struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, PE_T5, H, 600, 8, 6, 0.05, 0, 0};
+            check_case(&c, 6);
+        }
+    for (int H = 2; H <= 8; H += 6) {
+        struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_ELU1, PE_T5, H, 600, 8, 6, 2.0, 0, 0};
+        check_case(&c, 6);
+    }
+    /* ALiBi's decayed scan without the gate: the gate's scan with the constant log gate
+     * -slope (Shen's map: in pieces at 4 heads a call, one piece per head at 16) */
     for (int f = 0; f < 3; f++)
         for (int H = 2; H <= 8; H += 6) {
             struct tcase c = {RL_ATTN_LINEAR, (enum rl_fmap)f, PE_ALIBI, H, 300, 8, 6, 0, 0, 1};

@@ -161,6 +161,10 @@ static void test_counts(void)
         /* the same with ALiBi's decayed scan: the gate's pieces with a constant log gate */
         {"model.attention=linear", "model.feature_map=softmax", "model.pe=alibi",
          "model.alibi_scan=true", "train.batch=2", "task.length=600", "eval.lengths=600", NULL},
+        /* T5 with the gate, 8 heads a call of three blocks: the quadratic tiles in (head,
+         * query block) and (head, key block) pieces, T5's parts added by lags */
+        {"model.attention=linear", "model.pe=t5", "model.forget_gate=true", "train.batch=2",
+         "task.length=600", "eval.lengths=600", NULL},
     };
     static const int counts[] = {1, 2, 3, 7, 16};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {

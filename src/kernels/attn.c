@@ -124,6 +124,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->rowbuf);
     rl_free(a->linst), rl_free(a->prep), free(a->pending);
     rl_free(a->cum), rl_free(a->dec), free(a->zeros), rl_free(a->t5part);
+    rl_free(a->quad);
     free(a->toeplitz);
     for (int h = 0; h < a->tstore_n; h++)
         rl_toeplitz_free(a->tstore[h]);
@@ -246,6 +247,20 @@ static rl_status reserve_toeplitz(rl_attn *a, int G)
     return RL_OK;
 }
 
+/* T5 with the gate in pieces: the heads' stores, made at the first such call */
+static rl_status reserve_quad(rl_attn *a, int G)
+{
+    if (!rl_attn_quad_call(a, G)) return RL_OK;
+    const size_t n = (size_t)G * rl_attn_linear_quad_store_floats(a->N, a->d, a->dv);
+    if (n <= a->quad_n) return RL_OK;
+    rl_free(a->quad);
+    a->quad_n = 0;
+    if (!(a->quad = rl_alloc(n * sizeof(float))))
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the tiles' stores of %d heads", G);
+    a->quad_n = n;
+    return RL_OK;
+}
+
 /* the T5 gradient's parts for a call of G heads, made at the first call that needs them */
 static rl_status reserve_t5_parts(rl_attn *a, int G)
 {
@@ -344,6 +359,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
+    RL_TRY(reserve_quad(a, G));
     /* the gate's c, read by softmax attention and linear attention's T5 tiles (the others
      * take the decays e^{logf}) */
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
@@ -368,6 +384,7 @@ rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
+    RL_TRY(reserve_quad(a, G));
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) RL_TRY(reserve_t5_parts(a, G));
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));

@@ -36,6 +36,8 @@ struct rl_attn {
      * block in a call's first phase) */
     double *cum, *dec;
     float  *zeros;    /* N zero log gates: ALiBi's decayed scan as a constant gate */
+    float  *quad;     /* T5 with the gate in pieces: a store per head of a call */
+    size_t  quad_n;   /* floats */
     double *t5part;   /* the T5 gradient's parts of a call's heads */
     size_t  t5part_n; /* doubles */
 };
@@ -69,6 +71,8 @@ size_t rl_attn_run_softmax_t5_parts(const rl_attn *a, int G);
 /* Linear attention over G heads (attn_run_linear.c): the eq. 19 family (attn_linear.c),
  * the FFT Toeplitz products and ALiBi's decayed scan, with or without the gate.  The
  * forward returns the rows whose denominator before eps was <= eps. */
+/* Whether a call of G heads runs T5 with the gate in (head, block) pieces. */
+int    rl_attn_quad_call(const rl_attn *a, int G);
 long   rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in,
                                   int G);
 void   rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,

@@ -72,12 +72,13 @@ static void gate_layout(struct lin_plan *p, const struct rl_attn_opts *o, int N,
         p->Kw = at(s, off, R * (size_t)(p->D > p->dv ? p->D : p->dv));
     }
     p->rel = NULL, p->drel = NULL;
-    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = NULL, p->dcd = NULL;
+    p->Af = p->Cf = p->dAf = p->dCf = p->tS = p->tW = p->tD = p->te = p->tP = NULL, p->dcd = NULL;
     if (o->forget && o->pe == RL_ATTN_PE_T5) { /* the quadratic tiles of T5 with the gate */
         const size_t ND = (size_t)N * p->D, T = R * R;
         p->Af = at(s, off, ND), p->Cf = at(s, off, ND);
         p->dAf = at(s, off, ND), p->dCf = at(s, off, ND);
         p->tS = at(s, off, T), p->tW = at(s, off, T), p->tD = at(s, off, T);
+        p->te = at(s, off, 4 * R), p->tP = at(s, off, R * (size_t)(p->D + p->dv));
         p->dcd = atd(s, off, (size_t)N);
     }
 }

@@ -133,4 +133,41 @@ void rl_attn_linear_shen_tail(double *st, const struct rl_lin_head *h, const str
 void rl_attn_linear_bwd_fix(float *dk, const double *st, const struct rl_lin_head *h,
                             const struct rl_attn_opts *o, int b, float *scratch);
 
+/* T5 with the forget gate (attn_linear_quad.c) in pieces, in calls of fewer than
+ * RL_LIN_QUAD_SPLIT_HEADS heads whose parts fit RL_ATTN_T5_PARTS_BYTES (attn.h); else one
+ * piece per head.  Phases: features (the head: A, C of every row into its store; Shen's
+ * column maxima) -> rows (each query block: its tiles, the head loop's bits).  Backward:
+ * features -> query (each query block: dnum, dden, dA and dc's row share; T5's part of the
+ * block) -> key (each key block: dv, dC and dc's column share) -> head (dlogf's suffix, dq
+ * and dk by the chain rule); then the callers add the parts into drel
+ * (rl_attn_linear_quad_drel). */
+#define RL_LIN_QUAD_SPLIT_HEADS 16
+struct rl_lin_quad { /* one head's store (rl_attn_linear_quad_store_floats) and parts */
+    float  *Af, *Cf, *dAf, *dCf, *dnum, *colmax;
+    double *dden, *dcq, *dck, *part;
+};
+int    rl_attn_linear_quad_pieces(const struct rl_attn_opts *o, int G, int N);
+size_t rl_attn_linear_quad_store_floats(int N, int d, int dv);
+/* T5's parts of a head: a part per query block over the lags it reaches */
+size_t             rl_attn_linear_quad_part_doubles(int N);
+struct rl_lin_quad rl_attn_linear_quad_store(float *base, double *part, int N, int d, int dv);
+void rl_attn_linear_quad_features(const struct rl_lin_quad *s, const struct rl_lin_head *h,
+                                  const struct rl_attn_opts *o, float *scratch);
+long rl_attn_linear_quad_fwd_rows(float *out, float *den, const struct rl_lin_quad *s,
+                                  const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
+                                  float *scratch);
+void rl_attn_linear_quad_bwd_query(const struct rl_lin_quad *s, const float *dout, const float *out,
+                                   const float *den, const struct rl_lin_head *h,
+                                   const struct rl_attn_opts *o, int b, float *scratch);
+void rl_attn_linear_quad_bwd_key(float *dvg, const struct rl_lin_quad *s,
+                                 const struct rl_lin_head *h, const struct rl_attn_opts *o, int b,
+                                 float *scratch);
+void rl_attn_linear_quad_bwd_head(const struct rl_lin_grads *g, const struct rl_lin_quad *s,
+                                  const struct rl_lin_head *h, const struct rl_attn_opts *o,
+                                  float *scratch);
+/* drel[r0 .. r1) += the parts (head_doubles apart) of heads g = h, h + H, ... < G, each
+ * head's blocks in order */
+void rl_attn_linear_quad_drel(double *drel, const double *parts, size_t head_doubles, int G, int H,
+                              int h, int N, int r0, int r1);
+
 #endif

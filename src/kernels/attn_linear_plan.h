@@ -34,10 +34,11 @@ struct lin_plan {
     float       *af, *afn, *Kw;
     /* T5 with the gate (quadratic tiles): the relative bias (2N-1) and its gradient, the
      * features and their gradients of every row (N x D), a tile's scores, weights and
-     * gradient, dc in double */
+     * gradient, a tile's factors of its weights (te: 4 x RL_LIN_BLOCK), the key block's C and V
+     * transposed for rl_tile_gemm (tP: (D + dv) x RL_LIN_BLOCK), dc in double */
     const float *rel;
     double      *drel, *dcd;
-    float       *Af, *Cf, *dAf, *dCf, *tS, *tW, *tD;
+    float       *Af, *Cf, *dAf, *dCf, *tS, *tW, *tD, *te, *tP;
 };
 
 /* The denominator operands of the plan's current block of l rows (its B, E, z, g and, with

@@ -9,13 +9,16 @@
  * pieces as blocks, whatever the thread count.  So is Shen's map in a call of fewer than
  * 16 heads (rl_attn_linear_pieces), with more phases.  The FFT Toeplitz products (T5,
  * ALiBi) of a call of fewer than 16 heads run in (head, group of features) pieces
- * (attn_toeplitz_split.c).  Everything else runs one piece per head:
+ * (attn_toeplitz_split.c), and T5 with the gate in a call of fewer than 16 heads in
+ * (head, query block) and (head, key block) pieces (attn_linear_quad.c; T5's gradient in
+ * a part per query block, added by (bias head, 256 lags) pieces).  Everything else runs
+ * one piece per head:
  *   Shen's map in 16 heads or more, no bias PE   attn_linear.c, scans over the rows (the
  *   or ALiBi as a gate                           gate's decayed scans with it; ALiBi's
  *                                                log gates lambda - slope)
  *   T5, ALiBi in 16 heads or more                attn_toeplitz.c, FFT Toeplitz products
- *   the forget gate with T5                      quadratic tiles (attn_linear_gate.c): the
- *                                                weights have no recurrence
+ *   the forget gate with T5 in 16 heads or       quadratic tiles (attn_linear_quad.c): the
+ *   more (or parts over the budget of attn.h)    weights have no recurrence
  * T5's relative gradient: in the FFT pieces, a last phase of one piece per bias head adds
  * the heads' correlations in g order; where a call runs one piece per head, each head
  * writes its own part (2N-1 doubles) and (bias head, range of lags) pieces add the parts
@@ -307,6 +310,96 @@ static void split_backward(rl_attn *a, const struct rl_attn_grads *gr, const flo
     if (shen) run_phase(&f, B_FIX, -1);
 }
 
+/* ---- T5 with the gate in a call of few heads: (head, block) pieces ---- */
+
+enum quad_phase { Q_FEATURES, Q_ROWS, Q_QUERY, Q_KEY, Q_HEAD };
+
+static const char *const quad_names[Q_HEAD + 1] = {
+    "linear T5 + gate: features", "linear T5 + gate: forward rows",
+    "linear T5 + gate: backward query blocks", "linear T5 + gate: backward key blocks", ""};
+
+int rl_attn_quad_call(const rl_attn *a, int G)
+{
+    return rl_attn_linear_quad_pieces(&a->o, G, a->N);
+}
+
+/* piece p of phase k: (head, block), or the head of Q_FEATURES and Q_HEAD */
+static long quad_piece(const struct call *c, int k, long p)
+{
+    rl_attn     *a   = c->a;
+    const int    per = k == Q_FEATURES || k == Q_HEAD, g = per ? (int)p : (int)(p / c->per);
+    const int    b  = per ? -1 : (int)(p % c->per);
+    const size_t sq = (size_t)a->N * a->d, sv = (size_t)a->N * a->dv;
+    float       *scr            = a->scratch[rl_thread_slot()];
+    const struct rl_attn_opts o = lin_opts(a);
+    const struct rl_lin_head  h = lin_head(a, c->in, g, scr, 0);
+    const struct rl_lin_quad  s = rl_attn_linear_quad_store(
+         a->quad + g * rl_attn_linear_quad_store_floats(a->N, a->d, a->dv),
+        c->dout && c->gr->dt5 ? a->t5part + g * rl_attn_linear_quad_part_doubles(a->N) : NULL, a->N,
+         a->d, a->dv);
+    switch (k) {
+    case Q_FEATURES:
+        rl_attn_linear_quad_features(&s, &h, &o, scr);
+        break;
+    case Q_ROWS:
+        return rl_attn_linear_quad_fwd_rows(c->o + g * sv, c->saved + (size_t)g * a->N, &s, &h, &o,
+                                            b, scr);
+    case Q_QUERY:
+        rl_attn_linear_quad_bwd_query(&s, c->dout + g * sv, c->o + g * sv,
+                                      c->saved + (size_t)g * a->N, &h, &o, b, scr);
+        break;
+    case Q_KEY:
+        rl_attn_linear_quad_bwd_key(c->gr->dv + g * sv, &s, &h, &o, b, scr);
+        break;
+    case Q_HEAD: {
+        const struct rl_lin_grads lg = {c->gr->dq + g * sq, c->gr->dk + g * sq, c->gr->dv + g * sv,
+                                        c->gr->dlogf + (size_t)g * a->N, NULL};
+        rl_attn_linear_quad_bwd_head(&lg, &s, &h, &o, scr);
+        break;
+    }
+    }
+    return 0;
+}
+
+static long quad_phase(const struct call *c, enum quad_phase k, int then)
+{
+    const long np = k == Q_FEATURES ? c->G : (long)c->G * c->per;
+    return run_pieces(c, quad_piece, k, np, then, quad_names[k]);
+}
+
+static long quad_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct call c = {a, in, NULL, o, saved, NULL, G, rl_attn_linear_blocks(a->N)};
+    quad_phase(&c, Q_FEATURES, -1);
+    return quad_phase(&c, Q_ROWS, -1);
+}
+
+/* T5's parts into each bias head's drel: (bias head, 256 lags) pieces */
+static void quad_drel(rl_attn *a, int G)
+{
+    const int  N = a->N, nr = (N + 255) / 256, nh = G < a->H ? G : a->H;
+    const long np = (long)nh * nr;
+    double     t0 = rl_region_begin();
+#pragma omp parallel for schedule(static) num_threads(rl_attn_team(a, np))
+    for (long p = 0; p < np; p++) {
+        const int h = (int)(p / nr), r0 = (int)(p % nr) * 256, r1 = r0 + 256 < N ? r0 + 256 : N;
+        rl_attn_linear_quad_drel(a->drel + (size_t)h * (2 * N - 1), a->t5part,
+                                 rl_attn_linear_quad_part_doubles(N), G, a->H, h, N, r0, r1);
+    }
+    rl_region_end(t0, np);
+}
+
+static void quad_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
+                          const float *o, const float *saved, const struct rl_attn_in *in, int G)
+{
+    const struct call c = {
+        a, in, gr, (float *)o, (float *)saved, dout, G, rl_attn_linear_blocks(a->N)};
+    quad_phase(&c, Q_FEATURES, -1);
+    quad_phase(&c, Q_QUERY, -1);
+    quad_phase(&c, Q_KEY, Q_HEAD);
+    if (gr->dt5) quad_drel(a, G);
+}
+
 /* ---- the FFT products of few heads: (head, group of features) pieces ---- */
 
 enum fft_phase { T_PREPARE, T_SUMS, T_ROWS, T_GRADS, T_DREL };
@@ -394,6 +487,7 @@ long rl_attn_run_linear_forward(rl_attn *a, float *o, float *saved, const struct
                                 int G)
 {
     if (rl_attn_fft_groups(a, G)) return fft_forward(a, o, saved, in, G);
+    if (rl_attn_quad_call(a, G)) return quad_forward(a, o, saved, in, G);
     if (split_call(a, G)) return split_forward(a, o, saved, in, G);
     const size_t sv  = (size_t)a->N * a->dv;
     long         bad = 0;
@@ -437,6 +531,7 @@ size_t rl_attn_run_linear_t5_parts(const rl_attn *a, int G)
     if (a->o.kind != RL_ATTN_LINEAR || a->o.pe != RL_ATTN_PE_T5 || split_call(a, G) ||
         rl_attn_fft_groups(a, G))
         return 0;
+    if (rl_attn_quad_call(a, G)) return (size_t)G * rl_attn_linear_quad_part_doubles(a->N);
     const size_t n = (size_t)G * (2 * (size_t)a->N - 1);
     return 8.0 * (double)n <= RL_ATTN_T5_PARTS_BYTES ? n : 0;
 }
@@ -469,6 +564,10 @@ void rl_attn_run_linear_backward(rl_attn *a, const struct rl_attn_grads *gr, con
     }
     if (rl_attn_fft_groups(a, G)) {
         fft_backward(a, gr, dout, o, saved, in, G);
+        return;
+    }
+    if (rl_attn_quad_call(a, G)) {
+        quad_backward(a, gr, dout, o, saved, in, G);
         return;
     }
     const size_t R     = 2 * (size_t)a->N - 1;

@@ -9,7 +9,7 @@ src_kernels_libkernels_la_SOURCES = \
 	%D%/attn_softmax.c %D%/attn_softmax.h \
 	%D%/attn_linear.c %D%/attn_linear.h %D%/attn_linear_impl.h \
 	%D%/attn_linear_scan.c %D%/attn_linear_shen.c \
-	%D%/attn_linear_plan.h %D%/attn_linear_gate.c %D%/attn_linear_split.c \
+	%D%/attn_linear_plan.h %D%/attn_linear_gate.c %D%/attn_linear_quad.c %D%/attn_linear_split.c \
 	%D%/attn_toeplitz.c %D%/attn_toeplitz.h %D%/attn_toeplitz_impl.h \
 	%D%/attn_toeplitz_split.c \
 	%D%/attn_step.c %D%/attn_step.h

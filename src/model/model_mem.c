@@ -83,12 +83,16 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
                        (double)rl_attn_softmax_prepared_floats(N, d, d, c->attn.xpos,
                                                                c->attn.pe == RL_ATTN_PE_ROPE);
     }
+    const int quad = rl_attn_linear_quad_pieces(&c->attn, G, N);
+    if (quad) /* T5 with the gate in pieces: a store per head */
+        *call_bytes += 4.0 * G * (double)rl_attn_linear_quad_store_floats(N, d, d);
     if (c->attn.pe == RL_ATTN_PE_T5) { /* T5's gradient parts (attn.h) */
         const int nb = rl_attn_softmax_blocks(N, c->attn.causal, NULL, d);
         size_t    len;
         double    parts =
             c->attn.kind == RL_ATTN_SOFTMAX
                    ? 8.0 * G * (double)rl_attn_softmax_drel_part(N, c->attn.causal, NULL, d, nb, &len)
+               : quad    ? 8.0 * G * (double)rl_attn_linear_quad_part_doubles(N)
                : ng == 0 ? 8.0 * G * (2.0 * N - 1) /* linear, one piece per head */
                          : 0;
         *call_bytes += parts <= RL_ATTN_T5_PARTS_BYTES ? parts : 0;
