@@ -224,20 +224,28 @@ static int needs_cum(const rl_attn *a)
     return a->o.forget && (a->o.kind == RL_ATTN_SOFTMAX || a->o.pe == RL_ATTN_PE_T5);
 }
 
+/* A call's buffer of at least n bytes (*have: the bytes buf holds): buf, or a new one in
+ * its place (made at the first call that needs it, grown for one with more heads); on
+ * failure NULL and *have 0. */
+static void *regrow(void *buf, size_t *have, size_t n)
+{
+    if (n <= *have) return buf;
+    rl_free(buf);
+    void *p = rl_alloc(n);
+    *have   = p ? n : 0;
+    return p;
+}
+
 /* The FFT path's stores and parts for a call of G heads in pieces (attn_toeplitz_split.c),
  * made at the first such call: a plan whose calls have 16 heads or more never needs them. */
 static rl_status reserve_toeplitz(rl_attn *a, int G)
 {
     const int ng = rl_attn_fft_groups(a, G);
     if (!ng) return RL_OK;
-    const size_t parts = (size_t)G * ng * rl_toeplitz_part_doubles(a->N, a->dv);
-    if (parts > a->tpart_n) {
-        rl_free(a->tpart);
-        a->tpart_n = 0;
-        if (!(a->tpart = rl_alloc(parts * sizeof(double))))
-            RL_FAIL(RL_ENOMEM, "attention: cannot allocate the FFT parts of %d heads", G);
-        a->tpart_n = parts;
-    }
+    const size_t parts = (size_t)G * ng * rl_toeplitz_part_doubles(a->N, a->dv) * sizeof(double);
+    a->tpart           = regrow(a->tpart, &a->tpart_n, parts);
+    if (a->tpart_n < parts)
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the FFT parts of %d heads", G);
     if (G <= a->tstore_n) return RL_OK;
     rl_toeplitz **s = realloc(a->tstore, (size_t)G * sizeof *s);
     if (!s) RL_FAIL(RL_ENOMEM, "attention: out of memory");
@@ -247,31 +255,26 @@ static rl_status reserve_toeplitz(rl_attn *a, int G)
     return RL_OK;
 }
 
-/* T5 with the gate in pieces: the heads' stores, made at the first such call */
+/* T5 with the gate in pieces: the heads' stores */
 static rl_status reserve_quad(rl_attn *a, int G)
 {
     if (!rl_attn_quad_call(a, G)) return RL_OK;
-    const size_t n = (size_t)G * rl_attn_linear_quad_store_floats(a->N, a->d, a->dv);
-    if (n <= a->quad_n) return RL_OK;
-    rl_free(a->quad);
-    a->quad_n = 0;
-    if (!(a->quad = rl_alloc(n * sizeof(float))))
+    const size_t n =
+        (size_t)G * rl_attn_linear_quad_store_floats(a->N, a->d, a->dv) * sizeof(float);
+    a->quad = regrow(a->quad, &a->quad_n, n);
+    if (a->quad_n < n)
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate the tiles' stores of %d heads", G);
-    a->quad_n = n;
     return RL_OK;
 }
 
-/* the T5 gradient's parts for a call of G heads, made at the first call that needs them */
+/* the T5 gradient's parts for a call of G heads */
 static rl_status reserve_t5_parts(rl_attn *a, int G)
 {
     const size_t n = a->o.kind == RL_ATTN_SOFTMAX ? rl_attn_run_softmax_t5_parts(a, G)
                                                   : rl_attn_run_linear_t5_parts(a, G);
-    if (n <= a->t5part_n) return RL_OK;
-    rl_free(a->t5part);
-    a->t5part_n = 0;
-    if (!(a->t5part = rl_alloc(n * sizeof(double))))
+    a->t5part      = regrow(a->t5part, &a->t5part_n, n * sizeof(double));
+    if (a->t5part_n < n * sizeof(double))
         RL_FAIL(RL_ENOMEM, "attention: cannot allocate T5's gradient parts of %d heads", G);
-    a->t5part_n = n;
     return RL_OK;
 }
 

@@ -23,7 +23,7 @@ struct rl_attn {
     rl_toeplitz       **tstore;     /* per head of a call in (head, feature group) pieces */
     int                 tstore_n;   /* heads with a store */
     double             *tpart;      /* those calls' parts (attn_toeplitz_split.c) */
-    size_t              tpart_n;    /* doubles */
+    size_t              tpart_n;    /* bytes */
     int                 G_max;      /* heads a call may have (rl_attn_reserve) */
     float              *rowbuf;     /* G_max x N floats: per-row values shared by a call's pieces */
     double             *linst;      /* G_max heads' block states of split linear attention */
@@ -37,9 +37,9 @@ struct rl_attn {
     double *cum, *dec;
     float  *zeros;    /* N zero log gates: ALiBi's decayed scan as a constant gate */
     float  *quad;     /* T5 with the gate in pieces: a store per head of a call */
-    size_t  quad_n;   /* floats */
+    size_t  quad_n;   /* bytes */
     double *t5part;   /* the T5 gradient's parts of a call's heads */
-    size_t  t5part_n; /* doubles */
+    size_t  t5part_n; /* bytes */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has
