@@ -9,6 +9,8 @@
 #include "../kernels/attn_softmax.h"
 #include "../kernels/attn_toeplitz.h"
 
+#include <limits.h>
+
 static double param_count(const struct rl_model_config *c)
 {
     const double D = c->d_model, H = c->heads, L = c->layers;
@@ -70,10 +72,13 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
                   (c->input_pe == RL_INPUT_PE_SINUSOIDAL ? 4.0 * N * c->d_model : 0) +
                   plan_bytes(c, N, threads > 0 ? threads : 1);
     const int d = c->d_model / c->heads;
+    /* the heads of a call: B * heads, held at INT_MAX (a batch that large is refused for
+     * its memory anyway) */
+    const long long Gl = (long long)B * c->heads;
+    const int       G  = Gl > INT_MAX ? INT_MAX : (int)Gl;
     if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces */
-        *call_bytes += 8.0 * rl_attn_linear_state_heads(&c->attn, B * c->heads) *
+        *call_bytes += 8.0 * rl_attn_linear_state_heads(&c->attn, G) *
                        (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
-    const int G  = B * c->heads;
     const int ng = rl_toeplitz_fft(&c->attn) ? rl_toeplitz_groups(G, N, d, d) : 0;
     if (ng) /* the FFT products in (head, feature group) pieces: a store per head, parts */
         *call_bytes += G * ((double)rl_toeplitz_store_bytes(N, d, d) +
