@@ -353,19 +353,26 @@ static rl_status check_gate(const rl_attn *a, const float *logf)
     return RL_OK;
 }
 
-rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G,
-                          struct rl_attn_stats *st)
+/* What a forward and a backward call of G heads start with: the inputs checked, T5's
+ * relative vectors, the buffers of the call's pieces, and the gate's c (read by softmax
+ * attention and linear attention's T5 tiles; the others take the decays e^{logf}). */
+static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G)
 {
-    double t0 = rl_now_ms();
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
     if (G > a->G_max)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
     RL_TRY(reserve_quad(a, G));
-    /* the gate's c, read by softmax attention and linear attention's T5 tiles (the others
-     * take the decays e^{logf}) */
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
+    return RL_OK;
+}
+
+rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_attn_in *in, int G,
+                          struct rl_attn_stats *st)
+{
+    double t0 = rl_now_ms();
+    RL_TRY(begin_call(a, in, G));
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -382,16 +389,10 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
 rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    RL_TRY(check_gate(a, in->logf));
-    RL_TRY(refresh_t5(a, in->t5));
-    if (G > a->G_max)
-        RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
-    RL_TRY(reserve_toeplitz(a, G));
-    RL_TRY(reserve_quad(a, G));
+    RL_TRY(begin_call(a, in, G));
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) RL_TRY(reserve_t5_parts(a, G));
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));
-    if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     if (a->o.kind == RL_ATTN_SOFTMAX)
         rl_attn_run_softmax_backward(a, gr, dout, o, saved, in, G);
     else
