@@ -238,7 +238,8 @@ static void quad_tile_backward(struct lin_plan *p, const struct tile_sinks *s, c
 }
 
 /* dlogf_l = sum_{m >= l} dc_m (dc: dcq + dck, or dcq alone), then dq, dk by the chain rule
- * from p->dAf, p->dCf, the blocks reversed (Shen's Z at the block starts: quad_features'). */
+ * from p->dAf, p->dCf, the blocks reversed (Shen's Z at the block starts: quad_features';
+ * the other maps carry nothing across blocks). */
 static void quad_finish(struct lin_plan *p, const struct rl_lin_grads *g, const double *dcq,
                         const double *dck, const float *q, const float *k)
 {
@@ -248,12 +249,13 @@ static void quad_finish(struct lin_plan *p, const struct rl_lin_grads *g, const 
         g->dlogf[l] = (float)(acc += dck ? dcq[l] + dck[l] : dcq[l]);
     memset(p->Zs, 0, (size_t)p->d * sizeof(double));
     for (int b = (N - 1) / RL_LIN_BLOCK; b >= 0; b--) {
-        const int t0 = b * RL_LIN_BLOCK, l = rl_lin_block_rows(N, t0);
-        memcpy(p->Zrun, p->ck + (size_t)b * p->ck_stride, (size_t)p->d * sizeof(double));
+        const int     t0 = b * RL_LIN_BLOCK, l = rl_lin_block_rows(N, t0);
+        const double *zb = p->ck + (size_t)b * p->ck_stride; /* Shen's only carry */
+        if (p->shen) memcpy(p->Zrun, zb, (size_t)p->d * sizeof(double));
         rl_lin_build_block(p, q, k, t0, l, SIDE_K | SIDE_Q);
         memcpy(p->dA, p->dAf + (size_t)t0 * D, (size_t)l * D * sizeof(float));
         memcpy(p->dC, p->dCf + (size_t)t0 * D, (size_t)l * D * sizeof(float));
-        memcpy(p->Zrun, p->ck + (size_t)b * p->ck_stride, (size_t)p->d * sizeof(double));
+        if (p->shen) memcpy(p->Zrun, zb, (size_t)p->d * sizeof(double));
         rl_lin_chain_block(p, g->dq, g->dk, t0, l, NULL);
     }
 }
@@ -398,7 +400,7 @@ void rl_attn_linear_quad_bwd_head(const struct rl_lin_grads *g, const struct rl_
 {
     struct lin_plan p;
     piece_plan(&p, s, *h, o, scratch, 1, 0);
-    quad_features(&p, h->q, h->k); /* Shen's Z at the block starts */
+    if (p.shen) quad_features(&p, h->q, h->k); /* Shen's Z at the block starts */
     quad_finish(&p, g, s->dcq, s->dck, h->q, h->k);
 }
 
