@@ -239,6 +239,24 @@ static void increment(struct lin_plan *p, struct slot s, const float *X, int nx,
         rl_lin_sum_rows(s.z, p->E, l, p->Dd);
 }
 
+/* Causal scans read a block's increments only in the blocks after it (the forward states,
+ * an exclusive prefix) or before it (the reverse states, an exclusive suffix): the last
+ * block's forward increments and the first block's reverse ones are never read, and at
+ * N <= RL_LIN_BLOCK (one block) no increment is.  Their pieces skip them. */
+static int unread_forward(const struct lin_plan *p, int b) { return p->causal && b == p->nb - 1; }
+static int unread_reverse(const struct lin_plan *p, int b) { return p->causal && b == 0; }
+
+/* One step of an exclusive scan: x (the block's increment) becomes the state before the
+ * block, run the state after it -- or, on the last block the scan visits (whose increment
+ * was never made), x the state before it and run left as it is. */
+static void carry_step(double *x, double *run, size_t n, double bd, int causal, int last)
+{
+    if (causal && last)
+        memcpy(x, run, n * sizeof *x);
+    else
+        rl_lin_carry(x, run, n, bd, causal);
+}
+
 /* ---- forward ---------------------------------------------------------------------------- */
 
 void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
@@ -246,6 +264,7 @@ void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const stru
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
+    if (unread_forward(&p, b)) return;
     const int t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
     rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
     if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
@@ -276,9 +295,9 @@ static void prefix(struct lin_plan *p, double *st, int causal, const float *logf
     for (int b = 0; b < nb; b++) {
         double bd = 1.0; /* the decay across block b (the gate) */
         if (logf) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 0);
-        rl_lin_carry(slot_of(p, st, b).S, run.S, n, bd, causal);
+        carry_step(slot_of(p, st, b).S, run.S, n, bd, causal, b == nb - 1);
         if (cz) /* Z is not decayed */
-            rl_lin_carry(slot_of(p, st, b).Z, run.Z, (size_t)p->d, 1.0, causal);
+            carry_step(slot_of(p, st, b).Z, run.Z, (size_t)p->d, 1.0, causal, b == nb - 1);
     }
 }
 
@@ -366,14 +385,18 @@ void rl_attn_linear_bwd_sums(double *st, const float *dout, const float *out, co
     const float *vb    = h->v + (size_t)t0 * dv;
     struct slot  s     = slot_of(&p, st, b);
     const int    cshen = p.shen && o->causal;
+    /* causal: the forward increments, unless unread; the reverse ones (Shen's: in their
+     * own phase), unless unread */
+    const int fwd = !unread_forward(&p, b), rev = !cshen && !unread_reverse(&p, b);
+    if (o->causal && !fwd && !rev) return;
     block_begin(&p, h, s, b, cshen ? SIDE_K : SIDE_K | SIDE_Q, dout, out, den);
     if (o->causal) {
-        if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
-        increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
-        if (cshen)
-            z_increment(&p, s, l);
-        else
-            reverse_increment(&p, s, t0, l, h->logf != NULL);
+        if (fwd) {
+            if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
+            increment(&p, s, vb, dv, p.C, p.D, l, h->logf ? p.wk : NULL);
+            z_increment(&p, s, l); /* Shen's Z */
+        }
+        if (rev) reverse_increment(&p, s, t0, l, h->logf != NULL);
         return;
     }
     increment(&p, s, p.C, p.D, vb, dv, l, NULL);
@@ -405,7 +428,7 @@ static void suffix(struct lin_plan *p, double *st, int gated)
     for (int b = nb - 1; b >= 0; b--) {
         double bd = 1.0; /* the decay from block b + 1's first row to block b's */
         if (gated) bd = rl_lin_gate_block_decay(p, b * RL_LIN_BLOCK, rows_of(p, b), 1);
-        rl_lin_carry(slot_of(p, st, b).G, run.G, n, bd, 1);
+        carry_step(slot_of(p, st, b).G, run.G, n, bd, 1, b == 0);
     }
 }
 
@@ -430,6 +453,7 @@ void rl_attn_linear_bwd_rsums(double *st, const float *dout, const float *out, c
 {
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
+    if (unread_reverse(&p, b)) return;
     const int   t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
     struct slot s = slot_of(&p, st, b);
     block_begin(&p, h, s, b, SIDE_K | SIDE_Q, dout, out, den);
