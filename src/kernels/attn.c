@@ -124,7 +124,7 @@ void rl_attn_free(rl_attn *a)
     rl_free(a->rowbuf);
     rl_free(a->linst), rl_free(a->prep), free(a->pending);
     rl_free(a->cum), rl_free(a->dec), free(a->zeros), rl_free(a->t5part);
-    rl_free(a->quad);
+    rl_free(a->quad), rl_free(a->lstore), rl_free(a->lhave);
     free(a->toeplitz);
     for (int h = 0; h < a->tstore_n; h++)
         rl_toeplitz_free(a->tstore[h]);
@@ -267,6 +267,23 @@ static rl_status reserve_quad(rl_attn *a, int G)
     return RL_OK;
 }
 
+/* Linear attention in pieces: the store of a call's blocks' features and its flags, where
+ * they fit RL_ATTN_STORE_BYTES (else the call builds features in every phase). */
+static rl_status reserve_store(rl_attn *a, int G)
+{
+    const double n = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
+    a->lstore_on   = 0;
+    if (n == 0) return RL_OK;
+    const size_t flags = (size_t)G * rl_attn_linear_blocks(a->N);
+    a->lstore          = regrow(a->lstore, &a->lstore_n, (size_t)n);
+    a->lhave           = regrow(a->lhave, &a->lhave_n, flags);
+    if (a->lstore_n < (size_t)n || a->lhave_n < flags)
+        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the features' store of %d heads", G);
+    memset(a->lhave, 0, flags); /* nothing built yet */
+    a->lstore_on = 1;
+    return RL_OK;
+}
+
 /* the T5 gradient's parts for a call of G heads */
 static rl_status reserve_t5_parts(rl_attn *a, int G)
 {
@@ -364,6 +381,7 @@ static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
     RL_TRY(reserve_quad(a, G));
+    RL_TRY(reserve_store(a, G));
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     return RL_OK;
 }

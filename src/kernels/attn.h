@@ -35,6 +35,11 @@
  * bias head's owner sums its heads into one drel in order (one piece per bias head). */
 #define RL_ATTN_T5_PARTS_BYTES (256.0 * 1024 * 1024)
 
+/* Linear attention in (head, block) pieces builds a block's features in each phase that
+ * reads them; a call keeps them from the first such phase to the later ones in a store of
+ * at most this many bytes (else every phase builds them again). */
+#define RL_ATTN_STORE_BYTES (256.0 * 1024 * 1024)
+
 typedef struct rl_attn rl_attn;
 
 void rl_attn_opts_default(struct rl_attn_opts *o);

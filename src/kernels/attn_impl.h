@@ -40,6 +40,13 @@ struct rl_attn {
     size_t  quad_n;   /* bytes */
     double *t5part;   /* the T5 gradient's parts of a call's heads */
     size_t  t5part_n; /* bytes */
+    /* linear attention in pieces: the store of a call's blocks' features (rl_lin_head.store)
+     * and, per head and block, the sides it holds; lstore_on: the current call keeps one */
+    float         *lstore;
+    size_t         lstore_n; /* bytes */
+    unsigned char *lhave;
+    size_t         lhave_n; /* bytes */
+    int            lstore_on;
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has

@@ -102,16 +102,18 @@ static size_t lin_plan(struct lin_plan *p, const struct rl_attn_opts *o, int has
     p->Dd            = p->mode == SHEN_ROT_BOTH ? 2 * d : d;
     p->sep           = p->mode == ROT_NUM || p->mode == SHEN_ROT_NUM; /* B, E apart from A, C */
     const size_t nd = R * d, nD = R * p->D, nDd = R * p->Dd, Dv = (size_t)p->D * dv;
-    p->xq  = p->input_rot ? at(s, &off, nd) : NULL;
-    p->xk  = p->input_rot ? at(s, &off, nd) : NULL;
+    p->feat = s; /* the block buffers of rl_lin_plan_to_block first */
+    p->xq   = p->input_rot ? at(s, &off, nd) : NULL;
+    p->xk   = p->input_rot ? at(s, &off, nd) : NULL;
     p->phq = at(s, &off, nd), p->phk = at(s, &off, nd);
-    p->A      = p->mode == PLAIN ? p->phq : at(s, &off, nD);
-    p->C      = p->mode == PLAIN || p->mode == SHEN ? p->phk : at(s, &off, nD);
-    p->B      = p->mode == ROT_NUM ? p->phq : p->mode == SHEN_ROT_NUM ? at(s, &off, nd) : p->A;
-    p->E      = p->sep ? p->phk : p->C;
-    p->row    = at(s, &off, 5 * (size_t)d); /* also Shen's work: 2d doubles, d floats */
-    p->colmax = at(s, &off, (size_t)d);
-    p->cmb    = at(s, &off, (size_t)d);
+    p->A           = p->mode == PLAIN ? p->phq : at(s, &off, nD);
+    p->C           = p->mode == PLAIN || p->mode == SHEN ? p->phk : at(s, &off, nD);
+    p->B           = p->mode == ROT_NUM ? p->phq : p->mode == SHEN_ROT_NUM ? at(s, &off, nd) : p->A;
+    p->E           = p->sep ? p->phk : p->C;
+    p->feat_floats = off;
+    p->row         = at(s, &off, 5 * (size_t)d); /* also Shen's work: 2d doubles, d floats */
+    p->colmax      = at(s, &off, (size_t)d);
+    p->cmb         = at(s, &off, (size_t)d);
     p->dnum = at(s, &off, R * dv), p->dden = atd(s, &off, R);
     p->dA = at(s, &off, nD), p->dC = at(s, &off, nD);
     p->dB   = p->sep ? at(s, &off, nDd) : p->dA;
@@ -281,6 +283,39 @@ static void forward_full(struct lin_plan *p, float *out, float *den, long *bad, 
         const struct rl_lin_den dn = rl_lin_den_of(p, l);
         *bad += rl_lin_den_rows(den + t0, o, dv, &dn, 0, eps);
     }
+}
+
+/* A stored block: the plan's block buffers of features and rotated inputs, then dnum and
+ * dden; with `slot`, the plan's dnum and dden are pointed there. */
+static size_t block_slot(struct lin_plan *p, float *slot)
+{
+    const size_t R   = (size_t)rl_lin_block_rows(p->N, 0);
+    size_t       off = p->feat_floats;
+    float       *dn  = at(slot, &off, R * p->dv);
+    double      *dd  = atd(slot, &off, R);
+    if (slot) p->dnum = dn, p->dden = dd;
+    return off;
+}
+
+size_t rl_lin_block_store_floats(const struct rl_attn_opts *o, int has_rope, int N, int d, int dv)
+{
+    struct lin_plan p;
+    lin_plan(&p, o, has_rope, N, d, dv, NULL);
+    return p.shen ? 0 : block_slot(&p, NULL);
+}
+
+static float *moved(float *x, const float *from, float *to) { return x ? to + (x - from) : NULL; }
+
+void rl_lin_plan_to_block(struct lin_plan *p, float *store, int b)
+{
+    float *const slot = store + (size_t)b * block_slot(p, NULL);
+    const float *from = p->feat;
+    p->xq = moved(p->xq, from, slot), p->xk = moved(p->xk, from, slot);
+    p->phq = moved(p->phq, from, slot), p->phk = moved(p->phk, from, slot);
+    p->A = moved(p->A, from, slot), p->C = moved(p->C, from, slot);
+    p->B = moved(p->B, from, slot), p->E = moved(p->E, from, slot);
+    block_slot(p, slot);
+    p->feat = slot;
 }
 
 /* The plan of one forward or backward call (Shen's map: its per-feature maxima too, and

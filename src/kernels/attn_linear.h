@@ -35,6 +35,11 @@ struct rl_lin_head {
      * in a pass over the head */
     const float  *colmax;
     const double *ztot;
+    /* the pieces form's store of the head's blocks' features (rl_attn_linear_store_floats)
+     * and, per block, the sides (SIDE_K, SIDE_Q) this call has built into it; NULL: every
+     * phase builds the features of its block again */
+    float         *store;
+    unsigned char *have;
 };
 
 /* One head's gradients: dq, dk (N, d), dv (N, dv), and dlogf (N) with a gate, overwritten;
@@ -91,6 +96,13 @@ int    rl_attn_linear_pieces(const struct rl_attn_opts *o, int G);
 int    rl_attn_linear_state_heads(const struct rl_attn_opts *o, int G);
 int    rl_attn_linear_blocks(int N);
 size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, int dv);
+/* Floats per head of the store (rl_lin_head.store) that keeps each block's features from
+ * the first phase of a call that builds them to the later ones (the maps without Shen's
+ * normaliser; 0 for Shen's, whose query features depend on the running Z). */
+size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, int dv);
+/* The bytes of that store for a call of G heads: 0 where the call does not run in pieces,
+ * where the map has no store, or above RL_ATTN_STORE_BYTES (attn.h). */
+double rl_attn_linear_store_bytes(const struct rl_attn_opts *o, int G, int N, int d, int dv);
 /* The gate's decays dec[m] = e^{logf[m] - slope} of block b's rows (the pieces form reads
  * them from rl_lin_head.dec in every phase after the first, which makes them); slope:
  * ALiBi's slope of the head with the gate (the float logf[m] - slope, as the whole-head

@@ -24,8 +24,12 @@ struct lin_plan {
     float                *xq, *xk, *phq, *phk, *A, *C, *B, *E, *row, *colmax, *cmb;
     float                *dnum, *dA, *dC, *dB, *dE, *dphq, *dphk, *Sf, *Gf, *scan[3];
     const float          *q, *k; /* the block's (rotated) inputs */
-    double               *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
-    size_t                ck_stride, scan_floats;
+    /* the block buffers of the features and rotated inputs (xq .. B above) come first in
+     * the plan's scratch: feat, feat_floats of them (rl_lin_plan_to_block moves them) */
+    float  *feat;
+    size_t  feat_floats;
+    double *dden, *dZ, *Zrun, *Ztot, *Zs, *z, *g, *Sd, *Gd, *ck;
+    size_t  ck_stride, scan_floats;
     /* forget gate: c (N), its decays e^{lambda} (N), a block's decays e^{lambda_i} (float
      * for the scans, double for the sums) and e^{lambda_{i+1}}, fold weights, E.g per row,
      * the fold's workspace */
@@ -51,6 +55,12 @@ struct rl_lin_grads;
 /* The plan of one head in the caller's scratch (Shen: its column maxima; the gate: c). */
 void rl_lin_plan_make(struct lin_plan *p, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                       float *scratch);
+/* Floats of one block's features, rotated inputs, dnum and dden (Shen's map: 0, its
+ * features depend on the running Z), the pieces form's store per block. */
+size_t rl_lin_block_store_floats(const struct rl_attn_opts *o, int has_rope, int N, int d, int dv);
+/* Points the plan's block buffers of features, rotated inputs, dnum and dden at block b's
+ * slot of `store` (rl_lin_block_store_floats per block) instead of the scratch. */
+void rl_lin_plan_to_block(struct lin_plan *p, float *store, int b);
 /* Features of rows t0 .. t0+l-1 (side: SIDE_K and/or SIDE_Q; the Shen causal queries need
  * the keys of the same block and advance Zrun). */
 void rl_lin_build_block(struct lin_plan *p, const float *q, const float *k, int t0, int l,

@@ -19,8 +19,18 @@
  *                           attn_linear_scan.c, the denominators, the chain rule.
  * The float scan state of a block starts from the double state and the double states add
  * the blocks' increments in block order, so the sums are fixed by N and not by the thread
- * count.  With the gate, the rows leave dc_m in dlogf and the caller takes the suffix sums
- * per head (rl_attn_gate_suffix).
+ * count.  Causal, a block's increments are read only by the blocks after it (the reverse
+ * states' by those before it), so the last block makes no forward increments and the
+ * first no reverse ones: at N <= RL_LIN_BLOCK the sums phases build nothing.
+ *
+ * The maps without Shen's normaliser keep each block's features (and, in the backward,
+ * dnum and dden) in a store per call (rl_lin_head.store, within RL_ATTN_STORE_BYTES) from
+ * the first phase that builds a side to the later ones, which read them instead of
+ * building them again: the forward's rows phase builds only the queries, the backward's
+ * nothing.  Either way a feature has the same bits.
+ *
+ * With the gate, the rows leave dc_m in dlogf and the caller takes the suffix sums per head
+ * (rl_attn_gate_suffix).
  *
  * Shen's map adds a phase of column maxima before the sums, and in the backward a last
  * phase for dk and, causal, a phase of reverse increments after the prefix
@@ -31,6 +41,7 @@
  * (the backward keeps V^T C, dv x D, in S), then for Shen nb + 1 rows of d floats: the
  * blocks' column maxima and the head's. */
 #include "config.h"
+#include "attn.h"
 #include "attn_linear.h"
 #include "attn_linear_impl.h"
 #include "attn_linear_plan.h"
@@ -79,6 +90,21 @@ int rl_attn_linear_state_heads(const struct rl_attn_opts *o, int G)
 }
 
 int rl_attn_linear_blocks(int N) { return (N + RL_LIN_BLOCK - 1) / RL_LIN_BLOCK; }
+
+size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, int dv)
+{
+    const struct rl_attn_opts k = rl_attn_linear_kernel_opts(o);
+    if (!rl_attn_linear_splits(o)) return 0;
+    return (size_t)rl_attn_linear_blocks(N) *
+           rl_lin_block_store_floats(&k, k.pe == RL_ATTN_PE_ROPE, N, d, dv);
+}
+
+double rl_attn_linear_store_bytes(const struct rl_attn_opts *o, int G, int N, int d, int dv)
+{
+    if (!rl_attn_linear_pieces(o, G)) return 0;
+    const double n = 4.0 * G * (double)rl_attn_linear_store_floats(o, N, d, dv);
+    return n <= RL_ATTN_STORE_BYTES ? n : 0;
+}
 
 void rl_attn_linear_decays(double *dec, const float *logf, float slope, int b, int N)
 {
@@ -259,6 +285,31 @@ static void carry_step(double *x, double *run, size_t n, double bd, int causal, 
 
 /* ---- forward ---------------------------------------------------------------------------- */
 
+/* The start of a phase on block b: the features of side (causal Shen's queries from Z
+ * before the block, in slot s) and, in the backward (dout given) with the queries, dnum
+ * and dden. */
+static void block_begin(struct lin_plan *p, const struct rl_lin_head *h, struct slot s, int b,
+                        int side, const float *dout, const float *out, const float *den)
+{
+    const int t0 = b * RL_LIN_BLOCK, l = rows_of(p, b), dv = p->dv;
+    if (p->shen && p->causal && (side & SIDE_Q))
+        memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
+    int build = side; /* the sides to build: those the store lacks */
+    if (h->store) {
+        rl_lin_plan_to_block(p, h->store, b);
+        build = side & ~h->have[b];
+        h->have[b] |= (unsigned char)side;
+    }
+    rl_lin_build_block(p, h->q, h->k, t0, l, build);
+    if (p->input_rot) { /* a stored side's rotated inputs are in the store too */
+        if (side & ~build & SIDE_Q) p->q = p->xq;
+        if (side & ~build & SIDE_K) p->k = p->xk;
+    }
+    if (dout && (build & SIDE_Q)) /* the backward builds the queries with dnum, dden */
+        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
+                               den + t0, l, dv);
+}
+
 void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const struct rl_attn_opts *o,
                              int b, float *scratch)
 {
@@ -266,7 +317,7 @@ void rl_attn_linear_fwd_sums(double *st, const struct rl_lin_head *h, const stru
     rl_lin_plan_make(&p, h, o, scratch);
     if (unread_forward(&p, b)) return;
     const int t0 = b * RL_LIN_BLOCK, l = rows_of(&p, b);
-    rl_lin_build_block(&p, h->q, h->k, t0, l, SIDE_K);
+    block_begin(&p, h, slot_of(&p, st, b), b, SIDE_K, NULL, NULL, NULL);
     if (h->logf) rl_lin_gate_fold_weights(&p, t0, l, 0);
     increment(&p, slot_of(&p, st, b), p.C, p.D, h->v + (size_t)t0 * p.dv, p.dv, l,
               h->logf ? p.wk : NULL);
@@ -307,21 +358,6 @@ void rl_attn_linear_fwd_prefix(double *st, const struct rl_lin_head *h,
     struct lin_plan p;
     rl_lin_plan_make(&p, h, o, scratch);
     prefix(&p, st, o->causal, h->logf);
-}
-
-/* The start of a phase on block b: the features of side (causal Shen's queries from Z
- * before the block, in slot s) and, in the backward (dout given) with the queries, dnum
- * and dden. */
-static void block_begin(struct lin_plan *p, const struct rl_lin_head *h, struct slot s, int b,
-                        int side, const float *dout, const float *out, const float *den)
-{
-    const int t0 = b * RL_LIN_BLOCK, l = rows_of(p, b), dv = p->dv;
-    if (p->shen && p->causal && (side & SIDE_Q))
-        memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
-    rl_lin_build_block(p, h->q, h->k, t0, l, side);
-    if (dout && (side & SIDE_Q))
-        rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
-                               den + t0, l, dv);
 }
 
 long rl_attn_linear_fwd_rows(float *out, float *den, const double *st, const struct rl_lin_head *h,

@@ -83,6 +83,11 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
         h.colmax         = rl_attn_linear_colmax(st, &a->o, a->N, a->d, a->dv);
         h.ztot           = a->o.causal ? NULL : rl_attn_linear_ztot(st, &a->o, a->N, a->d, a->dv);
     }
+    if (pieces && a->lstore_on) { /* the blocks' features, kept from phase to phase */
+        const int nb = rl_attn_linear_blocks(a->N);
+        h.store = a->lstore + (size_t)g * rl_attn_linear_store_floats(&a->o, a->N, a->d, a->dv);
+        h.have  = a->lhave + (size_t)g * nb;
+    }
     if (h.logf && pieces) /* decays made in phase_piece */
         h.dec = a->dec + (size_t)g * a->N;
     else if (h.rel) /* T5's tiles read c, made for the call */
