@@ -267,21 +267,29 @@ static rl_status reserve_quad(rl_attn *a, int G)
     return RL_OK;
 }
 
-/* Linear attention in pieces: the store of a call's blocks' features and its flags, where
- * they fit RL_ATTN_STORE_BYTES (else the call builds features in every phase). */
-static rl_status reserve_store(rl_attn *a, int G)
+/* Linear attention in pieces: the store of the blocks' features for calls of up to G heads
+ * and its flags, where they fit RL_ATTN_STORE_BYTES.  Made with the plan's other buffers
+ * (rl_alloc touches its pages), not at the first call, whose time would include it; where
+ * it cannot be had, calls build their features in every phase. */
+static void reserve_store(rl_attn *a, int G)
 {
-    const double n = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
-    a->lstore_on   = 0;
-    if (n == 0) return RL_OK;
+    const double n     = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
     const size_t flags = (size_t)G * rl_attn_linear_blocks(a->N);
-    a->lstore          = regrow(a->lstore, &a->lstore_n, (size_t)n);
-    a->lhave           = regrow(a->lhave, &a->lhave_n, flags);
-    if (a->lstore_n < (size_t)n || a->lhave_n < flags)
-        RL_FAIL(RL_ENOMEM, "attention: cannot allocate the features' store of %d heads", G);
-    memset(a->lhave, 0, flags); /* nothing built yet */
-    a->lstore_on = 1;
-    return RL_OK;
+    if (n == 0) return;
+    a->lstore = regrow(a->lstore, &a->lstore_n, (size_t)n);
+    a->lhave  = regrow(a->lhave, &a->lhave_n, flags);
+}
+
+/* Whether this call of G heads keeps its features in the store (then none are in it yet):
+ * not a non-causal forward, whose rows phase builds only the queries, which no later
+ * phase reads. */
+static void begin_store(rl_attn *a, int G, int backward)
+{
+    const double n     = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
+    const size_t flags = (size_t)G * rl_attn_linear_blocks(a->N);
+    a->lstore_on =
+        (backward || a->o.causal) && n > 0 && a->lstore_n >= (size_t)n && a->lhave_n >= flags;
+    if (a->lstore_on) memset(a->lhave, 0, flags);
 }
 
 /* the T5 gradient's parts for a call of G heads */
@@ -317,6 +325,7 @@ rl_status rl_attn_reserve(rl_attn *a, int G)
     free(a->pending);
     a->rowbuf = r, a->linst = l, a->prep = p, a->cum = c, a->dec = e, a->pending = n;
     a->G_max = G;
+    reserve_store(a, G);
     return RL_OK;
 }
 
@@ -373,7 +382,7 @@ static rl_status check_gate(const rl_attn *a, const float *logf)
 /* What a forward and a backward call of G heads start with: the inputs checked, T5's
  * relative vectors, the buffers of the call's pieces, and the gate's c (read by softmax
  * attention and linear attention's T5 tiles; the others take the decays e^{logf}). */
-static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G)
+static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G, int backward)
 {
     RL_TRY(check_gate(a, in->logf));
     RL_TRY(refresh_t5(a, in->t5));
@@ -381,7 +390,7 @@ static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G)
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
     RL_TRY(reserve_quad(a, G));
-    RL_TRY(reserve_store(a, G));
+    begin_store(a, G, backward);
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     return RL_OK;
 }
@@ -390,7 +399,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
                           struct rl_attn_stats *st)
 {
     double t0 = rl_now_ms();
-    RL_TRY(begin_call(a, in, G));
+    RL_TRY(begin_call(a, in, G, 0));
     if (a->o.kind == RL_ATTN_SOFTMAX) {
         rl_attn_run_softmax_forward(a, o, saved, in, G);
         if (st) st->bad_denominators = 0, st->ms = rl_now_ms() - t0;
@@ -407,7 +416,7 @@ rl_status rl_attn_forward(rl_attn *a, float *o, float *saved, const struct rl_at
 rl_status rl_attn_backward(rl_attn *a, const struct rl_attn_grads *gr, const float *dout,
                            const float *o, const float *saved, const struct rl_attn_in *in, int G)
 {
-    RL_TRY(begin_call(a, in, G));
+    RL_TRY(begin_call(a, in, G, 1));
     const int t5 = a->o.pe == RL_ATTN_PE_T5 && gr->dt5;
     if (t5) RL_TRY(reserve_t5_parts(a, G));
     if (t5) memset(a->drel, 0, (size_t)a->H * (2 * (size_t)a->N - 1) * sizeof(double));

@@ -101,7 +101,8 @@ size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, 
  * normaliser; 0 for Shen's, whose query features depend on the running Z). */
 size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, int dv);
 /* The bytes of that store for a call of G heads: 0 where the call does not run in pieces,
- * where the map has no store, or above RL_ATTN_STORE_BYTES (attn.h). */
+ * has one block (N <= RL_LIN_BLOCK: no phase reads another's features), where the map has
+ * no store, or above RL_ATTN_STORE_BYTES (attn.h). */
 double rl_attn_linear_store_bytes(const struct rl_attn_opts *o, int G, int N, int d, int dv);
 /* The gate's decays dec[m] = e^{logf[m] - slope} of block b's rows (the pieces form reads
  * them from rl_lin_head.dec in every phase after the first, which makes them); slope:

@@ -101,7 +101,7 @@ size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, i
 
 double rl_attn_linear_store_bytes(const struct rl_attn_opts *o, int G, int N, int d, int dv)
 {
-    if (!rl_attn_linear_pieces(o, G)) return 0;
+    if (!rl_attn_linear_pieces(o, G) || rl_attn_linear_blocks(N) < 2) return 0;
     const double n = 4.0 * G * (double)rl_attn_linear_store_floats(o, N, d, dv);
     return n <= RL_ATTN_STORE_BYTES ? n : 0;
 }
