@@ -14,10 +14,12 @@
  * N = 300 (two 256-row blocks).  Also: 1, 2 and 3 threads give the same bits; a constant
  * gate equals ALiBi; ALiBi's decayed scan (alibi_scan: the gate's scan with the constant
  * log gate -slope) in 4 and 16 heads a call against float64, central differences and the
- * FFT Toeplitz products, and with q, k up to 30; the gate is refused without causality or
- * without its input. */
+ * FFT Toeplitz products, and with q, k up to 30; linear attention's features store (its
+ * heads give the bits of the same heads in a call too large for the store); the gate is
+ * refused without causality or without its input. */
 #include "config.h"
 #include "kernels/attn.h"
+#include "kernels/attn_linear.h"
 #include "kernels/posbias.h"
 #include "core/init.h"
 #include "core/threads.h"
@@ -348,6 +350,36 @@ static void check_case(const struct tcase *c, int nsample)
     data_free(&D);
 }
 
+/* Linear attention in pieces keeps each block's features from the phase that builds them
+ * to the later ones in a store of the call (attn_linear.h), within RL_ATTN_STORE_BYTES: the
+ * same heads in a call too large for the store (every phase builds again) give the same
+ * bits, forward and backward. */
+static void check_store_bits(const struct tcase *c)
+{
+    const struct rl_attn_opts o  = opts_of(c);
+    const int                 G  = 2 * c->H;
+    int                       Gb = G;
+    while (rl_attn_linear_store_bytes(&o, Gb, c->N, c->d, c->dv) > 0)
+        Gb += c->H;
+    struct data D, Db;
+    struct run  r, rb;
+    data_make(&D, c, G), data_make(&Db, c, Gb);
+    const size_t nq = (size_t)G * c->N * c->d, nv = (size_t)G * c->N * c->dv;
+    const size_t nl = (size_t)G * c->N;
+    memcpy(Db.q, D.q, 8 * nq), memcpy(Db.k, D.k, 8 * nq), memcpy(Db.v, D.v, 8 * nv);
+    memcpy(Db.w, D.w, 8 * nv), memcpy(Db.lf, D.lf, 8 * nl);
+    run_kernel(&r, c, &D, 2), run_kernel(&rb, c, &Db, 2);
+    int same = !memcmp(r.o, rb.o, 4 * nv) && !memcmp(r.dq, rb.dq, 4 * nq) &&
+               !memcmp(r.dk, rb.dk, 4 * nq) && !memcmp(r.dv, rb.dv, 4 * nv) &&
+               !memcmp(r.dlf, rb.dlf, 4 * nl);
+    tap_ok(same && rl_attn_linear_store_bytes(&o, G, c->N, c->d, c->dv) > 0,
+           "linear %s %s%s N=%d gate %.3g: %d heads with the features' store give the bits of "
+           "the same heads in a call of %d (no store)",
+           fm_name[c->fm], pe_name[c->pe], c->noncausal ? " non-causal" : "", c->N, c->gate, G, Gb);
+    run_free(&r), run_free(&rb);
+    data_free(&D), data_free(&Db);
+}
+
 static double *dbl(const float *x, size_t n)
 {
     double *y = malloc(sizeof(double) * (n ? n : 1));
@@ -504,6 +536,27 @@ int main(void)
             check_case(&c, 6);
             check_scan_is_fft(&c);
         }
+    /* the features' store (two blocks of rows), every placement, gated and not, and the
+     * non-causal backward's */
+    for (int f = 0; f < 3; f += 2)
+        for (int pe = PE_NONE; pe <= PE_ROTDEN; pe++)
+            for (int v = 0; v < 3; v++) {
+                struct tcase c = {RL_ATTN_LINEAR,
+                                  (enum rl_fmap)f,
+                                  (enum pe)pe,
+                                  2,
+                                  300,
+                                  8,
+                                  6,
+                                  v == 1 ? 0.5 : 0,
+                                  v == 2,
+                                  0};
+                check_store_bits(&c);
+            }
+    {
+        struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_ELU1, PE_ALIBI, 2, 300, 8, 6, 0, 0, 1};
+        check_store_bits(&c);
+    }
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();
