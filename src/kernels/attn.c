@@ -206,6 +206,7 @@ rl_status rl_attn_create(rl_attn **out, const struct rl_attn_opts *o, int H, int
         st = rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "attention: out of memory");
     if (st == RL_OK) st = alloc_per_thread(a);
     if (rl_attn_linear_splits(o)) a->linst_head = rl_attn_linear_state_doubles(o, N, d, dv);
+    a->lstore_head = rl_attn_linear_store_floats(o, N, d, dv);
     if (o->kind == RL_ATTN_SOFTMAX)
         a->prep_head = rl_attn_softmax_prepared_floats(N, d, dv, o->xpos, a->has_rope);
     if (st == RL_OK) st = rl_attn_reserve(a, H);

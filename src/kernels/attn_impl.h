@@ -43,7 +43,8 @@ struct rl_attn {
     /* linear attention in pieces: the store of a call's blocks' features (rl_lin_head.store)
      * and, per head and block, the sides it holds; lstore_on: the current call keeps one */
     float         *lstore;
-    size_t         lstore_n; /* bytes */
+    size_t         lstore_head; /* floats per head (rl_attn_linear_store_floats) */
+    size_t         lstore_n;    /* bytes */
     unsigned char *lhave;
     size_t         lhave_n; /* bytes */
     int            lstore_on;
