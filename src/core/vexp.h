@@ -31,17 +31,23 @@
 #define RL_INLINE inline
 #endif
 
-/* RL_SIMD_CLONES on a hot elementwise loop: GCC compiles it for AVX-512F, x86-64-v3 (AVX2
- * with FMA) and the baseline and picks one at load time by CPUID (function
- * multiversioning, an ifunc), so a portable build (no -march) still runs 16-lane exps
- * where the CPU has them.  The middle one is x86-64-v3 rather than plain AVX2 because
- * GCC's "avx2" target has no FMA: every a * b + c (the exp polynomial, GELU, LayerNorm)
- * was a multiply and an add there, where the AVX-512 clone fuses them -- so AVX2 and
- * AVX-512 CPUs now also round these the same way.  GCC before 12 knows no x86-64-v3. */
+/* RL_SIMD_CLONES on a hot elementwise loop: GCC compiles it for x86-64-v4 (AVX-512),
+ * x86-64-v3 (AVX2 with FMA) and the baseline and picks one at load time by CPUID
+ * (function multiversioning, an ifunc), so a portable build (no -march) still runs
+ * 16-lane exps where the CPU has them.
+ * - x86-64-v3 rather than plain AVX2: GCC's "avx2" target has no FMA, so every a * b + c
+ *   (the exp polynomial, GELU, LayerNorm) was a multiply and an add there, where the
+ *   AVX-512 clone fuses them.
+ * - x86-64-v4 (AVX-512 F, VL, BW, DQ, CD) rather than plain "avx512f", for the same
+ *   reason: a loop's last 8-15 elements run as 256-bit code, and "avx512f" alone has
+ *   neither VEX FMA nor AVX512VL, so those elements were rounded without FMA while the
+ *   16-wide body used it (a softmax row's exps in the forward and the backward differed
+ *   there).  Every AVX-512 CPU but the Xeon Phi has the v4 level; a Xeon Phi takes v3.
+ * GCC before 12 knows neither level. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&       \
     !defined(RL_NO_CLONES)
 #if __GNUC__ >= 12
-#define RL_SIMD_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define RL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define RL_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
