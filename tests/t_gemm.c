@@ -127,6 +127,30 @@ static void tile_case(int m, int n, int k, int ta, float beta, int nt)
     free(A), free(B), free(C), free(R), free(pack), free(ref), free(got), free(gf);
 }
 
+/* rl_tile_pack_t is a transpose: every float of B (n x k, ldb > k) in its place in the
+ * pack, bit for bit, and zeros in the padding columns n .. ldp-1 (which hold NaN before).
+ * The shapes cover whole 8 x 8 blocks (the vector path), and rows and columns left over
+ * around them (the scalar path). */
+static void pack_case(int n, int k)
+{
+    const int ldp = (n + 15) & ~15, ldb = k + 5;
+    float    *B    = malloc(sizeof(float) * (size_t)n * ldb);
+    float    *pack = malloc(sizeof(float) * (size_t)k * ldp);
+    tap_fill_normal(B, (size_t)n * ldb, 1.0);
+    for (size_t i = 0; i < (size_t)k * ldp; i++)
+        pack[i] = NAN;
+    rl_tile_pack_t(pack, ldp, B, ldb, n, k);
+    size_t bad = 0;
+    for (int c = 0; c < k; c++)
+        for (int j = 0; j < ldp; j++) {
+            const float want = j < n ? B[(size_t)j * ldb + c] : 0.0f;
+            bad += memcmp(&pack[(size_t)c * ldp + j], &want, sizeof want) != 0;
+        }
+    tap_ok(bad == 0, "pack_t n=%d k=%d: the exact transpose, zero padded (%zu floats wrong)", n, k,
+           bad);
+    free(B), free(pack);
+}
+
 /* The product accounting: exact FLOP sums and call counts while on, nothing while off,
  * thread time scaled by the threads a BLIS product ran on; a tile product counts once
  * (its BLIS fallback through rl_sgemm_strided, otherwise the vector kernel). */
@@ -227,6 +251,9 @@ int main(void)
     const int nts[][3] = {{17, 256, 32}, {3, 40, 32}, {128, 128, 16}, {2, 5, 3}};
     for (int s = 0; s < 4; s++)
         tile_case(nts[s][0], nts[s][1], nts[s][2], 0, 0.0f, 1);
+    const int packs[][2] = {{256, 32}, {64, 16}, {40, 8}, {17, 32}, {256, 37}, {7, 5}, {9, 64}};
+    for (int s = 0; s < 7; s++)
+        pack_case(packs[s][0], packs[s][1]);
     products_accounting();
     thread_count_bits();
     return tap_done();

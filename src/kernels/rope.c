@@ -112,7 +112,7 @@ void rl_rope_free(struct rl_rope *r)
 }
 
 /* Written so that GCC vectorises it (the pair index is the only inner loop, each layout
- * spelled out) and compiled for AVX-512F, AVX2 and the baseline (RL_SIMD_CLONES): the
+ * spelled out) and compiled for AVX-512, AVX2 and the baseline (RL_SIMD_CLONES): the
  * softmax path rotates q and k of every head forward and backward plus dq and dk back, the
  * linear kernels every block's feature rows; the scalar loop was ~3 % of a training step.
  * A whole-width rotation of contiguous rows in the pairs layout is one flat loop over the
