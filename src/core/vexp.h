@@ -41,7 +41,7 @@
  * - x86-64-v4 (AVX-512 F, VL, BW, DQ, CD) rather than plain "avx512f", for the same
  *   reason: a loop's last 8-15 elements run as 256-bit code, and "avx512f" alone has
  *   neither VEX FMA nor AVX512VL, so those elements were rounded without FMA while the
- *   16-wide body used it (a softmax row's exps in the forward and the backward differed
+ *   16-wide body used it (a softmax row's exps in the forward and the backward could differ
  *   there).  Every AVX-512 CPU but the Xeon Phi has the v4 level; a Xeon Phi takes v3.
  * GCC before 12 knows neither level. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&       \
