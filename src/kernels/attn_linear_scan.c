@@ -96,14 +96,13 @@ void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const do
 
 RL_SIMD_CLONES
 static void scan_block(float *S, int Yp, const float *const *q, const float *const *k,
-                       const float *wb, float *ob, int X)
+                       const float *const *wr, float *const *orow, int X)
 {
     for (int t = 0; t < Yp; t += 32) {
-        const float *w   = wb + t;
-        lin_v16      w00 = *(const lin_v16 *)w, w01 = *(const lin_v16 *)(w + 16);
-        lin_v16      w10 = *(const lin_v16 *)(w + Yp), w11 = *(const lin_v16 *)(w + Yp + 16);
-        lin_v16 w20 = *(const lin_v16 *)(w + 2 * Yp), w21 = *(const lin_v16 *)(w + 2 * Yp + 16);
-        lin_v16 w30 = *(const lin_v16 *)(w + 3 * Yp), w31 = *(const lin_v16 *)(w + 3 * Yp + 16);
+        lin_v16 w00 = *(const lin_v16 *)(wr[0] + t), w01 = *(const lin_v16 *)(wr[0] + t + 16);
+        lin_v16 w10 = *(const lin_v16 *)(wr[1] + t), w11 = *(const lin_v16 *)(wr[1] + t + 16);
+        lin_v16 w20 = *(const lin_v16 *)(wr[2] + t), w21 = *(const lin_v16 *)(wr[2] + t + 16);
+        lin_v16 w30 = *(const lin_v16 *)(wr[3] + t), w31 = *(const lin_v16 *)(wr[3] + t + 16);
         lin_v16 a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
                 a31 = {0};
         for (int x = 0; x < X; x++) {
@@ -115,11 +114,10 @@ static void scan_block(float *S, int Yp, const float *const *q, const float *con
             LIN_ROW(3, k[3][x], q[3][x]);
             *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
         }
-        float *o      = ob + t;
-        *(lin_v16 *)o = a00, *(lin_v16 *)(o + 16) = a01;
-        *(lin_v16 *)(o + Yp) = a10, *(lin_v16 *)(o + Yp + 16) = a11;
-        *(lin_v16 *)(o + 2 * Yp) = a20, *(lin_v16 *)(o + 2 * Yp + 16) = a21;
-        *(lin_v16 *)(o + 3 * Yp) = a30, *(lin_v16 *)(o + 3 * Yp + 16) = a31;
+        *(lin_v16 *)(orow[0] + t) = a00, *(lin_v16 *)(orow[0] + t + 16) = a01;
+        *(lin_v16 *)(orow[1] + t) = a10, *(lin_v16 *)(orow[1] + t + 16) = a11;
+        *(lin_v16 *)(orow[2] + t) = a20, *(lin_v16 *)(orow[2] + t + 16) = a21;
+        *(lin_v16 *)(orow[3] + t) = a30, *(lin_v16 *)(orow[3] + t + 16) = a31;
     }
 }
 
@@ -131,13 +129,12 @@ static void scan_block(float *S, int Yp, const float *const *q, const float *con
 
 RL_SIMD_CLONES
 static void scan_block8(float *S, int Yp, const float *const *q, const float *const *k,
-                        const float *wb, float *ob, int X)
+                        const float *const *wr, float *const *orow, int X)
 {
     for (int t = 0; t < Yp; t += 8) {
-        const float *w  = wb + t;
-        lin_v8       w0 = *(const lin_v8 *)w, w1 = *(const lin_v8 *)(w + Yp);
-        lin_v8       w2 = *(const lin_v8 *)(w + 2 * Yp), w3 = *(const lin_v8 *)(w + 3 * Yp);
-        lin_v8       a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        lin_v8 w0 = *(const lin_v8 *)(wr[0] + t), w1 = *(const lin_v8 *)(wr[1] + t);
+        lin_v8 w2 = *(const lin_v8 *)(wr[2] + t), w3 = *(const lin_v8 *)(wr[3] + t);
+        lin_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (int x = 0; x < X; x++) {
             float *Sx = S + (size_t)x * Yp + t;
             lin_v8 s0 = *(lin_v8 *)Sx;
@@ -147,9 +144,8 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
             LIN_ROW8(3, k[3][x], q[3][x]);
             *(lin_v8 *)Sx = s0;
         }
-        float *o     = ob + t;
-        *(lin_v8 *)o = a0, *(lin_v8 *)(o + Yp) = a1;
-        *(lin_v8 *)(o + 2 * Yp) = a2, *(lin_v8 *)(o + 3 * Yp) = a3;
+        *(lin_v8 *)(orow[0] + t) = a0, *(lin_v8 *)(orow[1] + t) = a1;
+        *(lin_v8 *)(orow[2] + t) = a2, *(lin_v8 *)(orow[3] + t) = a3;
     }
 }
 
@@ -166,15 +162,14 @@ static void scan_block8(float *S, int Yp, const float *const *q, const float *co
 
 RL_SIMD_CLONES
 static void scan_block_decay(float *S, int Yp, const float *const *q, const float *const *k,
-                             const float *wb, float *ob, int X, const float *a)
+                             const float *const *wr, float *const *orow, int X, const float *a)
 {
     const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     for (int t = 0; t < Yp; t += 32) {
-        const float *w   = wb + t;
-        lin_v16      w00 = *(const lin_v16 *)w, w01 = *(const lin_v16 *)(w + 16);
-        lin_v16      w10 = *(const lin_v16 *)(w + Yp), w11 = *(const lin_v16 *)(w + Yp + 16);
-        lin_v16 w20 = *(const lin_v16 *)(w + 2 * Yp), w21 = *(const lin_v16 *)(w + 2 * Yp + 16);
-        lin_v16 w30 = *(const lin_v16 *)(w + 3 * Yp), w31 = *(const lin_v16 *)(w + 3 * Yp + 16);
+        lin_v16 w00 = *(const lin_v16 *)(wr[0] + t), w01 = *(const lin_v16 *)(wr[0] + t + 16);
+        lin_v16 w10 = *(const lin_v16 *)(wr[1] + t), w11 = *(const lin_v16 *)(wr[1] + t + 16);
+        lin_v16 w20 = *(const lin_v16 *)(wr[2] + t), w21 = *(const lin_v16 *)(wr[2] + t + 16);
+        lin_v16 w30 = *(const lin_v16 *)(wr[3] + t), w31 = *(const lin_v16 *)(wr[3] + t + 16);
         lin_v16 a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
                 a31 = {0};
         for (int x = 0; x < X; x++) {
@@ -186,11 +181,10 @@ static void scan_block_decay(float *S, int Yp, const float *const *q, const floa
             LIN_ROWD(3, k[3][x], q[3][x]);
             *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
         }
-        float *o      = ob + t;
-        *(lin_v16 *)o = a00, *(lin_v16 *)(o + 16) = a01;
-        *(lin_v16 *)(o + Yp) = a10, *(lin_v16 *)(o + Yp + 16) = a11;
-        *(lin_v16 *)(o + 2 * Yp) = a20, *(lin_v16 *)(o + 2 * Yp + 16) = a21;
-        *(lin_v16 *)(o + 3 * Yp) = a30, *(lin_v16 *)(o + 3 * Yp + 16) = a31;
+        *(lin_v16 *)(orow[0] + t) = a00, *(lin_v16 *)(orow[0] + t + 16) = a01;
+        *(lin_v16 *)(orow[1] + t) = a10, *(lin_v16 *)(orow[1] + t + 16) = a11;
+        *(lin_v16 *)(orow[2] + t) = a20, *(lin_v16 *)(orow[2] + t + 16) = a21;
+        *(lin_v16 *)(orow[3] + t) = a30, *(lin_v16 *)(orow[3] + t + 16) = a31;
     }
 }
 
@@ -198,14 +192,13 @@ static void scan_block_decay(float *S, int Yp, const float *const *q, const floa
 
 RL_SIMD_CLONES
 static void scan_block8_decay(float *S, int Yp, const float *const *q, const float *const *k,
-                              const float *wb, float *ob, int X, const float *a)
+                              const float *const *wr, float *const *orow, int X, const float *a)
 {
     const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     for (int t = 0; t < Yp; t += 8) {
-        const float *w  = wb + t;
-        lin_v8       w0 = *(const lin_v8 *)w, w1 = *(const lin_v8 *)(w + Yp);
-        lin_v8       w2 = *(const lin_v8 *)(w + 2 * Yp), w3 = *(const lin_v8 *)(w + 3 * Yp);
-        lin_v8       a0x = {0}, a1x = {0}, a2x = {0}, a3x = {0};
+        lin_v8 w0 = *(const lin_v8 *)(wr[0] + t), w1 = *(const lin_v8 *)(wr[1] + t);
+        lin_v8 w2 = *(const lin_v8 *)(wr[2] + t), w3 = *(const lin_v8 *)(wr[3] + t);
+        lin_v8 a0x = {0}, a1x = {0}, a2x = {0}, a3x = {0};
         for (int x = 0; x < X; x++) {
             float *Sx = S + (size_t)x * Yp + t;
             lin_v8 s0 = *(lin_v8 *)Sx, t0;
@@ -215,9 +208,8 @@ static void scan_block8_decay(float *S, int Yp, const float *const *q, const flo
             LIN_ROWD8(3, k[3][x], q[3][x]);
             *(lin_v8 *)Sx = s0;
         }
-        float *o     = ob + t;
-        *(lin_v8 *)o = a0x, *(lin_v8 *)(o + Yp) = a1x;
-        *(lin_v8 *)(o + 2 * Yp) = a2x, *(lin_v8 *)(o + 3 * Yp) = a3x;
+        *(lin_v8 *)(orow[0] + t) = a0x, *(lin_v8 *)(orow[1] + t) = a1x;
+        *(lin_v8 *)(orow[2] + t) = a2x, *(lin_v8 *)(orow[3] + t) = a3x;
     }
 }
 
@@ -283,23 +275,26 @@ static int frame_step(struct rl_lin_scan *s, const float *a, double *pi, float *
 }
 
 static void kernel_step(struct rl_lin_scan *s, const float *const *q, const float *const *k,
-                        const float *a)
+                        const float *const *w, float *const *o, const float *a)
 {
     const int wide = wide_tile();
     if (a && wide)
-        scan_block_decay(s->S, s->Yp, q, k, s->wb, s->ob, s->X, a);
+        scan_block_decay(s->S, s->Yp, q, k, w, o, s->X, a);
     else if (a)
-        scan_block8_decay(s->S, s->Yp, q, k, s->wb, s->ob, s->X, a);
+        scan_block8_decay(s->S, s->Yp, q, k, w, o, s->X, a);
     else if (wide)
-        scan_block(s->S, s->Yp, q, k, s->wb, s->ob, s->X);
+        scan_block(s->S, s->Yp, q, k, w, o, s->X);
     else
-        scan_block8(s->S, s->Yp, q, k, s->wb, s->ob, s->X);
+        scan_block8(s->S, s->Yp, q, k, w, o, s->X);
 }
 
 /* The rows of a block in 4-row steps (zero rows, decay 1, pad the last step); decay NULL:
- * the plain scan.  A benchmark's product accounting (gemm.h) books the call as a product
- * of 4 X Y FLOPs a row: the rank-1 update and the read-out are linear attention's matrix
- * products, done here instead of by GEMMs. */
+ * the plain scan.  The kernels read the W rows and write the output rows in place where
+ * those are whole 32-lane tiles (Y = Yp) at scale 1; otherwise a row is staged through
+ * wb (zero lanes past Y, or divided by the frame) and the read-out through ob.  A
+ * benchmark's product accounting (gemm.h) books the call as a product of 4 X Y FLOPs a
+ * row: the rank-1 update and the read-out are linear attention's matrix products, done
+ * here instead of by GEMMs. */
 static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const float *K,
                       const float *W, int l, int reverse, const float *decay)
 {
@@ -308,7 +303,8 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
     const double t0    = count ? rl_now_ms() : 0;
     double       pi    = 1.0; /* the decayed scan's frame */
     for (int b = 0; b < l; b += 4) {
-        const float *q[4], *k[4];
+        const float *q[4], *k[4], *w[4];
+        float       *o[4];
         float        a[4], up[4] = {1, 1, 1, 1}, down[4] = {1, 1, 1, 1};
         int          row[4];
         for (int r = 0; r < 4; r++) {
@@ -319,15 +315,24 @@ static void scan_rows(struct rl_lin_scan *s, float *out, const float *Q, const f
             a[r]   = i < l && decay ? decay[n] : 1.0f;
         }
         const int per_row = decay && frame_step(s, a, &pi, up, down);
-        for (int r = 0; r < 4; r++)
-            if (row[r] >= 0)
-                copy_scaled(s->wb + (size_t)r * Yp, W + (size_t)row[r] * Y, down[r], Y);
+        for (int r = 0; r < 4; r++) {
+            float *wb = s->wb + (size_t)r * Yp;
+            w[r]      = wb;
+            o[r]      = s->ob + (size_t)r * Yp;
+            if (row[r] < 0) {
+                memset(wb, 0, (size_t)Y * sizeof(float));
+                continue;
+            }
+            if (Y == Yp && down[r] == 1.0f)
+                w[r] = W + (size_t)row[r] * Y;
             else
-                memset(s->wb + (size_t)r * Yp, 0, (size_t)Y * sizeof(float));
-        kernel_step(s, q, k, per_row ? a : NULL);
+                copy_scaled(wb, W + (size_t)row[r] * Y, down[r], Y);
+            if (Y == Yp && up[r] == 1.0f) o[r] = out + (size_t)row[r] * Y;
+        }
+        kernel_step(s, q, k, w, o, per_row ? a : NULL);
         for (int r = 0; r < 4; r++)
-            if (row[r] >= 0)
-                copy_scaled(out + (size_t)row[r] * Y, s->ob + (size_t)r * Yp, up[r], Y);
+            if (row[r] >= 0 && o[r] == s->ob + (size_t)r * Yp)
+                copy_scaled(out + (size_t)row[r] * Y, o[r], up[r], Y);
     }
     if (pi != 1.0) rescale(s, pi);
     if (count) rl_products_add(4.0 * X * Y * l, rl_now_ms() - t0);
