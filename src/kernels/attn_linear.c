@@ -428,6 +428,15 @@ static void shen_rope_backward(struct lin_plan *p, float *dk, int t0, int l)
 /* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
  * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
  * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
+/* y += x over n floats */
+RL_SIMD_CLONES
+static void add_to(float *restrict y, const float *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
 {
     const int    d   = p->d;
@@ -440,9 +449,7 @@ void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l,
     case ROT_BOTH: /* A = R phi_q  =>  dphi_q = R^T dA (+ dB when B = phi_q) */
         rl_rope_rotate(p->rope, p->dA, d, p->dA, d, l, t0, 1);
         rl_rope_rotate(p->rope, p->dC, d, p->dC, d, l, t0, 1);
-        if (p->mode == ROT_NUM)
-            for (size_t i = 0; i < nd; i++)
-                p->dA[i] += p->dB[i], p->dC[i] += p->dE[i];
+        if (p->mode == ROT_NUM) add_to(p->dA, p->dB, nd), add_to(p->dC, p->dE, nd);
         break;
     case SHEN:
         shen_prefix_backward(p, dkb, l);
@@ -510,7 +517,7 @@ void rl_lin_den_block_backward(struct lin_plan *p, const double *z0, const doubl
                                int causal)
 {
     const int Dd = p->Dd;
-    if (p->sep) {
+    if (p->sep && p->logf) { /* dB, dE of their own: from zero (the plain rows write them) */
         memset(p->dB, 0, (size_t)l * Dd * sizeof(float));
         memset(p->dE, 0, (size_t)l * Dd * sizeof(float));
     }
@@ -520,7 +527,7 @@ void rl_lin_den_block_backward(struct lin_plan *p, const double *z0, const doubl
     if (p->logf)
         rl_lin_den_rows_backward_decay(p->dB, p->dE, p->eg, p->dden, &dn);
     else
-        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, causal);
+        rl_lin_den_rows_backward(p->dB, p->dE, p->dden, &dn, causal, !p->sep);
 }
 
 static void backward_causal(struct lin_plan *p, const struct rl_lin_grads *g, const float *dout,

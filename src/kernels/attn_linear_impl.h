@@ -97,9 +97,10 @@ long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n,
                      float eps);
 /* Accumulates dB_m += dden_m z_m and dE_n += g_n, g_n = sum_{m >= n} dden_m B_m: causal, z
  * is the prefix before the block (advanced forward) and g the suffix after it (advanced
- * backward over the rows); non-causal, both are totals. */
+ * backward over the rows); non-causal, both are totals.  add = 0: dB and dE are written
+ * as if zeroed first (their earlier contents are not read). */
 void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const struct rl_lin_den *n,
-                              int causal);
+                              int causal, int add);
 
 /* Gated (causal) denominators: z_m = a_m z_{m-1} + E_m (double); the backward's prefix z
  * likewise and the suffix g_n = a_next[n] g_{n+1} + dden_n B_n, dE_n += g_n, eg[n] =

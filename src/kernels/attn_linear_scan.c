@@ -455,25 +455,34 @@ long rl_lin_den_rows(float *den, float *out, int dv, const struct rl_lin_den *n,
     return bad;
 }
 
+/* y[f] += w x[f] (add), or y[f] = 0 + w x[f] (!add: the same floats as adding into a zeroed y,
+ * -0 included, without zeroing it first) */
+static RL_INLINE void put_scaled_row(float *y, double w, const double *x, int n, int add)
+{
+    if (add) {
+#pragma omp simd
+        for (int f = 0; f < n; f++)
+            y[f] += (float)(w * x[f]);
+    } else {
+#pragma omp simd
+        for (int f = 0; f < n; f++)
+            y[f] = 0.0f + (float)(w * x[f]);
+    }
+}
+
 RL_SIMD_CLONES
 void rl_lin_den_rows_backward(float *dB, float *dE, const double *dden, const struct rl_lin_den *n,
-                              int causal)
+                              int causal, int add)
 {
     const int Dd = n->Dd;
     double   *z = n->z, *g = n->g;
     for (int m = 0; m < n->l; m++) { /* den_m = B_m . z_m + eps  =>  dB_m = dden_m z_m */
-        float *db = dB + (size_t)m * Dd;
         if (causal) add_row(z, n->E + (size_t)m * Dd, Dd);
-#pragma omp simd
-        for (int f = 0; f < Dd; f++)
-            db[f] += (float)(dden[m] * z[f]);
+        put_scaled_row(dB + (size_t)m * Dd, dden[m], z, Dd, add);
     }
     for (int r = n->l - 1; r >= 0; r--) { /* dE_r = sum_{m >= r, or all m} dden_m B_m */
-        float *de = dE + (size_t)r * Dd;
         if (causal) add_scaled_row(g, dden[r], n->B + (size_t)r * Dd, Dd);
-#pragma omp simd
-        for (int f = 0; f < Dd; f++)
-            de[f] += (float)g[f];
+        put_scaled_row(dE + (size_t)r * Dd, 1.0, g, Dd, add);
     }
 }
 
