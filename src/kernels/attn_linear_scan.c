@@ -90,14 +90,27 @@ void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const do
  *   for each x:  s = S[x];  for r:  s += k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
  * i.e. row r's update is in the state before its readout (n <= m includes n = m).  A
  * 4-row x 32-lane tile keeps its 8 accumulators and 8 W vectors in registers and loads
- * and stores each state row once per 4 rows. */
+ * and stores each state row once per 4 rows.
+ * The decayed tiles (forget gate): before row r's update the state shrinks by a_r,
+ *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
+ * the same tiles with one multiply more per state element and row.  The decayed scan
+ * runs them only for 4-row steps that decay past STEP_MIN (below); every other step goes
+ * through the plain tiles in a scaled frame.  Both are one always-inlined body whose
+ * `decay` is a constant at each call, so each kernel keeps only its own row step. */
 #define LIN_ROW(r, kx, qx)                                                                         \
     s0 += (kx)*w##r##0, s1 += (kx)*w##r##1, a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
+/* the row's term k w formed apart, so that the state's chain is one fused multiply-add
+ * per row (s a + t), as in LIN_ROW, not a multiply and then a fused multiply-add */
+#define LIN_ROWD(r, kx, qx)                                                                        \
+    t0 = (kx)*w##r##0, t1 = (kx)*w##r##1, s0 = s0 * a##r + t0, s1 = s1 * a##r + t1,                \
+    a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
 
-RL_SIMD_CLONES
-static void scan_block(float *S, int Yp, const float *const *q, const float *const *k,
-                       const float *const *wr, float *const *orow, int X)
+static RL_INLINE void scan_tiles32(float *S, int Yp, const float *const *q, const float *const *k,
+                                   const float *const *wr, float *const *orow, int X,
+                                   const float *a, int decay)
 {
+    const float a0 = decay ? a[0] : 1, a1 = decay ? a[1] : 1, a2 = decay ? a[2] : 1,
+                a3 = decay ? a[3] : 1;
     for (int t = 0; t < Yp; t += 32) {
         lin_v16 w00 = *(const lin_v16 *)(wr[0] + t), w01 = *(const lin_v16 *)(wr[0] + t + 16);
         lin_v16 w10 = *(const lin_v16 *)(wr[1] + t), w11 = *(const lin_v16 *)(wr[1] + t + 16);
@@ -107,11 +120,18 @@ static void scan_block(float *S, int Yp, const float *const *q, const float *con
                 a31 = {0};
         for (int x = 0; x < X; x++) {
             float  *Sx = S + (size_t)x * Yp + t;
-            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16);
-            LIN_ROW(0, k[0][x], q[0][x]);
-            LIN_ROW(1, k[1][x], q[1][x]);
-            LIN_ROW(2, k[2][x], q[2][x]);
-            LIN_ROW(3, k[3][x], q[3][x]);
+            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16), t0, t1;
+            if (decay) {
+                LIN_ROWD(0, k[0][x], q[0][x]);
+                LIN_ROWD(1, k[1][x], q[1][x]);
+                LIN_ROWD(2, k[2][x], q[2][x]);
+                LIN_ROWD(3, k[3][x], q[3][x]);
+            } else {
+                LIN_ROW(0, k[0][x], q[0][x]);
+                LIN_ROW(1, k[1][x], q[1][x]);
+                LIN_ROW(2, k[2][x], q[2][x]);
+                LIN_ROW(3, k[3][x], q[3][x]);
+            }
             *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
         }
         *(lin_v16 *)(orow[0] + t) = a00, *(lin_v16 *)(orow[0] + t + 16) = a01;
@@ -124,77 +144,16 @@ static void scan_block(float *S, int Yp, const float *const *q, const float *con
 /* The same for CPUs with 16 vector registers of 256 bits (AVX2): a 4-row x 8-lane tile
  * (4 W vectors, 4 accumulators, the state row and two broadcasts) stays in registers,
  * where the 32-lane tile needs 36 and spills.  Every lane sees the same operations in
- * the same order as in scan_block, so the results are the same. */
-#define LIN_ROW8(r, kx, qx) s0 += (kx)*w##r, a##r += (qx)*s0
-
-RL_SIMD_CLONES
-static void scan_block8(float *S, int Yp, const float *const *q, const float *const *k,
-                        const float *const *wr, float *const *orow, int X)
-{
-    for (int t = 0; t < Yp; t += 8) {
-        lin_v8 w0 = *(const lin_v8 *)(wr[0] + t), w1 = *(const lin_v8 *)(wr[1] + t);
-        lin_v8 w2 = *(const lin_v8 *)(wr[2] + t), w3 = *(const lin_v8 *)(wr[3] + t);
-        lin_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int x = 0; x < X; x++) {
-            float *Sx = S + (size_t)x * Yp + t;
-            lin_v8 s0 = *(lin_v8 *)Sx;
-            LIN_ROW8(0, k[0][x], q[0][x]);
-            LIN_ROW8(1, k[1][x], q[1][x]);
-            LIN_ROW8(2, k[2][x], q[2][x]);
-            LIN_ROW8(3, k[3][x], q[3][x]);
-            *(lin_v8 *)Sx = s0;
-        }
-        *(lin_v8 *)(orow[0] + t) = a0, *(lin_v8 *)(orow[1] + t) = a1;
-        *(lin_v8 *)(orow[2] + t) = a2, *(lin_v8 *)(orow[3] + t) = a3;
-    }
-}
-
-/* The decayed tiles (forget gate): before row r's update the state shrinks by a_r,
- *   for each x:  s = S[x];  for r:  s = a_r s + k_r[x] w_r;  acc_r += q_r[x] s;   S[x] = s
- * the same tiles with one multiply more per state element and row.  The decayed scan
- * runs them only for 4-row steps that decay past STEP_MIN (below); every other step goes
- * through the plain tiles in a scaled frame. */
-/* the row's term k w formed apart, so that the state's chain is one fused multiply-add
- * per row (s a + t), as in LIN_ROW, not a multiply and then a fused multiply-add */
-#define LIN_ROWD(r, kx, qx)                                                                        \
-    t0 = (kx)*w##r##0, t1 = (kx)*w##r##1, s0 = s0 * a##r + t0, s1 = s1 * a##r + t1,                \
-    a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
-
-RL_SIMD_CLONES
-static void scan_block_decay(float *S, int Yp, const float *const *q, const float *const *k,
-                             const float *const *wr, float *const *orow, int X, const float *a)
-{
-    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-    for (int t = 0; t < Yp; t += 32) {
-        lin_v16 w00 = *(const lin_v16 *)(wr[0] + t), w01 = *(const lin_v16 *)(wr[0] + t + 16);
-        lin_v16 w10 = *(const lin_v16 *)(wr[1] + t), w11 = *(const lin_v16 *)(wr[1] + t + 16);
-        lin_v16 w20 = *(const lin_v16 *)(wr[2] + t), w21 = *(const lin_v16 *)(wr[2] + t + 16);
-        lin_v16 w30 = *(const lin_v16 *)(wr[3] + t), w31 = *(const lin_v16 *)(wr[3] + t + 16);
-        lin_v16 a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
-                a31 = {0};
-        for (int x = 0; x < X; x++) {
-            float  *Sx = S + (size_t)x * Yp + t;
-            lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16), t0, t1;
-            LIN_ROWD(0, k[0][x], q[0][x]);
-            LIN_ROWD(1, k[1][x], q[1][x]);
-            LIN_ROWD(2, k[2][x], q[2][x]);
-            LIN_ROWD(3, k[3][x], q[3][x]);
-            *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
-        }
-        *(lin_v16 *)(orow[0] + t) = a00, *(lin_v16 *)(orow[0] + t + 16) = a01;
-        *(lin_v16 *)(orow[1] + t) = a10, *(lin_v16 *)(orow[1] + t + 16) = a11;
-        *(lin_v16 *)(orow[2] + t) = a20, *(lin_v16 *)(orow[2] + t + 16) = a21;
-        *(lin_v16 *)(orow[3] + t) = a30, *(lin_v16 *)(orow[3] + t + 16) = a31;
-    }
-}
-
+ * the same order as in the 32-lane tile, so the results are the same. */
+#define LIN_ROW8(r, kx, qx) s0 += (kx)*w##r, a##r##x += (qx)*s0
 #define LIN_ROWD8(r, kx, qx) t0 = (kx)*w##r, s0 = s0 * a##r + t0, a##r##x += (qx)*s0
 
-RL_SIMD_CLONES
-static void scan_block8_decay(float *S, int Yp, const float *const *q, const float *const *k,
-                              const float *const *wr, float *const *orow, int X, const float *a)
+static RL_INLINE void scan_tiles8(float *S, int Yp, const float *const *q, const float *const *k,
+                                  const float *const *wr, float *const *orow, int X, const float *a,
+                                  int decay)
 {
-    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    const float a0 = decay ? a[0] : 1, a1 = decay ? a[1] : 1, a2 = decay ? a[2] : 1,
+                a3 = decay ? a[3] : 1;
     for (int t = 0; t < Yp; t += 8) {
         lin_v8 w0 = *(const lin_v8 *)(wr[0] + t), w1 = *(const lin_v8 *)(wr[1] + t);
         lin_v8 w2 = *(const lin_v8 *)(wr[2] + t), w3 = *(const lin_v8 *)(wr[3] + t);
@@ -202,15 +161,51 @@ static void scan_block8_decay(float *S, int Yp, const float *const *q, const flo
         for (int x = 0; x < X; x++) {
             float *Sx = S + (size_t)x * Yp + t;
             lin_v8 s0 = *(lin_v8 *)Sx, t0;
-            LIN_ROWD8(0, k[0][x], q[0][x]);
-            LIN_ROWD8(1, k[1][x], q[1][x]);
-            LIN_ROWD8(2, k[2][x], q[2][x]);
-            LIN_ROWD8(3, k[3][x], q[3][x]);
+            if (decay) {
+                LIN_ROWD8(0, k[0][x], q[0][x]);
+                LIN_ROWD8(1, k[1][x], q[1][x]);
+                LIN_ROWD8(2, k[2][x], q[2][x]);
+                LIN_ROWD8(3, k[3][x], q[3][x]);
+            } else {
+                LIN_ROW8(0, k[0][x], q[0][x]);
+                LIN_ROW8(1, k[1][x], q[1][x]);
+                LIN_ROW8(2, k[2][x], q[2][x]);
+                LIN_ROW8(3, k[3][x], q[3][x]);
+            }
             *(lin_v8 *)Sx = s0;
         }
         *(lin_v8 *)(orow[0] + t) = a0x, *(lin_v8 *)(orow[1] + t) = a1x;
         *(lin_v8 *)(orow[2] + t) = a2x, *(lin_v8 *)(orow[3] + t) = a3x;
     }
+}
+
+/* The four kernels, each compiled per instruction set (RL_SIMD_CLONES). */
+RL_SIMD_CLONES
+static void scan_block(float *S, int Yp, const float *const *q, const float *const *k,
+                       const float *const *wr, float *const *orow, int X)
+{
+    scan_tiles32(S, Yp, q, k, wr, orow, X, NULL, 0);
+}
+
+RL_SIMD_CLONES
+static void scan_block_decay(float *S, int Yp, const float *const *q, const float *const *k,
+                             const float *const *wr, float *const *orow, int X, const float *a)
+{
+    scan_tiles32(S, Yp, q, k, wr, orow, X, a, 1);
+}
+
+RL_SIMD_CLONES
+static void scan_block8(float *S, int Yp, const float *const *q, const float *const *k,
+                        const float *const *wr, float *const *orow, int X)
+{
+    scan_tiles8(S, Yp, q, k, wr, orow, X, NULL, 0);
+}
+
+RL_SIMD_CLONES
+static void scan_block8_decay(float *S, int Yp, const float *const *q, const float *const *k,
+                              const float *const *wr, float *const *orow, int X, const float *a)
+{
+    scan_tiles8(S, Yp, q, k, wr, orow, X, a, 1);
 }
 
 /* The 32-lane tile where the CPU has 32 vector registers of 512 bits, else 8 lanes. */
