@@ -6,8 +6,9 @@
  * feature place (eq. 19), at the input, feature place with the rotated denominator} x
  * {pairs, halves} and a partial rope_dims; (2) gradients against central differences of
  * that reference (all elements at N = 7; sampled elements plus a directional derivative at
- * N = 70, at N = 300 -- two of the kernel's 256-row blocks, causal and not -- and at d = 40,
- * where the scan's state rows span two 32-lane tiles); (3) invariants: a causal row equals
+ * N = 70, at N = 300 -- two of the kernel's 256-row blocks, causal and not -- at d = 40,
+ * where the scan's state rows span two 32-lane tiles, and at d = dv = 32, where its rows
+ * are whole tiles and read and written in place); (3) invariants: a causal row equals
  * the non-causal kernel on its prefix, the rotated-denominator instability is counted row
  * by row, N = 1, dv != d, |q|, |k| up to 30 (also keys rising along the sequence, so that
  * the Shen column max grows from block to block).  The forget gate: every pair's weight
@@ -354,8 +355,9 @@ static void check_grads(const struct cfg *c, int N, int d, int dv, int nsample)
             got[s]   = gs[t][i];
         }
         if (N > 1)
-            tap_close_scaled(got, ref, cnt, 1e-3, "grad %s N=%d: %s vs central differences (%s)",
-                             nm, N, tn[t], nsample ? "sampled" : "all");
+            tap_close_scaled(got, ref, cnt, 1e-3,
+                             "grad %s N=%d d=%d dv=%d: %s vs central differences (%s)", nm, N, d,
+                             dv, tn[t], nsample ? "sampled" : "all");
         else /* o_0 = v_0 den'/(den' + eps): dq, dk are O(eps), so compare absolutely */
             tap_close(got, ref, cnt, 1e-3, 1e-6, "grad %s N=1: %s vs central differences", nm,
                       tn[t]);
@@ -366,8 +368,9 @@ static void check_grads(const struct cfg *c, int N, int d, int dv, int nsample)
             for (size_t i = 0; i < ns[t]; i++)
                 dot += (double)gs[t][i] * u[i], mag += fabs((double)gs[t][i] * u[i]);
             double dd = fd(xs[t], 0, u, ns[t], h, q, k, v, w, c, N, d, dv, scr);
-            tap_ok(fabs(dd - dot) <= 1e-3 * mag, "grad %s N=%d: %s directional: %.9g vs fd %.9g",
-                   nm, N, tn[t], dot, dd);
+            tap_ok(fabs(dd - dot) <= 1e-3 * mag,
+                   "grad %s N=%d d=%d dv=%d: %s directional: %.9g vs fd %.9g", nm, N, d, dv, tn[t],
+                   dot, dd);
             free(u);
         }
         free(ref), free(got);
@@ -508,6 +511,7 @@ int main(void)
         c.pe = PE_FEATURE, c.causal = 1;
         check_forward(&c, 280, 32, 32, 0.5);
         check_grads(&c, 40, 40, 36, 10); /* state rows of 36..80 lanes: two 32-lane tiles */
+        check_grads(&c, 300, 32, 32, 8); /* whole 32-lane rows: the scans work in place */
         check_prefix(&c, 300, 8, 5);
         for (int causal = 0; causal < 2; causal++) {
             c.causal = causal;
