@@ -425,9 +425,6 @@ static void shen_rope_backward(struct lin_plan *p, float *dk, int t0, int l)
     rl_lin_shen_rope_key_backward(dk, p->dC, p->sep ? p->dE : NULL, p->dZ, &k);
 }
 
-/* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
- * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
- * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
 /* y += x over n floats */
 RL_SIMD_CLONES
 static void add_to(float *restrict y, const float *restrict x, size_t n)
@@ -437,6 +434,9 @@ static void add_to(float *restrict y, const float *restrict x, size_t n)
         y[i] += x[i];
 }
 
+/* dq, dk of rows t0 .. t0+l-1 from the block's dA, dB, dC, dE (the chain rule through the
+ * table at the top).  Non-causal Shen: dk gets phi_k * dphi_k, and colsum the column sums
+ * sum_n dphi_k phi_k that the last pass subtracts (the column softmax's backward). */
 void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l, double *colsum)
 {
     const int    d   = p->d;

@@ -99,6 +99,10 @@ void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const do
  * `decay` is a constant at each call, so each kernel keeps only its own row step. */
 #define LIN_ROW(r, kx, qx)                                                                         \
     s0 += (kx)*w##r##0, s1 += (kx)*w##r##1, a##r##0 += (qx)*s0, a##r##1 += (qx)*s1
+/* a row step ROW for each of the 4 rows, at state row x */
+#define LIN_ROWS4(ROW)                                                                             \
+    (ROW(0, k[0][x], q[0][x]), ROW(1, k[1][x], q[1][x]), ROW(2, k[2][x], q[2][x]),                 \
+     ROW(3, k[3][x], q[3][x]))
 /* the row's term k w formed apart, so that the state's chain is one fused multiply-add
  * per row (s a + t), as in LIN_ROW, not a multiply and then a fused multiply-add */
 #define LIN_ROWD(r, kx, qx)                                                                        \
@@ -121,17 +125,10 @@ static RL_INLINE void scan_tiles32(float *S, int Yp, const float *const *q, cons
         for (int x = 0; x < X; x++) {
             float  *Sx = S + (size_t)x * Yp + t;
             lin_v16 s0 = *(lin_v16 *)Sx, s1 = *(lin_v16 *)(Sx + 16), t0, t1;
-            if (decay) {
-                LIN_ROWD(0, k[0][x], q[0][x]);
-                LIN_ROWD(1, k[1][x], q[1][x]);
-                LIN_ROWD(2, k[2][x], q[2][x]);
-                LIN_ROWD(3, k[3][x], q[3][x]);
-            } else {
-                LIN_ROW(0, k[0][x], q[0][x]);
-                LIN_ROW(1, k[1][x], q[1][x]);
-                LIN_ROW(2, k[2][x], q[2][x]);
-                LIN_ROW(3, k[3][x], q[3][x]);
-            }
+            if (decay)
+                LIN_ROWS4(LIN_ROWD);
+            else
+                LIN_ROWS4(LIN_ROW);
             *(lin_v16 *)Sx = s0, *(lin_v16 *)(Sx + 16) = s1;
         }
         *(lin_v16 *)(orow[0] + t) = a00, *(lin_v16 *)(orow[0] + t + 16) = a01;
@@ -161,17 +158,10 @@ static RL_INLINE void scan_tiles8(float *S, int Yp, const float *const *q, const
         for (int x = 0; x < X; x++) {
             float *Sx = S + (size_t)x * Yp + t;
             lin_v8 s0 = *(lin_v8 *)Sx, t0;
-            if (decay) {
-                LIN_ROWD8(0, k[0][x], q[0][x]);
-                LIN_ROWD8(1, k[1][x], q[1][x]);
-                LIN_ROWD8(2, k[2][x], q[2][x]);
-                LIN_ROWD8(3, k[3][x], q[3][x]);
-            } else {
-                LIN_ROW8(0, k[0][x], q[0][x]);
-                LIN_ROW8(1, k[1][x], q[1][x]);
-                LIN_ROW8(2, k[2][x], q[2][x]);
-                LIN_ROW8(3, k[3][x], q[3][x]);
-            }
+            if (decay)
+                LIN_ROWS4(LIN_ROWD8);
+            else
+                LIN_ROWS4(LIN_ROW8);
             *(lin_v8 *)Sx = s0;
         }
         *(lin_v8 *)(orow[0] + t) = a0x, *(lin_v8 *)(orow[1] + t) = a1x;
