@@ -72,6 +72,66 @@ static void test_vexp_ftz(void)
            "88.5 and +inf -> +inf");
 }
 
+/* rl_vexpf_ftz_shift (the score rows' exp, AVX-512 where the CPU has it): exp(s - c) as
+ * rl_expf_ftz_inline computes it (compare_ftz: the same bits on normal results; without
+ * flush-to-zero here, results below FLT_MIN may be subnormal rather than 0), over rows of
+ * 1 .. 47 floats so that every tail length is met, and the sum of the results in the
+ * documented order: 16 lanes over the whole vectors, the tail into lane 0, the lanes in
+ * order. */
+/* rl_expf_ftz_inline compiled per instruction set, as the library's loops are (with or
+ * without FMA) */
+RL_SIMD_CLONES static void ftz_exps(float *y, const float *x, int n)
+{
+    for (int j = 0; j < n; j++)
+        y[j] = rl_expf_ftz_inline(x[j]);
+}
+
+static void test_vexp_shift(void)
+{
+    const int n = 600001;
+    float    *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    int       diff = 0, big_small = 0, bad_sum = 0, rows = 0;
+    for (int i = 0; i < n; i++) /* -110 .. 88.3 plus the shifts below */
+        x[i] = (float)(-110.0 + 198.3 * i / (n - 1));
+    memcpy(y, x, sizeof(float) * n);
+    for (int i0 = 0, len = 1; i0 < n; i0 += len, len = len % 47 + 1, rows++) {
+        const int   m = i0 + len <= n ? len : n - i0;
+        const float c = (float)(rows % 5) * -0.75f; /* s - c = x again, or within an ulp */
+        float      *r = y + i0, lane[16] = {0.0f}, want = 0.0f;
+        for (int j = 0; j < m; j++)
+            r[j] = x[i0 + j] + c;
+        float sub[47], ref[47];
+        for (int j = 0; j < m; j++)
+            sub[j] = r[j] - c;
+        ftz_exps(ref, sub, m);
+        const float got = rl_vexpf_ftz_shift(r, m, c);
+        for (int j = 0; j < m; j++) {
+            float a = ref[j];
+            if (a >= FLT_MIN)
+                diff += memcmp(&a, &r[j], sizeof a) != 0;
+            else
+                big_small += !(r[j] >= 0.0f && r[j] < FLT_MIN);
+            lane[j < m / 16 * 16 ? j % 16 : 0] += r[j];
+        }
+        for (int l = 0; l < 16; l++)
+            want += lane[l];
+        bad_sum += memcmp(&want, &got, sizeof want) != 0;
+    }
+    tap_ok(diff == 0 && big_small == 0,
+           "exp rows (%s): rl_expf_ftz_inline's bits on normal results (%d differ), below "
+           "FLT_MIN below FLT_MIN (%d not), %d rows",
+           rl_vexp_wide() ? "AVX-512" : "portable", diff, big_small, rows);
+    tap_ok(bad_sum == 0, "exp rows: the sum in lane order (%d of %d rows differ)", bad_sum, rows);
+    float sp[20] = {-INFINITY, 0.0f, NAN, -NAN, -1e30f};
+    for (int j = 5; j < 20; j++)
+        sp[j] = -1.0f;
+    const float sum = rl_vexpf_ftz_shift(sp, 20, 0.0f);
+    tap_ok(sp[0] == 0.0f && sp[1] == 1.0f && isnan(sp[2]) && isnan(sp[3]) && sp[4] == 0.0f &&
+               isnan(sum),
+           "exp rows: -inf, -1e30 -> 0, 0 -> 1, NaN and -NaN -> NaN, and the sum NaN");
+    free(x), free(y);
+}
+
 static void test_vexp(void)
 {
     const int n = 400001;
@@ -661,6 +721,7 @@ int main(void)
     tap_seed(20240521);
     test_vexp();
     test_vexp_ftz();
+    test_vexp_shift();
     test_reference_fd(0, 0);
     test_reference_fd(1, 0);
     test_reference_fd(1, 1);

