@@ -220,7 +220,7 @@ static float online_row(float *s, const float *bias, const float *colb, int nc, 
     const float mx = rl_maxf_inline(s, nc, *m);
     for (int b = nc; b < nv; b++)
         s[b] = -INFINITY; /* exp gives 0 */
-    if (rl_vexp_wide())   /* the same floats and sum, a fifth faster */
+    if (rl_vexp_wide())   /* the same floats and sum, fewer operations (vexp.h) */
         sum = rl_vexpf_ftz_shift(s, nv, mx);
     else {
 #pragma omp simd reduction(+ : sum)
