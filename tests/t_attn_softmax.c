@@ -72,12 +72,6 @@ static void test_vexp_ftz(void)
            "88.5 and +inf -> +inf");
 }
 
-/* rl_vexpf_ftz_shift (the score rows' exp, AVX-512 where the CPU has it): exp(s - c) as
- * rl_expf_ftz_inline computes it (compare_ftz: the same bits on normal results; without
- * flush-to-zero here, results below FLT_MIN may be subnormal rather than 0), over rows of
- * 1 .. 47 floats so that every tail length is met, and the sum of the results in the
- * documented order: 16 lanes over the whole vectors, the tail into lane 0, the lanes in
- * order. */
 /* rl_expf_ftz_inline compiled per instruction set, as the library's loops are (with or
  * without FMA) */
 RL_SIMD_CLONES static void ftz_exps(float *y, const float *x, int n)
@@ -86,6 +80,12 @@ RL_SIMD_CLONES static void ftz_exps(float *y, const float *x, int n)
         y[j] = rl_expf_ftz_inline(x[j]);
 }
 
+/* rl_vexpf_ftz_shift (the score rows' exp, AVX-512 where the CPU has it): exp(s - c) as
+ * rl_expf_ftz_inline computes it (compare_ftz: the same bits on normal results; without
+ * flush-to-zero here, results below FLT_MIN may be subnormal rather than 0), over rows of
+ * 1 .. 47 floats so that every tail length is met, and the sum of the results in the
+ * documented order: 16 lanes over the whole vectors, the tail into lane 0, the lanes in
+ * order. */
 static void test_vexp_shift(void)
 {
     const int n = 600001;

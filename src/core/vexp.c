@@ -3,7 +3,8 @@
 #include "config.h"
 #include "vexp.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+/* not in a build without clones (-DRL_NO_CLONES: the baseline instruction set only) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RL_NO_CLONES)
 #include <immintrin.h>
 #define RL_VEXP_WIDE 1
 #else

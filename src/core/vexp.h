@@ -216,7 +216,7 @@ static RL_INLINE float rl_expf_ftz_inline(float x)
 void rl_vexpf(float *y, const float *x, size_t n);
 
 /* Whether rl_vexpf_ftz_shift runs its AVX-512 form: the CPU has AVX-512F and the build
- * knows it (GCC on x86-64). */
+ * knows it (GCC on x86-64, not -DRL_NO_CLONES). */
 int rl_vexp_wide(void);
 
 /* s[i] = exp(s[i] - c) for i < n, for a thread that runs with flush-to-zero; returns the
