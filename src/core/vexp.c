@@ -2,6 +2,7 @@
  * (see vexp.h). */
 #include "config.h"
 #include "vexp.h"
+#include "peak.h"
 
 /* not in a build without clones (-DRL_NO_CLONES: the baseline instruction set only) */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RL_NO_CLONES)
@@ -18,16 +19,7 @@ RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n)
         y[i] = rl_expf_inline(x[i]);
 }
 
-int rl_vexp_wide(void)
-{
-#if RL_VEXP_WIDE
-    static int known = -1;
-    if (known < 0) known = __builtin_cpu_supports("avx512f") != 0;
-    return known;
-#else
-    return 0;
-#endif
-}
+int rl_vexp_wide(void) { return RL_VEXP_WIDE && rl_peak_width_supported(512); }
 
 /* The same results and sum by rl_expf_ftz_inline, for CPUs without AVX-512 (their
  * callers keep their own loops, vectorised for the CPU, and use this only in tests). */

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "attn_linear_impl.h"
 #include "../core/gemm.h"
+#include "../core/peak.h"
 #include "../core/tilemm.h"
 #include "../core/util.h"
 #include "../core/vexp.h"
@@ -198,17 +199,9 @@ static void scan_block8_decay(float *S, int Yp, const float *const *q, const flo
     scan_tiles8(S, Yp, q, k, wr, orow, X, a, 1);
 }
 
-/* The 32-lane tile where the CPU has 32 vector registers of 512 bits, else 8 lanes. */
-static int wide_tile(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    static int wide = -1;
-    if (wide < 0) wide = __builtin_cpu_supports("avx512f") != 0;
-    return wide;
-#else
-    return 0;
-#endif
-}
+/* The 32-lane tile where the CPU has 32 vector registers of 512 bits (AVX-512F), else 8
+ * lanes. */
+static int wide_tile(void) { return rl_peak_width_supported(512); }
 
 /* The decayed scan runs in a scaled frame.  The true state is pi S, pi a double carried
  * from row to row, so a row's decay only multiplies pi (pi_r = pi_{r-1} a_r), and row r
