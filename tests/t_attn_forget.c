@@ -15,8 +15,9 @@
  * gate equals ALiBi; ALiBi's decayed scan (alibi_scan: the gate's scan with the constant
  * log gate -slope) in 4 and 16 heads a call against float64, central differences and the
  * FFT Toeplitz products, and with q, k up to 30; linear attention's features store (its
- * heads give the bits of the same heads in a call too large for the store); the gate is
- * refused without causality or without its input. */
+ * heads give the bits of the same heads in a call too large for the store) and the keep
+ * that carries them from a forward to its backward (the same bits; the backward reads it;
+ * its size); the gate is refused without causality or without its input. */
 #include "config.h"
 #include "kernels/attn.h"
 #include "kernels/attn_linear.h"
@@ -237,7 +238,12 @@ static struct rl_attn_opts opts_of(const struct tcase *c)
     return o;
 }
 
-static void run_kernel(struct run *r, const struct tcase *c, const struct data *D, int threads)
+/* How run_kernel passes a keep (rl_attn_in.keep) from the forward to the backward: none,
+ * as it is, or with every float set to NaN between them. */
+enum keep { KEEP_NONE, KEEP, KEEP_POISONED };
+
+static void run_kernel_keep(struct run *r, const struct tcase *c, const struct data *D, int threads,
+                            enum keep kp)
 {
     const size_t nq = (size_t)D->G * D->N * D->d, nv = (size_t)D->G * D->N * D->dv;
     const size_t nl = (size_t)D->G * D->N;
@@ -251,13 +257,24 @@ static void run_kernel(struct run *r, const struct tcase *c, const struct data *
     if (rl_attn_create(&a, &o, c->H, D->N, D->d, D->dv) != RL_OK ||
         rl_attn_reserve(a, D->G) != RL_OK)
         tap_bail("create: %s", rl_last_error());
-    const struct rl_attn_in    in = {r->q, r->k, r->v, r->t5, c->gate > 0 ? r->lf : NULL};
-    const struct rl_attn_grads gr = {r->dq, r->dk, r->dv, r->dt5, c->gate > 0 ? r->dlf : NULL};
-    if (rl_attn_forward(a, r->o, r->saved, &in, D->G, NULL) != RL_OK ||
-        rl_attn_backward(a, &gr, r->w, r->o, r->saved, &in, D->G) != RL_OK)
+    const size_t               nk   = rl_attn_keep_floats(&o, D->G, D->N, D->d, D->dv);
+    float                     *keep = kp != KEEP_NONE ? malloc(4 * (nk ? nk : 1)) : NULL;
+    const struct rl_attn_in    in   = {r->q, r->k, r->v, r->t5, c->gate > 0 ? r->lf : NULL, keep};
+    const struct rl_attn_grads gr   = {r->dq, r->dk, r->dv, r->dt5, c->gate > 0 ? r->dlf : NULL};
+    if (rl_attn_forward(a, r->o, r->saved, &in, D->G, NULL) != RL_OK)
         tap_bail("kernel: %s", rl_last_error());
+    for (size_t i = 0; kp == KEEP_POISONED && i < nk; i++)
+        keep[i] = NAN;
+    if (rl_attn_backward(a, &gr, r->w, r->o, r->saved, &in, D->G) != RL_OK)
+        tap_bail("kernel: %s", rl_last_error());
+    free(keep);
     rl_attn_free(a);
     rl_threads_set(1);
+}
+
+static void run_kernel(struct run *r, const struct tcase *c, const struct data *D, int threads)
+{
+    run_kernel_keep(r, c, D, threads, KEEP_NONE);
 }
 
 static void run_free(struct run *r)
@@ -380,6 +397,70 @@ static void check_store_bits(const struct tcase *c)
     data_free(&D), data_free(&Db);
 }
 
+/* A keep (rl_attn_in.keep) carries the forward's block features to the backward: the
+ * same bits as a call that builds them again, with one block of rows or more; the backward
+ * reads them (NaN written into the keep between the calls reaches dq and dk); and the keep
+ * holds (4 d + dv + 2) floats per head and row of whole blocks with RoPE on the features or
+ * the inputs, (2 d + dv + 2) without. */
+static void check_keep(const struct tcase *c)
+{
+    const struct rl_attn_opts o = opts_of(c);
+    const int                 G = 2 * c->H;
+    struct data               D;
+    struct run                r, rk, rp;
+    data_make(&D, c, G);
+    const size_t nq = (size_t)G * c->N * c->d, nv = (size_t)G * c->N * c->dv;
+    const size_t nl = (size_t)G * c->N;
+    run_kernel_keep(&r, c, &D, 2, KEEP_NONE), run_kernel_keep(&rk, c, &D, 2, KEEP);
+    run_kernel_keep(&rp, c, &D, 2, KEEP_POISONED);
+    const int same = !memcmp(r.o, rk.o, 4 * nv) && !memcmp(r.dq, rk.dq, 4 * nq) &&
+                     !memcmp(r.dk, rk.dk, 4 * nq) && !memcmp(r.dv, rk.dv, 4 * nv) &&
+                     !memcmp(r.dlf, rk.dlf, 4 * nl);
+    size_t nan = 0;
+    for (size_t i = 0; i < nq; i++)
+        nan += isnan(rp.dq[i]) && isnan(rp.dk[i]);
+    const int    rows = rl_attn_linear_blocks(c->N) * (c->N < 256 ? c->N : 256);
+    const int    feat = c->pe == PE_NONE || c->pe == PE_ALIBI ? 2 : 4;
+    const size_t want = (size_t)G * rows * (feat * c->d + c->dv + 2);
+    tap_ok(same && nan == nq && rl_attn_keep_floats(&o, G, c->N, c->d, c->dv) == want,
+           "linear %s %s%s N=%d gate %.3g: the forward's features kept for the backward give "
+           "the same bits (%zu of %zu dq, dk NaN from a poisoned keep; %zu floats)",
+           fm_name[c->fm], pe_name[c->pe], c->noncausal ? " non-causal" : "", c->N, c->gate, nan,
+           nq, rl_attn_keep_floats(&o, G, c->N, c->d, c->dv));
+    run_free(&r), run_free(&rk), run_free(&rp);
+    data_free(&D);
+}
+
+/* The kinds that keep nothing: softmax attention, Shen's map, T5 and ALiBi's FFT products;
+ * a keep given to them is not touched, and the results are the same. */
+static void check_keep_none(void)
+{
+    static const struct tcase cases[] = {
+        {RL_ATTN_SOFTMAX, RL_FMAP_ELU1, PE_ROPE, 2, 300, 8, 6, 0.5, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_SOFTMAX, PE_ROPE, 2, 300, 8, 6, 0, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, PE_T5, 2, 300, 8, 6, 0, 0, 0},
+        {RL_ATTN_LINEAR, RL_FMAP_ELU1, PE_ALIBI, 2, 300, 8, 6, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct tcase       *c = &cases[i];
+        const struct rl_attn_opts o = opts_of(c);
+        struct data               D;
+        struct run                r, rk;
+        data_make(&D, c, 2 * c->H);
+        run_kernel_keep(&r, c, &D, 2, KEEP_NONE), run_kernel_keep(&rk, c, &D, 2, KEEP_POISONED);
+        const size_t nq = (size_t)D.G * c->N * c->d, nv = (size_t)D.G * c->N * c->dv;
+        const int    same = !memcmp(r.o, rk.o, 4 * nv) && !memcmp(r.dq, rk.dq, 4 * nq) &&
+                         !memcmp(r.dk, rk.dk, 4 * nq) && !memcmp(r.dv, rk.dv, 4 * nv);
+        tap_ok(same && rl_attn_keep_floats(&o, D.G, c->N, c->d, c->dv) == 0,
+               "%s%s %s%s: keeps nothing, and a keep given to it changes nothing",
+               c->kind == RL_ATTN_SOFTMAX ? "softmax" : "linear ",
+               c->kind == RL_ATTN_SOFTMAX ? "" : fm_name[c->fm], pe_name[c->pe],
+               c->noncausal ? " non-causal" : "");
+        run_free(&r), run_free(&rk);
+        data_free(&D);
+    }
+}
+
 static double *dbl(const float *x, size_t n)
 {
     double *y = malloc(sizeof(double) * (n ? n : 1));
@@ -467,7 +548,7 @@ static void check_refusals(void)
     o.causal                             = 1;
     rl_attn                *a            = NULL;
     float                   x[2 * 4 * 8] = {0}, out[2 * 4 * 8], sv[8];
-    const struct rl_attn_in in           = {x, x, x, NULL, NULL};
+    const struct rl_attn_in in           = {x, x, x, NULL, NULL, NULL};
     tap_ok(rl_attn_create(&a, &o, 2, 4, 8, 8) == RL_OK &&
                rl_attn_forward(a, out, sv, &in, 2, NULL) == RL_EINVAL,
            "a gated call without log gates is refused: %s", rl_last_error());
@@ -556,7 +637,26 @@ int main(void)
     {
         struct tcase c = {RL_ATTN_LINEAR, RL_FMAP_ELU1, PE_ALIBI, 2, 300, 8, 6, 0, 0, 1};
         check_store_bits(&c);
+        check_keep(&c);
     }
+    /* the keep from the forward to the backward: two blocks and one, the same cases */
+    for (int f = 0; f < 3; f += 2)
+        for (int pe = PE_NONE; pe <= PE_ROTDEN; pe++)
+            for (int v = 0; v < 3; v++)
+                for (int N = 300; N >= 200; N -= 100) {
+                    struct tcase c = {RL_ATTN_LINEAR,
+                                      (enum rl_fmap)f,
+                                      (enum pe)pe,
+                                      2,
+                                      N,
+                                      8,
+                                      6,
+                                      v == 1 ? 0.5 : 0,
+                                      v == 2,
+                                      0};
+                    check_keep(&c);
+                }
+    check_keep_none();
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();

@@ -238,7 +238,7 @@ static void kernel(struct run *b, int G, const struct refcase *c, int linear, in
     rl_attn            *a;
     opts_of(&o, c, linear);
     if (rl_attn_create(&a, &o, G, c->N, c->d, c->dv) != RL_OK) tap_bail("%s", rl_last_error());
-    const struct rl_attn_in in = {b->q, b->k, b->v, NULL, NULL};
+    const struct rl_attn_in in = {b->q, b->k, b->v, NULL, NULL, NULL};
     if (rl_attn_forward(a, b->o, b->saved, &in, G, NULL) != RL_OK)
         tap_bail("forward: %s", rl_last_error());
     if (grad) {

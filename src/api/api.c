@@ -191,7 +191,7 @@ int rl_api_forward(rl_api_plan *p, float *out, float *saved, const float *q, con
     RL_TRY(check_inputs(p, "rl_api_forward", q, k, v, t5, logf, G));
     RL_TRY(rl_capi_need(out, "rl_api_forward", "out"));
     RL_TRY(room(p, G));
-    const struct rl_attn_in in = {q, k, v, t5, logf};
+    const struct rl_attn_in in = {q, k, v, t5, logf, NULL};
     struct rl_attn_stats    st = {0, 0.0};
     RL_TRY(rl_attn_forward(p->a, out, saved ? saved : p->saved, &in, G, &st));
     p->bad = st.bad_denominators, p->fwd_ms = st.ms;
@@ -212,7 +212,7 @@ int rl_api_backward(rl_api_plan *p, float *dq, float *dk, float *dv, float *dt5,
     RL_TRY(rl_capi_need(saved, f, "saved (the forward's)"));
     RL_TRY(room(p, G));
     const double               t0 = rl_now_ms();
-    const struct rl_attn_in    in = {q, k, v, t5, logf};
+    const struct rl_attn_in    in = {q, k, v, t5, logf, NULL};
     const struct rl_attn_grads gr = {dq, dk, dv, p->o.pe == RL_ATTN_PE_T5 ? dt5 : NULL,
                                      p->o.forget ? (dlogf ? dlogf : p->dlogf) : NULL};
     RL_TRY(rl_attn_backward(p->a, &gr, dout, out, saved, &in, G));

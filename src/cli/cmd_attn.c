@@ -259,7 +259,7 @@ static int run_kernel(struct attn_args *A, struct arrays *X)
         rl_error_report(RL_ENOMEM, __FILE__, __LINE__, "cannot allocate the outputs");
         goto done;
     }
-    const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, X->logf};
+    const struct rl_attn_in in = {X->q, X->k, X->v, X->t5, X->logf, NULL};
     if (rl_attn_forward(plan, o, saved, &in, H, &fs) != RL_OK) goto done;
     int64_t shv[3] = {H, N, dv}, shq[3] = {H, N, d};
     for (size_t i = 0; i < nv; i++)

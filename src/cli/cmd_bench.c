@@ -79,7 +79,7 @@ static void measure(struct point *p, const struct rl_attn_opts *o, int H, int N,
         k[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
     for (size_t i = 0; i < nv; i++)
         v[i] = dout[i] = ((s = s * 1103515245u + 12345u) >> 9) * (1.0f / 8388608.0f) - 1.0f;
-    const struct rl_attn_in    in = {q, k, v, t5, lf};
+    const struct rl_attn_in    in = {q, k, v, t5, lf, NULL};
     const struct rl_attn_grads gr = {dq, dk, dvv, dt5, dlf};
     double                     tf[16], tb[16];
     reps     = reps > 16 ? 16 : reps;

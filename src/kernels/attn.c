@@ -268,29 +268,37 @@ static rl_status reserve_quad(rl_attn *a, int G)
     return RL_OK;
 }
 
-/* Linear attention in pieces: the store of the blocks' features for calls of up to G heads
- * and its flags, where they fit RL_ATTN_STORE_BYTES.  Made with the plan's other buffers
- * (rl_alloc touches its pages), not at the first call, whose time would include it; where
- * it cannot be had, calls build their features in every phase. */
-static void reserve_store(rl_attn *a, int G)
+size_t rl_attn_keep_floats(const struct rl_attn_opts *o, int G, int N, int d, int dv)
 {
-    const double n     = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
-    const size_t flags = (size_t)G * rl_attn_linear_blocks(a->N);
-    if (n == 0) return;
-    a->lstore = regrow(a->lstore, &a->lstore_n, (size_t)n);
-    a->lhave  = regrow(a->lhave, &a->lhave_n, flags);
+    return rl_attn_linear_pieces(o, G) ? (size_t)G * rl_attn_linear_store_floats(o, N, d, dv) : 0;
 }
 
-/* Whether this call of G heads keeps its features in the store (then none are in it yet):
- * not a non-causal forward, whose rows phase builds only the queries, which no later
- * phase reads. */
-static void begin_store(rl_attn *a, int G, int backward)
+/* Linear attention in pieces: the store of the blocks' features for calls of up to G heads
+ * where it fits RL_ATTN_STORE_BYTES, and the flags of a store (the plan's or a caller's
+ * keep).  Made with the plan's other buffers (rl_alloc touches its pages), not at the first
+ * call, whose time would include it; where the store cannot be had, calls without a keep
+ * build their features in every phase. */
+static void reserve_store(rl_attn *a, int G)
+{
+    const double n = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
+    if (rl_attn_keep_floats(&a->o, G, a->N, a->d, a->dv) > 0)
+        a->lhave = regrow(a->lhave, &a->lhave_n, (size_t)G * rl_attn_linear_blocks(a->N));
+    if (n > 0) a->lstore = regrow(a->lstore, &a->lstore_n, (size_t)n);
+}
+
+/* The store this call of G heads keeps its features in (lstore_on; then a->lcur): the
+ * caller's keep, which a forward fills and its backward finds full; else the plan's, where
+ * a later phase reads it (not a non-causal forward, whose rows phase builds only the
+ * queries, which no later phase reads), empty at the start. */
+static void begin_store(rl_attn *a, int G, int backward, float *keep)
 {
     const double n     = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
     const size_t flags = (size_t)G * rl_attn_linear_blocks(a->N);
-    a->lstore_on =
-        (backward || a->o.causal) && n > 0 && a->lstore_n >= (size_t)n && a->lhave_n >= flags;
-    if (a->lstore_on) memset(a->lhave, 0, flags);
+    const int    kept  = keep && rl_attn_keep_floats(&a->o, G, a->N, a->d, a->dv) > 0;
+    a->lcur            = kept ? keep : a->lstore;
+    a->lstore_on       = a->lhave_n >= flags &&
+                   (kept || ((backward || a->o.causal) && n > 0 && a->lstore_n >= (size_t)n));
+    if (a->lstore_on) rl_attn_linear_store_begin(a->lhave, G, a->N, kept && backward);
 }
 
 /* the T5 gradient's parts for a call of G heads */
@@ -391,7 +399,7 @@ static rl_status begin_call(rl_attn *a, const struct rl_attn_in *in, int G, int 
         RL_FAIL(RL_EINVAL, "attention: %d heads, more than the %d reserved", G, a->G_max);
     RL_TRY(reserve_toeplitz(a, G));
     RL_TRY(reserve_quad(a, G));
-    begin_store(a, G, backward);
+    begin_store(a, G, backward, in->keep);
     if (in->logf && needs_cum(a)) rl_attn_gate_cumsums(a, in->logf, G);
     return RL_OK;
 }

@@ -59,12 +59,26 @@ rl_status rl_attn_reserve(rl_attn *a, int G);
 int rl_attn_threads(const rl_attn *a);
 
 /* What a call reads: q, k (G, N, d), v (G, N, dv); t5 (H, t5_buckets) with pe=t5, else
- * NULL; logf (G, N) with a forget gate, else NULL. */
+ * NULL; logf (G, N) with a forget gate, else NULL.
+ *
+ * keep: NULL, or rl_attn_keep_floats floats of the caller's that carry linear attention's
+ * block features (phi(q), phi(k) and their rotations) from a forward to the backward of the
+ * same inputs, which then reads them instead of building them again (the same bits either
+ * way).  The backward also writes its own per-block work there.  A backward given a keep
+ * must follow the forward that was given it, with the same plan, G, q and k; between them
+ * the buffer must not be touched.  Ignored where rl_attn_keep_floats is 0. */
 struct rl_attn_in {
     const float *q, *k, *v;
     const float *t5;
     const float *logf;
+    float       *keep;
 };
+
+/* Floats of a keep (rl_attn_in.keep) for calls of G heads of length N: linear attention
+ * with the maps elu1 and exp, in (head, block) pieces (no bias PE but ALiBi with the gate),
+ * (4 d + dv + 2) per head and row with RoPE in the numerator, (2 d + dv + 2) without
+ * rotated features; 0 for every other kind, which keeps nothing. */
+size_t rl_attn_keep_floats(const struct rl_attn_opts *o, int G, int N, int d, int dv);
 
 /* What a backward writes: dq, dk (G, N, d) and dv (G, N, dv), overwritten; dt5 (H,
  * t5_buckets), accumulated (NULL: not wanted); dlogf (G, N), overwritten (forget gate). */

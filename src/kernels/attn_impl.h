@@ -41,8 +41,9 @@ struct rl_attn {
     double *t5part;   /* the T5 gradient's parts of a call's heads */
     size_t  t5part_n; /* bytes */
     /* linear attention in pieces: the store of a call's blocks' features (rl_lin_head.store)
-     * and, per head and block, the sides it holds; lstore_on: the current call keeps one */
-    float         *lstore;
+     * and, per head and block, the sides it holds; lstore_on: the current call keeps its
+     * features in lcur, this store or the caller's keep (rl_attn_in.keep) */
+    float         *lstore, *lcur;
     size_t         lstore_head; /* floats per head (rl_attn_linear_store_floats) */
     size_t         lstore_n;    /* bytes */
     unsigned char *lhave;

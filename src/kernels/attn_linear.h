@@ -36,8 +36,9 @@ struct rl_lin_head {
     const float  *colmax;
     const double *ztot;
     /* the pieces form's store of the head's blocks' features (rl_attn_linear_store_floats)
-     * and, per block, the sides (SIDE_K, SIDE_Q) this call has built into it; NULL: every
-     * phase builds the features of its block again */
+     * and, per block, the sides it holds (SIDE_K, SIDE_Q; SIDE_DOUT: the backward's dnum
+     * and dden), built by this call or kept from its forward; NULL: every phase builds the
+     * features of its block again */
     float         *store;
     unsigned char *have;
 };
@@ -100,6 +101,9 @@ size_t rl_attn_linear_state_doubles(const struct rl_attn_opts *o, int N, int d, 
  * the first phase of a call that builds them to the later ones (the maps without Shen's
  * normaliser; 0 for Shen's, whose query features depend on the running Z). */
 size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, int dv);
+/* A call's flags of its G heads' blocks (rl_lin_head.have), before its first phase: none
+ * held, or (kept: a backward reading the store its forward filled) both sides' features. */
+void rl_attn_linear_store_begin(unsigned char *have, int G, int N, int kept);
 /* The bytes of that store for a call of G heads: 0 where the call does not run in pieces,
  * has one block (N <= RL_LIN_BLOCK: no phase reads another's features), where the map has
  * no store, or above RL_ATTN_STORE_BYTES (attn.h). */

@@ -12,7 +12,9 @@
 #include "attn_opts.h"
 
 enum lin_mode { PLAIN, ROT_NUM, ROT_BOTH, SHEN, SHEN_ROT_NUM, SHEN_ROT_BOTH };
-enum { SIDE_K = 1, SIDE_Q = 2 };
+/* a block's sides in a store (rl_lin_head.have): its key and query features, and (the
+ * backward) the output gradient's dnum and dden */
+enum { SIDE_K = 1, SIDE_Q = 2, SIDE_DOUT = 4 };
 
 /* Views into the caller's scratch.  Block buffers hold RL_LIN_BLOCK rows; B, E, dB, dE,
  * dphq, dphk alias other buffers where the table above says so. */

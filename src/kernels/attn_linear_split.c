@@ -99,6 +99,11 @@ size_t rl_attn_linear_store_floats(const struct rl_attn_opts *o, int N, int d, i
            rl_lin_block_store_floats(&k, k.pe == RL_ATTN_PE_ROPE, N, d, dv);
 }
 
+void rl_attn_linear_store_begin(unsigned char *have, int G, int N, int kept)
+{
+    memset(have, kept ? SIDE_K | SIDE_Q : 0, (size_t)G * rl_attn_linear_blocks(N));
+}
+
 double rl_attn_linear_store_bytes(const struct rl_attn_opts *o, int G, int N, int d, int dv)
 {
     if (!rl_attn_linear_pieces(o, G) || rl_attn_linear_blocks(N) < 2) return 0;
@@ -295,17 +300,19 @@ static void block_begin(struct lin_plan *p, const struct rl_lin_head *h, struct 
     if (p->shen && p->causal && (side & SIDE_Q))
         memcpy(p->Zrun, s.Z, (size_t)p->d * sizeof(double));
     int build = side; /* the sides to build: those the store lacks */
+    int dn    = dout && (side & SIDE_Q) ? SIDE_DOUT : 0; /* dnum, dden with the queries */
     if (h->store) {
         rl_lin_plan_to_block(p, h->store, b);
         build = side & ~h->have[b];
-        h->have[b] |= (unsigned char)side;
+        dn &= ~h->have[b];
+        h->have[b] |= (unsigned char)(side | dn);
     }
     rl_lin_build_block(p, h->q, h->k, t0, l, build);
     if (p->input_rot) { /* a stored side's rotated inputs are in the store too */
         if (side & ~build & SIDE_Q) p->q = p->xq;
         if (side & ~build & SIDE_K) p->k = p->xk;
     }
-    if (dout && (build & SIDE_Q)) /* the backward builds the queries with dnum, dden */
+    if (dn) /* the backward's first phase with the queries makes dnum, dden */
         rl_lin_output_backward(p->dnum, p->dden, dout + (size_t)t0 * dv, out + (size_t)t0 * dv,
                                den + t0, l, dv);
 }

@@ -85,7 +85,7 @@ static struct rl_lin_head lin_head(const rl_attn *a, const struct rl_attn_in *in
     }
     if (pieces && a->lstore_on) { /* the blocks' features, kept from phase to phase */
         const int nb = rl_attn_linear_blocks(a->N);
-        h.store      = a->lstore + (size_t)g * a->lstore_head;
+        h.store      = a->lcur + (size_t)g * a->lstore_head;
         h.have       = a->lhave + (size_t)g * nb;
     }
     if (h.logf && pieces) /* decays made in phase_piece */

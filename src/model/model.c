@@ -326,6 +326,7 @@ static size_t layout_acts(rl_model *m, float *base, int B, int N)
         b->mean2 = carve(base, &off, T), b->rstd2 = carve(base, &off, T);
         b->g = carve(base, &off, 4 * T * D), b->gp = carve(base, &off, 4 * T * D);
         b->logf = carve(base, &off, m->c.attn.forget ? G * (size_t)N : 0);
+        b->keep = carve(base, &off, rl_attn_keep_floats(&m->c.attn, (int)G, N, m->d, m->d));
     }
     a->lnf = carve(base, &off, T * D), a->meanf = carve(base, &off, T);
     a->rstdf = carve(base, &off, T), a->pooled = carve(base, &off, (size_t)B * D);

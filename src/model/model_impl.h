@@ -26,6 +26,7 @@ struct rl_block_acts {
     float *ln1, *mean1, *rstd1, *q, *k, *v, *o, *saved, *om, *xmid, *ln2, *mean2, *rstd2;
     float *g, *gp; /* the GELU's output and its derivative gelu'(h) (T, 4D) each */
     float *logf;   /* forget gate: log gates in the heads layout (B*H, N) */
+    float *keep;   /* linear attention's block features, forward to backward (rl_attn_in) */
 };
 
 struct rl_model_acts {

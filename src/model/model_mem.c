@@ -35,6 +35,10 @@ static double act_floats(const struct rl_model_config *c, double B, double N, in
     f += T * D + 2 * T + 2 * B * D + 2 * rows * Vo + rows; /* final LN, pooling, logits */
     f += 6 * T * D;                                        /* the backward's (T, D) arrays */
     if (c->attn.forget) f += (L + 1) * B * H * N;          /* log gates per block, their gradient */
+    const double Gd = B * H; /* linear attention's features kept for the backward (rl_attn_in) */
+    const int    G = Gd < INT_MAX ? (int)Gd : INT_MAX, d = c->d_model / c->heads;
+    if (rl_attn_linear_pieces(&c->attn, G) && N <= INT_MAX)
+        f += L * Gd * (double)rl_attn_linear_store_floats(&c->attn, (int)N, d, d);
     const long Tl = T < 1e15 ? (long)T : (long)1e15;
     f += (double)rl_model_scratch_floats(c) * (threads > 1 ? threads : 1);    /* per thread */
     return f + (double)rl_model_part_floats(c) * rl_model_grad_groups(c, Tl); /* partial sums */

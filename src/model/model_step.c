@@ -283,7 +283,7 @@ static void forward_rows(rl_model *m, int l)
 static rl_status attn_forward(rl_model *m, int l, rl_attn *plan)
 {
     struct rl_block_acts   *a  = &m->a.blk[l];
-    const struct rl_attn_in in = {a->q, a->k, a->v, m->p.blk[l].t5, a->logf};
+    const struct rl_attn_in in = {a->q, a->k, a->v, m->p.blk[l].t5, a->logf, a->keep};
     struct rl_attn_stats    st = {0};
     RL_TRY(rl_attn_forward(plan, a->o, a->saved, &in, m->B * m->H, &st));
     m->bad_den += st.bad_denominators;
@@ -542,7 +542,7 @@ static rl_status attn_backward(rl_model *m, int l, rl_attn *plan)
 {
     struct rl_block_acts      *a  = &m->a.blk[l];
     struct rl_model_acts      *s  = &m->a;
-    const struct rl_attn_in    in = {a->q, a->k, a->v, m->p.blk[l].t5, a->logf};
+    const struct rl_attn_in    in = {a->q, a->k, a->v, m->p.blk[l].t5, a->logf, a->keep};
     const struct rl_attn_grads gr = {s->dq, s->dk, s->dv, m->g.blk[l].t5, s->dlogf};
     return rl_attn_backward(plan, &gr, s->dout, a->o, a->saved, &in, m->B * m->H);
 }
