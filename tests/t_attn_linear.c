@@ -16,6 +16,7 @@
  * and RoPE placement, weak and strong gates, across the 256-row blocks. */
 #include "config.h"
 #include "kernels/attn_linear.h"
+#include "kernels/featmap.h"
 #include "core/threads.h"
 #include "core/init.h"
 #include "tap.h"
@@ -481,9 +482,50 @@ static void check_large(const struct cfg *c, int ramp)
     problem_free(&p);
 }
 
+/* elu1's backward takes its slope from phi alone (1 where phi > 1, phi elsewhere): on the
+ * inputs where that could go wrong -- 0, -0, the tiny ones whose phi rounds to 1 from either
+ * side, the infinities, NaN -- and on random floats of every magnitude, both sides' dx is
+ * dphi * (x > 0 ? 1 : phi) bit for bit (NaN where x is NaN). */
+static void check_elu1_slope(void)
+{
+    enum { N = 40000 };
+    float *x = malloc(N * sizeof *x), *phi = malloc(N * sizeof *phi), *g = malloc(N * sizeof *g);
+    float *dq = malloc(N * sizeof *dq), *dk = malloc(N * sizeof *dk);
+    const float special[] = {0.0f,          -0.0f,          1e-30f,  -1e-30f,  1e-8f,    -1e-8f,
+                             5.9604645e-8f, -5.9604645e-8f, 1.2e-7f, -1.2e-7f, INFINITY, -INFINITY,
+                             NAN,           -NAN,           88.0f,   -104.0f,  -87.5f,   3.4e38f,
+                             -3.4e38f,      1.0f,           -1.0f};
+    const int   ns        = (int)(sizeof special / sizeof special[0]);
+    for (int i = 0; i < N; i++) {
+        if (i < ns)
+            x[i] = special[i];
+        else { /* sign and binary exponent uniform: every magnitude from 2^-40 to 2^8 */
+            double m = ldexp(1.0 + tap_uniform(), (int)(tap_uniform() * 48) - 40);
+            x[i]     = (float)(tap_uniform() < 0.5 ? -m : m);
+        }
+        g[i] = (float)(2 * tap_uniform() - 1);
+    }
+    rl_fmap_q_forward(phi, x, N / 8, 8, RL_FMAP_ELU1);
+    rl_fmap_q_backward(dq, g, phi, N / 8, 8, RL_FMAP_ELU1);
+    rl_fmap_k_backward(dk, g, phi, N / 8, 8, RL_FMAP_ELU1);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        const float want = g[i] * (x[i] > 0 ? 1.0f : phi[i]);
+        const int   nan  = isnan(x[i]);
+        bad += nan ? !isnan(dq[i]) || !isnan(dk[i])
+                   : memcmp(&dq[i], &want, 4) != 0 || memcmp(&dk[i], &want, 4) != 0;
+    }
+    tap_ok(bad == 0,
+           "elu1 backward from phi alone: %d of %d inputs differ from dphi (x > 0 ? 1 "
+           ": phi)",
+           bad, N);
+    free(x), free(phi), free(g), free(dq), free(dk);
+}
+
 int main(void)
 {
     rl_init(1);
+    check_elu1_slope();
     tap_seed(20240611);
     const enum pe_kind pes[] = {PE_NONE, PE_FEATURE, PE_INPUT, PE_ROTATED};
     for (int f = 0; f < 3; f++)

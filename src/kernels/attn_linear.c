@@ -459,14 +459,14 @@ void rl_lin_chain_block(struct lin_plan *p, float *dq, float *dk, int t0, int l,
         shen_rope_backward(p, dkb, t0, l);
         break;
     }
-    rl_fmap_q_backward(dqb, p->dphq, p->q, p->phq, l, d, p->fmap);
+    rl_fmap_q_backward(dqb, p->dphq, p->phq, l, d, p->fmap);
     if (p->mode < SHEN && p->shen) {
         for (size_t i = 0; i < nd; i++) {
             dkb[i] = p->phk[i] * p->dphk[i];
             colsum[i % (size_t)d] += (double)dkb[i];
         }
     } else if (p->mode < SHEN) {
-        rl_fmap_k_backward(dkb, p->dphk, p->k, p->phk, l, d, p->fmap);
+        rl_fmap_k_backward(dkb, p->dphk, p->phk, l, d, p->fmap);
     }
     if (p->input_rot) { /* q~ = R q  =>  dq = R^T dq~ */
         rl_rope_rotate(p->rope, dqb, d, dqb, d, l, t0, 1);

@@ -189,8 +189,8 @@ static void dout_terms(rl_toeplitz *t, const float *dout, const float *out, cons
 }
 
 /* dq, dk from dA, dB (t->dA, t->dB: gradients of the loss w.r.t. A and B). */
-void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *q,
-                                   const float *k, enum rl_fmap fm, int causal)
+void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *k,
+                                   enum rl_fmap fm, int causal)
 {
     int    N = t->N, d = t->d;
     size_t nd = (size_t)N * d;
@@ -215,7 +215,7 @@ void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const f
     } else /* A = phi_q */
         for (size_t i = 0; i < nd; i++)
             t->dph[i] = (float)t->dA[i];
-    rl_fmap_q_backward(dq, t->dph, q, t->phq, N, d, fm);
+    rl_fmap_q_backward(dq, t->dph, t->phq, N, d, fm);
     /* B = exp(k - c) (softmax, exp; c is constant: the map is invariant to it), or
      * elu1(k) = k + 1 (k > 0), exp(k) = B otherwise */
     for (size_t i = 0; i < nd; i++)
@@ -501,7 +501,7 @@ void rl_attn_toeplitz_backward(rl_toeplitz *t, const struct rl_lin_grads *g, con
         rl_toeplitz_drel_add(drel, t->E, t->corr, N, o->causal);
     }
     rl_toeplitz_dv_out(g->dv, t->numT, N, dv);
-    rl_toeplitz_features_backward(t, g->dq, g->dk, h->q, h->k, o->fmap, o->causal);
+    rl_toeplitz_features_backward(t, g->dq, g->dk, h->k, o->fmap, o->causal);
 }
 
 /* dv[n,j] (float) = dvT[j,n] */

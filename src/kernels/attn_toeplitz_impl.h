@@ -31,8 +31,8 @@ struct rl_toeplitz {
 };
 
 /* dq, dk from t->dA, t->dB (the gradients of the loss w.r.t. A and B) */
-void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *q,
-                                   const float *k, enum rl_fmap fm, int causal);
+void rl_toeplitz_features_backward(rl_toeplitz *t, float *dq, float *dk, const float *k,
+                                   enum rl_fmap fm, int causal);
 /* out = num / (den + eps) and den of rows m0 .. m1-1; returns the rows whose denominator
  * before eps is <= eps */
 long rl_toeplitz_finish_rows(rl_toeplitz *t, float *out, float *den, float eps, int m0, int m1);

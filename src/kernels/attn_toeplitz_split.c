@@ -133,8 +133,7 @@ void rl_toeplitz_split_grads(const struct rl_toeplitz_piece *p)
     const int    N = p->h->N, dv = p->h->dv;
     parts_sum(hs->numT, p, p->part, 0, (size_t)dv * N);
     rl_toeplitz_dv_out(p->g->dv, hs->numT, N, dv);
-    rl_toeplitz_features_backward(hs, p->g->dq, p->g->dk, p->h->q, p->h->k, p->o->fmap,
-                                  p->o->causal);
+    rl_toeplitz_features_backward(hs, p->g->dq, p->g->dk, p->h->k, p->o->fmap, p->o->causal);
 }
 
 void rl_toeplitz_split_drel(const struct rl_toeplitz_piece *p, int heads, int stride)
