@@ -210,10 +210,7 @@ static void test_gelu(int T, int C)
     memcpy(hin, h, n * sizeof *h);
     rl_bias_gelu_forward(g, gp, h, b, T, C);
     tap_close_scaled(g, ref, n, FWD_TOL, "bias+gelu forward (tanh approximation) n=%zu", n);
-    int ok = 1;
-    for (size_t i = 0; i < n; i++)
-        ok &= h[i] == hin[i] + b[i % C];
-    tap_ok(ok, "bias+gelu keeps the pre-activation h + b");
+    tap_ok(!memcmp(h, hin, n * sizeof *h), "bias+gelu leaves its input h as it is");
     rl_bias_gelu_forward(g2, NULL, hin, b, T, C); /* inference: no derivative */
     tap_ok(!memcmp(g, g2, n * sizeof *g) && !memcmp(h, hin, n * sizeof *h),
            "bias+gelu without the derivative (decoding): the training forward's bits");

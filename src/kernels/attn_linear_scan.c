@@ -60,11 +60,19 @@ size_t rl_lin_scan_floats(int X, int Y)
            r16(2 * (size_t)X * Y);
 }
 
+/* The float state from the double one, row by row (a loop GCC left scalar at -O2: 0.4 % of
+ * a 1-thread linear N = 4096 training step in perf). */
+RL_SIMD_CLONES
 static void sync_float_state(struct rl_lin_scan *s)
 {
-    for (int x = 0; x < s->X; x++)
-        for (int y = 0; y < s->Y; y++)
-            s->S[(size_t)x * s->Yp + y] = (float)s->Sd[(size_t)x * s->Y + y];
+    const int X = s->X, Y = s->Y, Yp = s->Yp;
+    for (int x = 0; x < X; x++) {
+        float        *S  = s->S + (size_t)x * Yp;
+        const double *Sd = s->Sd + (size_t)x * Y;
+#pragma omp simd
+        for (int y = 0; y < Y; y++)
+            S[y] = (float)Sd[y];
+    }
 }
 
 void rl_lin_scan_init(struct rl_lin_scan *s, float *work, int X, int Y, const double *Sd0)

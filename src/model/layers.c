@@ -378,27 +378,27 @@ static RL_INLINE float gelu_slope(float x, float s)
 }
 
 RL_SIMD_CLONES
-static void bias_gelu_row(float *restrict g, float *restrict gp, float *restrict h,
+static void bias_gelu_row(float *restrict g, float *restrict gp, const float *restrict h,
                           const float *restrict b, int C)
 {
     if (gp) {
 #pragma omp simd
         for (int c = 0; c < C; c++) {
             float x = h[c] + b[c], s = gelu_sig(x);
-            h[c] = x, g[c] = x * s, gp[c] = gelu_slope(x, s);
+            g[c] = x * s, gp[c] = gelu_slope(x, s);
         }
     } else { /* inference: no derivative */
 #pragma omp simd
         for (int c = 0; c < C; c++) {
             float x = h[c] + b[c];
-            h[c] = x, g[c] = x * gelu_sig(x);
+            g[c]    = x * gelu_sig(x);
         }
     }
 }
 
 struct gelu_ctx {
-    float       *g, *gp, *h, *dh;
-    const float *b, *cgp, *dg;
+    float       *g, *gp, *dh;
+    const float *h, *b, *cgp, *dg;
     size_t       n; /* elements (elementwise passes) */
     int          T, C;
 };
@@ -413,7 +413,7 @@ static void bias_gelu_piece(void *ctx, long p)
         bias_gelu_row(e->g + t * C, e->gp ? e->gp + t * C : NULL, e->h + t * C, e->b, C);
 }
 
-void rl_bias_gelu_forward(float *g, float *gp, float *h, const float *b, int T, int C)
+void rl_bias_gelu_forward(float *g, float *gp, const float *h, const float *b, int T, int C)
 {
     struct gelu_ctx e = {.g = g, .gp = gp, .h = h, .b = b, .T = T, .C = C};
     rl_pieces(row_pieces(T, C), bias_gelu_piece, &e);

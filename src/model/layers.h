@@ -63,12 +63,12 @@ void rl_colsum_add(float *db, const float *x, int T, int C);
 /* --- GELU, tanh approximation (torch approximate="tanh") -------------------------------
  * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the
  * identical x * sigmoid(2u) with the vectorised exp of vexp.h.
- * Fused with the bias of the preceding linear: h = h + b (in place: the pre-activation),
- * g = gelu(h), and gp = gelu'(h) where a backward will follow (NULL: not computed).  What
- * the backward needs is g (fc2's weight gradient) and gp; keeping these two, rather than
- * h and sigmoid(2u), leaves the backward one multiply per element instead of a
- * recomputation. */
-void rl_bias_gelu_forward(float *g, float *gp, float *h, const float *b, int T, int C);
+ * Fused with the bias of the preceding linear: with x = h + b (the pre-activation, not
+ * stored: h is left as it is), g = gelu(x), and gp = gelu'(x) where a backward will follow
+ * (NULL: not computed).  What the backward needs is g (fc2's weight gradient) and gp;
+ * keeping these two, rather than x and sigmoid(2u), leaves the backward one multiply per
+ * element instead of a recomputation. */
+void rl_bias_gelu_forward(float *g, float *gp, const float *h, const float *b, int T, int C);
 /* dh = dg * gp, gp = gelu'(h) from the forward (overwrites; dh may equal dg). */
 void rl_gelu_backward(float *dh, const float *dg, const float *gp, size_t n);
 /* The same and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
