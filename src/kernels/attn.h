@@ -76,8 +76,9 @@ struct rl_attn_in {
 
 /* Floats of a keep (rl_attn_in.keep) for calls of G heads of length N: linear attention
  * with the maps elu1 and exp, in (head, block) pieces (no bias PE but ALiBi with the gate),
- * (4 d + dv + 2) per head and row with RoPE in the numerator, (2 d + dv + 2) without
- * rotated features; 0 for every other kind, which keeps nothing. */
+ * per head and row of its blocks (256 rows each, or N rows when N < 256), 4 d + dv + 2
+ * with RoPE (on the features or the inputs), 2 d + dv + 2 without; 0 for every other kind,
+ * which keeps nothing. */
 size_t rl_attn_keep_floats(const struct rl_attn_opts *o, int G, int N, int d, int dv);
 
 /* What a backward writes: dq, dk (G, N, d) and dv (G, N, dv), overwritten; dt5 (H,
