@@ -277,6 +277,17 @@ static void run_kernel(struct run *r, const struct tcase *c, const struct data *
     run_kernel_keep(r, c, D, threads, KEEP_NONE);
 }
 
+/* Whether two runs of case c give the same bits in the first G heads: outputs and every
+ * gradient (dlogf and dt5 too; they stay zero where the case has no gate or T5). */
+static int same_bits(const struct run *a, const struct run *b, const struct tcase *c, int G)
+{
+    const size_t nq = (size_t)G * c->N * c->d, nv = (size_t)G * c->N * c->dv;
+    const size_t nl = (size_t)G * c->N, nt = (size_t)c->H * NB;
+    return !memcmp(a->o, b->o, 4 * nv) && !memcmp(a->dq, b->dq, 4 * nq) &&
+           !memcmp(a->dk, b->dk, 4 * nq) && !memcmp(a->dv, b->dv, 4 * nv) &&
+           !memcmp(a->dlf, b->dlf, 4 * nl) && !memcmp(a->dt5, b->dt5, 4 * nt);
+}
+
 static void run_free(struct run *r)
 {
     free(r->q), free(r->k), free(r->v), free(r->w), free(r->lf), free(r->t5), free(r->o);
@@ -356,10 +367,8 @@ static void check_case(const struct tcase *c, int nsample)
     for (int th = 1; th <= 3; th += 2) {
         struct run r2;
         run_kernel(&r2, c, &D, th);
-        int same = !memcmp(r2.o, r.o, 4 * nv) && !memcmp(r2.dq, r.dq, 4 * nq) &&
-                   !memcmp(r2.dk, r.dk, 4 * nq) && !memcmp(r2.dv, r.dv, 4 * nv) &&
-                   !memcmp(r2.dlf, r.dlf, 4 * nl) && !memcmp(r2.dt5, r.dt5, 4 * (size_t)c->H * NB);
-        tap_ok(same, "%s: %d thread%s give the bits of 2", nm, th, th > 1 ? "s" : "");
+        tap_ok(same_bits(&r2, &r, c, D.G), "%s: %d thread%s give the bits of 2", nm, th,
+               th > 1 ? "s" : "");
         run_free(&r2);
     }
     free(o);
@@ -386,10 +395,7 @@ static void check_store_bits(const struct tcase *c)
     memcpy(Db.q, D.q, 8 * nq), memcpy(Db.k, D.k, 8 * nq), memcpy(Db.v, D.v, 8 * nv);
     memcpy(Db.w, D.w, 8 * nv), memcpy(Db.lf, D.lf, 8 * nl);
     run_kernel(&r, c, &D, 2), run_kernel(&rb, c, &Db, 2);
-    int same = !memcmp(r.o, rb.o, 4 * nv) && !memcmp(r.dq, rb.dq, 4 * nq) &&
-               !memcmp(r.dk, rb.dk, 4 * nq) && !memcmp(r.dv, rb.dv, 4 * nv) &&
-               !memcmp(r.dlf, rb.dlf, 4 * nl);
-    tap_ok(same && rl_attn_linear_store_bytes(&o, G, c->N, c->d, c->dv) > 0,
+    tap_ok(same_bits(&r, &rb, c, G) && rl_attn_linear_store_bytes(&o, G, c->N, c->d, c->dv) > 0,
            "linear %s %s%s N=%d gate %.3g: %d heads with the features' store give the bits of "
            "the same heads in a call of %d (no store)",
            fm_name[c->fm], pe_name[c->pe], c->noncausal ? " non-causal" : "", c->N, c->gate, G, Gb);
@@ -409,14 +415,11 @@ static void check_keep(const struct tcase *c)
     struct data               D;
     struct run                r, rk, rp;
     data_make(&D, c, G);
-    const size_t nq = (size_t)G * c->N * c->d, nv = (size_t)G * c->N * c->dv;
-    const size_t nl = (size_t)G * c->N;
+    const size_t nq = (size_t)G * c->N * c->d;
     run_kernel_keep(&r, c, &D, 2, KEEP_NONE), run_kernel_keep(&rk, c, &D, 2, KEEP);
     run_kernel_keep(&rp, c, &D, 2, KEEP_POISONED);
-    const int same = !memcmp(r.o, rk.o, 4 * nv) && !memcmp(r.dq, rk.dq, 4 * nq) &&
-                     !memcmp(r.dk, rk.dk, 4 * nq) && !memcmp(r.dv, rk.dv, 4 * nv) &&
-                     !memcmp(r.dlf, rk.dlf, 4 * nl);
-    size_t nan = 0;
+    const int same = same_bits(&r, &rk, c, G);
+    size_t    nan  = 0;
     for (size_t i = 0; i < nq; i++)
         nan += isnan(rp.dq[i]) && isnan(rp.dk[i]);
     const int    rows = rl_attn_linear_blocks(c->N) * (c->N < 256 ? c->N : 256);
@@ -448,10 +451,7 @@ static void check_keep_none(void)
         struct run                r, rk;
         data_make(&D, c, 2 * c->H);
         run_kernel_keep(&r, c, &D, 2, KEEP_NONE), run_kernel_keep(&rk, c, &D, 2, KEEP_POISONED);
-        const size_t nq = (size_t)D.G * c->N * c->d, nv = (size_t)D.G * c->N * c->dv;
-        const int    same = !memcmp(r.o, rk.o, 4 * nv) && !memcmp(r.dq, rk.dq, 4 * nq) &&
-                         !memcmp(r.dk, rk.dk, 4 * nq) && !memcmp(r.dv, rk.dv, 4 * nv);
-        tap_ok(same && rl_attn_keep_floats(&o, D.G, c->N, c->d, c->dv) == 0,
+        tap_ok(same_bits(&r, &rk, c, D.G) && rl_attn_keep_floats(&o, D.G, c->N, c->d, c->dv) == 0,
                "%s%s %s%s: keeps nothing, and a keep given to it changes nothing",
                c->kind == RL_ATTN_SOFTMAX ? "softmax" : "linear ",
                c->kind == RL_ATTN_SOFTMAX ? "" : fm_name[c->fm], pe_name[c->pe],
