@@ -132,6 +132,101 @@ static void test_vexp_shift(void)
     free(x), free(y);
 }
 
+/* A row's value j: mostly uniform in [-30, 30), with the special values that a maximum
+ * must order (+-0, -inf, large negatives, and now and then a NaN of either sign). */
+static float row_value(int nan_ok)
+{
+    const double u = tap_uniform();
+    if (u < 0.04) return -0.0f;
+    if (u < 0.08) return 0.0f;
+    if (u < 0.11) return -INFINITY;
+    if (u < 0.13) return -1e30f;
+    if (nan_ok && u < 0.135) return u < 0.1325 ? NAN : -NAN;
+    return (float)(60.0 * tap_uniform() - 30.0);
+}
+
+/* the largest of x[0..n) and init by a scalar walk, +0 above -0 (no NaN in x or init) */
+static float plain_max(const float *x, int n, float init)
+{
+    float m = init;
+    for (int j = 0; j < n; j++)
+        if (x[j] > m || (x[j] == m && signbit(m) && !signbit(x[j]))) m = x[j];
+    return m;
+}
+
+/* rl_vexpf_ftz_online (the forward's score row: maximum, masked columns, exps and their
+ * sum in one call) against its three steps -- rl_maxf_inline, -inf on columns nc .. nv-1,
+ * rl_vexpf_ftz_shift -- bit for bit, on rows of 0 .. 79 valid columns (every tail length
+ * of the 16-wide and 32-wide loops) and nv = nc or nc rounded up to 16, with running maxima
+ * -inf, +-0 and random; and its maximum against a scalar walk on the rows without NaN. */
+static void test_vexp_online(void)
+{
+    int rows = 0, bad_bits = 0, bad_max = 0, plain = 0;
+    for (int rep = 0; rep < 60; rep++)
+        for (int nc = 0; nc < 80; nc++)
+            for (int pad = 0; pad < 2; pad++) {
+                const int nv = pad ? (nc + 15) & ~15 : nc;
+                float     x[80], a[80], b[80];
+                int       has_nan = 0;
+                for (int j = 0; j < 80; j++) {
+                    x[j] = a[j] = b[j] = row_value(rep % 3 == 2);
+                    has_nan |= j < nc && isnan(x[j]);
+                }
+                const float init   = rep % 4 == 0   ? -INFINITY
+                                     : rep % 4 == 1 ? (rep % 8 == 1 ? -0.0f : 0.0f)
+                                                    : (float)(60.0 * tap_uniform() - 30.0);
+                float       want_m = rl_maxf_inline(b, nc, init), got_m;
+                for (int j = nc; j < nv; j++)
+                    b[j] = -INFINITY;
+                const float want = rl_vexpf_ftz_shift(b, nv, want_m);
+                const float got  = rl_vexpf_ftz_online(a, nc, nv, init, &got_m);
+                bad_bits += memcmp(&got_m, &want_m, sizeof got_m) != 0 ||
+                            memcmp(&got, &want, sizeof got) != 0 ||
+                            memcmp(a, b, sizeof(float) * 80) != 0;
+                if (!has_nan) {
+                    const float m = plain_max(x, nc, init);
+                    bad_max += memcmp(&got_m, &m, sizeof m) != 0;
+                    plain++;
+                }
+                rows++;
+            }
+    tap_ok(bad_bits == 0,
+           "score row in one call (%s): the maximum, the exps and their sum are rl_maxf_inline "
+           "+ rl_vexpf_ftz_shift's bits (%d of %d rows differ)",
+           rl_vexp_wide() ? "AVX-512" : "portable", bad_bits, rows);
+    tap_ok(bad_max == 0 && plain > rows / 2,
+           "score row in one call: its maximum is a scalar walk's, +0 above -0 (%d of %d rows "
+           "without NaN differ)",
+           bad_max, plain);
+}
+
+/* rl_vexpf_ftz_grad (the backward's row: p = exp(p - c), ds = p (dp - D) in one pass)
+ * against rl_vexpf_ftz_shift and a plain loop, bit for bit, on rows of 1 .. 79, with NaN,
+ * +-inf and -1e30 among the scores. */
+static void test_vexp_grad(void)
+{
+    int rows = 0, bad = 0;
+    for (int rep = 0; rep < 40; rep++)
+        for (int n = 1; n < 80; n++) {
+            float p[80], dp[80], rp[80], rdp[80];
+            for (int j = 0; j < 80; j++) {
+                p[j] = rp[j] = row_value(rep % 2);
+                dp[j] = rdp[j] = (float)tap_normal();
+            }
+            const float c = (float)(10.0 * tap_uniform()), D = (float)tap_normal();
+            (void)rl_vexpf_ftz_shift(rp, n, c);
+            for (int j = 0; j < n; j++)
+                rdp[j] = rp[j] * (rdp[j] - D);
+            rl_vexpf_ftz_grad(p, dp, n, c, D);
+            bad += memcmp(p, rp, sizeof p) != 0 || memcmp(dp, rdp, sizeof dp) != 0;
+            rows++;
+        }
+    tap_ok(bad == 0,
+           "backward row in one pass (%s): p and ds are rl_vexpf_ftz_shift's and p (dp - D)'s "
+           "bits (%d of %d rows differ)",
+           rl_vexp_wide() ? "AVX-512" : "portable", bad, rows);
+}
+
 static void test_vexp(void)
 {
     const int n = 400001;
@@ -779,5 +874,8 @@ int main(void)
      * rows of d = 16, whose last rl_rope_rotate takes in its vector loop's tail: the pieces
      * must group the rows as the whole head does */
     test_pieces(250, 1, 0.2, 1);
+    /* the score rows' fused steps (after everything above, which keeps its data) */
+    test_vexp_online();
+    test_vexp_grad();
     return tap_done();
 }

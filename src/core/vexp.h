@@ -240,4 +240,15 @@ int rl_vexp_wide(void);
  * (rl_vexp_wide()). */
 float rl_vexpf_ftz_shift(float *s, int n, float c);
 
+/* A score row's online-softmax step, for a thread that runs with flush-to-zero: m =
+ * rl_maxf_inline(s, nc, m_old) into *m_new, s[nc .. nv) = -inf (masked columns, exp 0),
+ * then rl_vexpf_ftz_shift(s, nv, m), whose sum it returns.  The same bits as those three
+ * steps; with AVX-512 the maximum is taken by vpmaxsd on the order keys. */
+float rl_vexpf_ftz_online(float *s, int nc, int nv, float m_old, float *m_new);
+
+/* The softmax backward's row, for a thread that runs with flush-to-zero: p[i] = exp(p[i] -
+ * c) as rl_vexpf_ftz_shift makes it, then dp[i] = p[i] (dp[i] - D), for i < n, in one pass
+ * (the probabilities are not read back).  The same bits as those two loops. */
+void rl_vexpf_ftz_grad(float *p, float *dp, int n, float c, float D);
+
 #endif

@@ -215,14 +215,14 @@ static float online_row(float *s, const float *bias, const float *colb, int nc, 
         return 1.0f;
     }
     const int nv  = vector_cols(nc, nb);
-    float     sum = 0.0f;
+    float     sum = 0.0f, mx;
     add_biases(s, bias, colb, nc);
-    const float mx = rl_maxf_inline(s, nc, *m);
-    for (int b = nc; b < nv; b++)
-        s[b] = -INFINITY; /* exp gives 0 */
-    if (rl_vexp_wide())   /* the same floats and sum, fewer operations (vexp.h) */
-        sum = rl_vexpf_ftz_shift(s, nv, mx);
+    if (rl_vexp_wide()) /* the same floats and sum, fewer operations (vexp.h) */
+        sum = rl_vexpf_ftz_online(s, nc, nv, *m, &mx);
     else {
+        mx = rl_maxf_inline(s, nc, *m);
+        for (int b = nc; b < nv; b++)
+            s[b] = -INFINITY; /* exp gives 0 */
 #pragma omp simd reduction(+ : sum)
         for (int b = 0; b < nv; b++) {
             float p = rl_expf_ftz_inline(s[b] - mx);
@@ -573,39 +573,31 @@ void rl_attn_softmax_forward(float *o, float *lse, const struct rl_sm_head *h, f
     ftz_restore(mode);
 }
 
-/* p = exp(s + rel + gate - lse_i) on the valid columns, 0 past them (forward: p =
- * softmax(s)). */
+/* One row of a tile's backward: p = exp(s + rel + gate - lse_i) (the forward's softmax,
+ * recomputed from the scores in p) and ds = p (dp - D_i), written over dp, on the valid
+ * columns; both 0 past them.  drel (its slice for this row, or NULL) gathers ds along the
+ * diagonal (forward: s[m,n] += rel[(n-m)+N-1]); dcol (the tile's keys' slice of dcum, or
+ * NULL) takes -ds (forward: s[m,n] -= c[n]). */
 RL_SIMD_CLONES
-static void recompute_p(float *p, const float *bias, const float *colb, int nc, int nb, float lse_i)
+static void softmax_grad_row(float *p, float *dp, const float *bias, const float *colb,
+                             double *drel, double *dcol, int nc, int nb, float lse_i, float D_i)
 {
     const int nv = vector_cols(nc, nb);
     add_biases(p, bias, colb, nc);
     for (int b = nc; b < nv; b++)
-        p[b] = -INFINITY; /* exp gives 0 */
-    if (rl_vexp_wide())
-        (void)rl_vexpf_ftz_shift(p, nv, lse_i);
+        p[b] = -INFINITY; /* exp gives 0, and ds 0 */
+    if (rl_vexp_wide())   /* the same floats in one pass (vexp.h) */
+        rl_vexpf_ftz_grad(p, dp, nv, lse_i, D_i);
     else {
 #pragma omp simd
         for (int b = 0; b < nv; b++)
             p[b] = rl_expf_ftz_inline(p[b] - lse_i);
+#pragma omp simd
+        for (int b = 0; b < nv; b++)
+            dp[b] = p[b] * (dp[b] - D_i);
     }
     for (int b = nv; b < nb; b++)
-        p[b] = 0.0f;
-}
-
-/* ds = p (dp - D_i), written over dp; drel (its slice for this row, or NULL) gathers ds
- * along the diagonal (forward: s[m,n] += rel[(n-m)+N-1]); dcol (the tile's keys' slice of
- * dcum, or NULL) takes -ds (forward: s[m,n] -= c[n]). */
-RL_SIMD_CLONES
-static void softmax_grad_row(float *dp, const float *p, double *drel, double *dcol, int nc, int nb,
-                             float D_i)
-{
-    const int nv = vector_cols(nc, nb); /* p = 0 on columns nc .. nv-1 */
-#pragma omp simd
-    for (int b = 0; b < nv; b++)
-        dp[b] = p[b] * (dp[b] - D_i);
-    for (int b = nv; b < nb; b++)
-        dp[b] = 0.0f;
+        p[b] = 0.0f, dp[b] = 0.0f;
     if (drel) {
 #pragma omp simd
         for (int b = 0; b < nc; b++)
@@ -647,20 +639,18 @@ static void backward_tile(struct sm_call *c, struct sm_bwd *w, const struct sm_q
     float       *fk = NULL, *p = c->s, *dp = c->dp;
     const float *kt = key_tile(c, &w->kp, qb->i0 + qb->mb / 2, j0, nb, &kj, &fk);
     const float *gb = gate_cols(c, qb->i0 + qb->mb - 1, j0, nb);
-    /* s = q k^T / sqrt(d) + rel + gate, p = exp(s - lse): the forward's softmax, recomputed */
+    /* s = q k^T / sqrt(d) + rel + gate; o = p v  =>  dp = dout v^T */
     rl_tile_gemm(mb, np, d, c->scale, qi, d, 1, kt, ld, 0.0f, p, ld);
-    for (int a = 0; a < mb; a++)
-        recompute_p(p + (size_t)a * ld, SM_DIAG(h->rel, c, i0 + a, j0), gb,
-                    row_cols(h->causal, i0 + a, j0, nb), nb, w->lse[i0 + a]);
-    /* o = p v  =>  dv += p^T dout,  dp = dout v^T */
-    if (w->dv) rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, w->dv + (size_t)j0 * dv, dv);
     rl_tile_gemm(mb, np, dv, 1.0f, gi, dv, 1, value_tile(c, &w->vp, j0), ld, 0.0f, dp, ld);
-    /* p = softmax(s)  =>  ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
+    /* p = exp(s - lse), the forward's softmax recomputed;  p = softmax(s)  =>
+     * ds = p (dp - D);  s += rel - c[n]  =>  drel += ds, dcum -= ds */
     for (int a = 0; a < mb; a++)
-        softmax_grad_row(dp + (size_t)a * ld, p + (size_t)a * ld,
-                         w->drel ? w->drel + (j0 - (i0 + a)) + w->dlag : NULL,
+        softmax_grad_row(p + (size_t)a * ld, dp + (size_t)a * ld, SM_DIAG(h->rel, c, i0 + a, j0),
+                         gb, w->drel ? w->drel + (j0 - (i0 + a)) + w->dlag : NULL,
                          w->dcum ? w->dcum + (j0 - w->dcum0) : NULL,
-                         row_cols(h->causal, i0 + a, j0, nb), nb, D[a]);
+                         row_cols(h->causal, i0 + a, j0, nb), nb, w->lse[i0 + a], D[a]);
+    /* o = p v  =>  dv += p^T dout */
+    if (w->dv) rl_tile_gemm(nb, dv, mb, 1.0f, p, 1, ld, gi, dv, 1.0f, w->dv + (size_t)j0 * dv, dv);
     /* s = q k^T / sqrt(d)  =>  dq += ds k / sqrt(d),  dk += ds^T q / sqrt(d) */
     if (w->dq) rl_tile_gemm(mb, d, nb, c->scale, dp, ld, 1, kj, d, 1.0f, w->dq + (size_t)i0 * d, d);
     if (!w->dk) return;
