@@ -5,9 +5,11 @@
 #include "config.h"
 #include "core/threads.h"
 #include "core/init.h"
+#include "core/vexp.h"
 #include "model/layers.h"
 #include "tap.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +243,49 @@ static void test_gelu(int T, int C)
         free(g2);
 }
 
+/* The training forward's AVX-512 rows against the compiler's vectorised rows (the x86-64-v4
+ * clone on this CPU), bit for bit: g and gp on a sweep of x = h + b over [-20, 20] (the
+ * exp's clamps lie near -9.5 and 7.4), wide normals, and the special values; rows of
+ * C = 512 (the model's 4 D) and 509 (a masked tail). A NaN only needs to stay NaN. */
+static void test_gelu_wide(int C)
+{
+    if (!rl_vexp_wide()) {
+        tap_skip("no AVX-512 on this CPU, or a build without it", "bias+gelu AVX-512 rows, C = %d",
+                 C);
+        return;
+    }
+    const int T = 2048;
+    size_t    n = (size_t)T * C, bad = 0;
+    float    *h = falloc(n), *b = falloc(C), *g[2], *gp[2];
+    for (int w = 0; w < 2; w++)
+        g[w] = falloc(n), gp[w] = falloc(n);
+    tap_fill_normal(b, C, 0.5);
+    for (size_t i = 0; i < n; i++) /* the sweep in x, then normals of scale 30 */
+        h[i] = i < n / 2 ? (float)(-20.0 + 40.0 * (double)i / (double)(n / 2)) - b[i % C]
+                         : (float)(30.0 * tap_normal());
+    const float sp[] = {0.0f,    -0.0f,    1e-30f, -1e-30f,  1e-40f,    -1e-40f, 88.0f,
+                        -88.0f,  1e30f,    -1e30f, INFINITY, -INFINITY, NAN,     -NAN,
+                        FLT_MAX, -FLT_MAX, 9.5f,   -9.5f,    7.4f,      -7.4f};
+    for (size_t j = 0; j < sizeof sp / sizeof sp[0]; j++)
+        h[n - 1 - 3 * j] = sp[j] - b[(n - 1 - 3 * j) % C];
+    rl_bias_gelu_forward_wide(g[0], gp[0], h, b, T, C, 0);
+    rl_bias_gelu_forward_wide(g[1], gp[1], h, b, T, C, 1);
+    for (size_t i = 0; i < n; i++) {
+        const int nan = isnan(g[0][i]) || isnan(g[1][i]) || isnan(gp[0][i]) || isnan(gp[1][i]);
+        if (nan)
+            bad += !(isnan(g[0][i]) == isnan(g[1][i]) && isnan(gp[0][i]) == isnan(gp[1][i]));
+        else
+            bad += memcmp(&g[0][i], &g[1][i], 4) != 0 || memcmp(&gp[0][i], &gp[1][i], 4) != 0;
+    }
+    tap_ok(bad == 0,
+           "bias+gelu AVX-512 rows, C = %d: the vectorised clone's g and gp bits (%zu of %zu "
+           "differ)",
+           C, bad, n);
+    for (int w = 0; w < 2; w++)
+        free(g[w]), free(gp[w]);
+    free(h), free(b);
+}
+
 /* --- embedding, sinusoid ---------------------------------------------------------------- */
 
 static void test_embed(int B, int N, int C, int V)
@@ -455,5 +500,7 @@ int main(void)
     test_layernorm(33, 40);
     test_linear(37, 19, 23);
     test_colsum(7, 2500);
+    test_gelu_wide(512); /* (last: the tests above keep their data) */
+    test_gelu_wide(509);
     return tap_done();
 }

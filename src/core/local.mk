@@ -10,7 +10,7 @@ src_core_libcore_la_SOURCES = \
 	%D%/gemm.c %D%/gemm.h \
 	%D%/threads.c %D%/threads.h %D%/init.c %D%/init.h \
 	%D%/tilemm.c %D%/tilemm.h \
-	%D%/vexp.c %D%/vexp.h \
+	%D%/vexp.c %D%/vexp.h %D%/vexp512.h \
 	%D%/fft.c %D%/fft.h \
 	%D%/peak.c %D%/peak.h \
 	%D%/mpi.c %D%/mpi.h \

@@ -3,17 +3,12 @@
 #include "config.h"
 #include "vexp.h"
 #include "peak.h"
+#include "vexp512.h"
 
 #include <math.h>
 #include <stdatomic.h>
 
-/* not in a build without clones (-DRL_NO_CLONES: the baseline instruction set only) */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RL_NO_CLONES)
-#include <immintrin.h>
-#define RL_VEXP_WIDE 1
-#else
-#define RL_VEXP_WIDE 0
-#endif
+#define RL_VEXP_WIDE RL_VEXP512
 
 RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n)
 {
@@ -52,35 +47,13 @@ RL_SIMD_CLONES static float vexpf_ftz_shift_portable(float *s, int n, float c)
 }
 
 #if RL_VEXP_WIDE
-/* rl_expf_ftz_inline of 16 floats: the same clamp, reduction and polynomial, operation for
- * operation (GCC contracts a * b + c into one FMA there, as here), then p 2^n by vscalefps.
- * max(lo, x) and min(hi, x) return x when x is NaN, so a NaN goes through to the result. */
-__attribute__((target("avx512f"))) static inline __m512 expf16_ftz(__m512 x)
-{
-    const __m512 shift = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23 */
-    __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.8f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-    __m512 n =
-        _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shift), shift);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r        = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440054690583e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 __attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, int n, float c)
 {
     const __m512 cv  = _mm512_set1_ps(c);
     __m512       acc = _mm512_setzero_ps();
     int          i   = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 p = expf16_ftz(_mm512_sub_ps(_mm512_loadu_ps(s + i), cv));
+        __m512 p = rl_expf16(_mm512_sub_ps(_mm512_loadu_ps(s + i), cv));
         _mm512_storeu_ps(s + i, p);
         acc = _mm512_add_ps(acc, p);
     }
@@ -89,7 +62,7 @@ __attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, i
     if (i < n) { /* the last n mod 16, into lane 0 one by one */
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
         float           tail[16];
-        __m512          p = expf16_ftz(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), cv));
+        __m512          p = rl_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), cv));
         _mm512_mask_storeu_ps(s + i, k, p);
         _mm512_storeu_ps(tail, p);
         for (int j = 0; j < n - i; j++)
@@ -147,13 +120,13 @@ __attribute__((target("avx512f"))) static void vexpf_ftz_grad_wide(float *p, flo
     const __m512 cv = _mm512_set1_ps(c), Dv = _mm512_set1_ps(D);
     int          i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 e = expf16_ftz(_mm512_sub_ps(_mm512_loadu_ps(p + i), cv));
+        __m512 e = rl_expf16(_mm512_sub_ps(_mm512_loadu_ps(p + i), cv));
         _mm512_storeu_ps(p + i, e);
         _mm512_storeu_ps(dp + i, _mm512_mul_ps(e, _mm512_sub_ps(_mm512_loadu_ps(dp + i), Dv)));
     }
     if (i < n) {
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
-        __m512          e = expf16_ftz(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, p + i), cv));
+        __m512          e = rl_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, p + i), cv));
         _mm512_mask_storeu_ps(p + i, k, e);
         _mm512_mask_storeu_ps(
             dp + i, k, _mm512_mul_ps(e, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + i), Dv)));

@@ -69,6 +69,12 @@ void rl_colsum_add(float *db, const float *x, int T, int C);
  * keeping these two, rather than x and sigmoid(2u), leaves the backward one multiply per
  * element instead of a recomputation. */
 void rl_bias_gelu_forward(float *g, float *gp, const float *h, const float *b, int T, int C);
+/* The same with the rows of a training forward (gp not NULL) by a loop written for
+ * AVX-512 (wide = 1; only where rl_vexp_wide()) or by the compiler's vectorised clones
+ * (wide = 0): the same floats either way (tests/t_layers.c compares them).
+ * rl_bias_gelu_forward picks the first where the CPU has AVX-512. */
+void rl_bias_gelu_forward_wide(float *g, float *gp, const float *h, const float *b, int T, int C,
+                               int wide);
 /* dh = dg * gp, gp = gelu'(h) from the forward (overwrites; dh may equal dg). */
 void rl_gelu_backward(float *dh, const float *dg, const float *gp, size_t n);
 /* The same and fc1's bias gradient in one pass over (T, C) rows, on the calling thread:
