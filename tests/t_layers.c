@@ -245,7 +245,8 @@ static void test_gelu(int T, int C)
 
 /* The training forward's AVX-512 rows against the compiler's vectorised rows (the x86-64-v4
  * clone on this CPU), bit for bit: g and gp on a sweep of x = h + b over [-20, 20] (the
- * exp's clamps lie near -9.5 and 7.4), wide normals, and the special values; rows of
+ * exp's clamps of -2u to [-104, 88.8] lie at x = 10.681 and -10.064), wide normals, and
+ * the special values, those two points among them; rows of
  * C = 512 (the model's 4 D) and 509 (a masked tail). A NaN only needs to stay NaN. */
 static void test_gelu_wide(int C)
 {
@@ -263,9 +264,9 @@ static void test_gelu_wide(int C)
     for (size_t i = 0; i < n; i++) /* the sweep in x, then normals of scale 30 */
         h[i] = i < n / 2 ? (float)(-20.0 + 40.0 * (double)i / (double)(n / 2)) - b[i % C]
                          : (float)(30.0 * tap_normal());
-    const float sp[] = {0.0f,    -0.0f,    1e-30f, -1e-30f,  1e-40f,    -1e-40f, 88.0f,
-                        -88.0f,  1e30f,    -1e30f, INFINITY, -INFINITY, NAN,     -NAN,
-                        FLT_MAX, -FLT_MAX, 9.5f,   -9.5f,    7.4f,      -7.4f};
+    const float sp[] = {0.0f,    -0.0f,    1e-30f,   -1e-30f,  1e-40f,    -1e-40f, 88.0f,
+                        -88.0f,  1e30f,    -1e30f,   INFINITY, -INFINITY, NAN,     -NAN,
+                        FLT_MAX, -FLT_MAX, -10.064f, -10.065f, 10.681f,   10.682f};
     for (size_t j = 0; j < sizeof sp / sizeof sp[0]; j++)
         h[n - 1 - 3 * j] = sp[j] - b[(n - 1 - 3 * j) % C];
     rl_bias_gelu_forward_wide(g[0], gp[0], h, b, T, C, 0);

@@ -8,8 +8,6 @@
 #include <math.h>
 #include <stdatomic.h>
 
-#define RL_VEXP_WIDE RL_VEXP512
-
 RL_SIMD_CLONES void rl_vexpf(float *y, const float *x, size_t n)
 {
 #pragma omp simd
@@ -24,7 +22,7 @@ int rl_vexp_wide(void)
     static _Atomic int wide = -1;
     int                w    = atomic_load_explicit(&wide, memory_order_relaxed);
     if (w < 0) {
-        w = RL_VEXP_WIDE && rl_peak_width_supported(512);
+        w = RL_VEXP512 && rl_peak_width_supported(512);
         atomic_store_explicit(&wide, w, memory_order_relaxed);
     }
     return w;
@@ -46,7 +44,7 @@ RL_SIMD_CLONES static float vexpf_ftz_shift_portable(float *s, int n, float c)
     return sum;
 }
 
-#if RL_VEXP_WIDE
+#if RL_VEXP512
 __attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, int n, float c)
 {
     const __m512 cv  = _mm512_set1_ps(c);
@@ -60,7 +58,7 @@ __attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, i
     float lane[16];
     _mm512_storeu_ps(lane, acc);
     if (i < n) { /* the last n mod 16, into lane 0 one by one */
-        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 k = rl_mask16(n - i);
         float           tail[16];
         __m512          p = rl_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), cv));
         _mm512_mask_storeu_ps(s + i, k, p);
@@ -77,13 +75,13 @@ __attribute__((target("avx512f"))) static float vexpf_ftz_shift_wide(float *s, i
 
 float rl_vexpf_ftz_shift(float *s, int n, float c)
 {
-#if RL_VEXP_WIDE
+#if RL_VEXP512
     if (rl_vexp_wide()) return vexpf_ftz_shift_wide(s, n, c);
 #endif
     return vexpf_ftz_shift_portable(s, n, c);
 }
 
-#if RL_VEXP_WIDE
+#if RL_VEXP512
 /* rl_f32_key_ of 16 floats' bits */
 __attribute__((target("avx512f"))) static inline __m512i key16(__m512i b)
 {
@@ -107,7 +105,7 @@ __attribute__((target("avx512f"))) static float max_wide(const float *s, int n, 
         i += 16;
     }
     if (i < n) {
-        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 k = rl_mask16(n - i);
         m1 = _mm512_mask_max_epi32(m1, k, m1, key16(_mm512_maskz_loadu_epi32(k, s + i)));
     }
     return rl_f32_unkey_(_mm512_reduce_max_epi32(_mm512_max_epi32(m0, m1)));
@@ -125,7 +123,7 @@ __attribute__((target("avx512f"))) static void vexpf_ftz_grad_wide(float *p, flo
         _mm512_storeu_ps(dp + i, _mm512_mul_ps(e, _mm512_sub_ps(_mm512_loadu_ps(dp + i), Dv)));
     }
     if (i < n) {
-        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 k = rl_mask16(n - i);
         __m512          e = rl_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, p + i), cv));
         _mm512_mask_storeu_ps(p + i, k, e);
         _mm512_mask_storeu_ps(
@@ -134,29 +132,27 @@ __attribute__((target("avx512f"))) static void vexpf_ftz_grad_wide(float *p, flo
 }
 #endif
 
+/* rl_maxf_inline's maximum, by max_wide where the CPU has AVX-512 */
+static float row_max(const float *s, int n, float init)
+{
+#if RL_VEXP512
+    if (rl_vexp_wide()) return max_wide(s, n, init);
+#endif
+    return rl_maxf_inline(s, n, init);
+}
+
 float rl_vexpf_ftz_online(float *s, int nc, int nv, float m_old, float *m_new)
 {
-    const int wide = rl_vexp_wide();
-    float     mx;
-    (void)wide; /* without RL_VEXP_WIDE it is 0 and unread */
-#if RL_VEXP_WIDE
-    if (wide)
-        mx = max_wide(s, nc, m_old);
-    else
-#endif
-        mx = rl_maxf_inline(s, nc, m_old);
+    const float mx = row_max(s, nc, m_old);
     for (int b = nc; b < nv; b++)
         s[b] = -INFINITY; /* exp gives 0 */
     *m_new = mx;
-#if RL_VEXP_WIDE
-    if (wide) return vexpf_ftz_shift_wide(s, nv, mx);
-#endif
-    return vexpf_ftz_shift_portable(s, nv, mx);
+    return rl_vexpf_ftz_shift(s, nv, mx);
 }
 
 void rl_vexpf_ftz_grad(float *p, float *dp, int n, float c, float D)
 {
-#if RL_VEXP_WIDE
+#if RL_VEXP512
     if (rl_vexp_wide()) {
         vexpf_ftz_grad_wide(p, dp, n, c, D);
         return;

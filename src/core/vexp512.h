@@ -40,6 +40,9 @@ __attribute__((target("avx512f"))) static inline __m512 rl_expf16(__m512 x)
     p        = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
+
+/* the first n of 16 lanes (0 <= n < 16): a loop's last, partial vector */
+static inline __mmask16 rl_mask16(int n) { return (__mmask16)((1u << n) - 1); }
 #else
 #define RL_VEXP512 0
 #endif

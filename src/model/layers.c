@@ -428,7 +428,7 @@ __attribute__((target("avx512f"))) static void bias_gelu_row_wide(float *restric
         gelu16(g + c, gp + c, _mm512_add_ps(_mm512_loadu_ps(h + c), _mm512_loadu_ps(b + c)),
                (__mmask16)0xffff);
     if (c < C) {
-        const __mmask16 k = (__mmask16)((1u << (C - c)) - 1);
+        const __mmask16 k = rl_mask16(C - c);
         gelu16(g + c, gp + c,
                _mm512_add_ps(_mm512_maskz_loadu_ps(k, h + c), _mm512_maskz_loadu_ps(k, b + c)), k);
     }
