@@ -78,6 +78,29 @@ int tap_close_scaled(const float *got, const double *ref, size_t n, double tol, 
     return ok;
 }
 
+int tap_close_bound(const float *got, const double *ref, const double *allowed, size_t n,
+                    const char *fmt, ...)
+{
+    double worst_ratio = 0;
+    long   worst       = -1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]), r = e == 0 ? 0 : e / allowed[i];
+        if (isnan(e)) r = INFINITY;
+        if (r > worst_ratio || worst < 0) worst_ratio = r, worst = (long)i;
+    }
+    int     ok = worst_ratio <= 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vresult(ok, fmt, ap);
+    va_end(ap);
+    printf("# n=%zu max |got-ref|/allowed=%.3g", n, worst_ratio);
+    if (worst >= 0)
+        printf(" at %ld: got=%.9g ref=%.9g allowed=%.3g", worst, got[worst], ref[worst],
+               allowed[worst]);
+    printf("\n");
+    return ok;
+}
+
 void tap_skip(const char *why, const char *fmt, ...)
 {
     va_list ap;

@@ -17,6 +17,10 @@ int  tap_close(const float *got, const double *ref, size_t n, double rtol, doubl
 /* max |got - ref| <= tol * max |ref|: the error relative to ref's largest magnitude */
 int  tap_close_scaled(const float *got, const double *ref, size_t n, double tol, const char *fmt,
                       ...) __attribute__((format(printf, 5, 6)));
+/* |got - ref| <= allowed elementwise: an error allowed per element (for instance from the
+ * magnitudes of the terms that make ref, where they cancel) */
+int  tap_close_bound(const float *got, const double *ref, const double *allowed, size_t n,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void tap_skip(const char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tap_bail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
