@@ -239,8 +239,10 @@ static struct rl_attn_opts opts_of(const struct tcase *c)
 }
 
 /* How run_kernel passes a keep (rl_attn_in.keep) from the forward to the backward: none,
- * as it is, or with every float set to NaN between them. */
-enum keep { KEEP_NONE, KEEP, KEEP_POISONED };
+ * as it is, or with every float set to NaN between them; or, from a plan declared to be
+ * given keeps (rl_attn_caller_keeps, which then holds no store of its own), as it is or
+ * none. */
+enum keep { KEEP_NONE, KEEP, KEEP_POISONED, KEEP_DECLARED, KEEP_DECLARED_NONE };
 
 static void run_kernel_keep(struct run *r, const struct tcase *c, const struct data *D, int threads,
                             enum keep kp)
@@ -257,10 +259,11 @@ static void run_kernel_keep(struct run *r, const struct tcase *c, const struct d
     if (rl_attn_create(&a, &o, c->H, D->N, D->d, D->dv) != RL_OK ||
         rl_attn_reserve(a, D->G) != RL_OK)
         tap_bail("create: %s", rl_last_error());
-    const size_t               nk   = rl_attn_keep_floats(&o, D->G, D->N, D->d, D->dv);
-    float                     *keep = kp != KEEP_NONE ? malloc(4 * (nk ? nk : 1)) : NULL;
-    const struct rl_attn_in    in   = {r->q, r->k, r->v, r->t5, c->gate > 0 ? r->lf : NULL, keep};
-    const struct rl_attn_grads gr   = {r->dq, r->dk, r->dv, r->dt5, c->gate > 0 ? r->dlf : NULL};
+    if (kp == KEEP_DECLARED || kp == KEEP_DECLARED_NONE) rl_attn_caller_keeps(a);
+    const size_t nk = rl_attn_keep_floats(&o, D->G, D->N, D->d, D->dv);
+    float *keep = kp != KEEP_NONE && kp != KEEP_DECLARED_NONE ? malloc(4 * (nk ? nk : 1)) : NULL;
+    const struct rl_attn_in    in = {r->q, r->k, r->v, r->t5, c->gate > 0 ? r->lf : NULL, keep};
+    const struct rl_attn_grads gr = {r->dq, r->dk, r->dv, r->dt5, c->gate > 0 ? r->dlf : NULL};
     if (rl_attn_forward(a, r->o, r->saved, &in, D->G, NULL) != RL_OK)
         tap_bail("kernel: %s", rl_last_error());
     for (size_t i = 0; kp == KEEP_POISONED && i < nk; i++)
@@ -431,6 +434,25 @@ static void check_keep(const struct tcase *c)
            fm_name[c->fm], pe_name[c->pe], c->noncausal ? " non-causal" : "", c->N, c->gate, nan,
            nq, rl_attn_keep_floats(&o, G, c->N, c->d, c->dv));
     run_free(&r), run_free(&rk), run_free(&rp);
+    data_free(&D);
+}
+
+/* A plan told that its calls pass keeps (rl_attn_caller_keeps, as the model's plans are)
+ * gives the same bits as one that is not, with a keep and without one (then building the
+ * features in each phase: it has no store of its own to fall back on), for calls of more
+ * heads than it was made for. */
+static void check_caller_keeps(const struct tcase *c)
+{
+    struct data D;
+    struct run  r, rk, rn;
+    data_make(&D, c, 2 * c->H);
+    run_kernel_keep(&r, c, &D, 2, KEEP_NONE), run_kernel_keep(&rk, c, &D, 2, KEEP_DECLARED);
+    run_kernel_keep(&rn, c, &D, 2, KEEP_DECLARED_NONE);
+    tap_ok(same_bits(&r, &rk, c, D.G) && same_bits(&r, &rn, c, D.G),
+           "linear %s %s%s N=%d gate %.3g: a plan told its calls pass keeps gives the same bits "
+           "with a keep and without one",
+           fm_name[c->fm], pe_name[c->pe], c->noncausal ? " non-causal" : "", c->N, c->gate);
+    run_free(&r), run_free(&rk), run_free(&rn);
     data_free(&D);
 }
 
@@ -660,5 +682,20 @@ int main(void)
     check_constant_is_alibi(RL_ATTN_SOFTMAX);
     check_constant_is_alibi(RL_ATTN_LINEAR);
     check_refusals();
+    /* last: the tests above keep their data */
+    for (int pe = PE_NONE; pe <= PE_ROPE; pe++)
+        for (int v = 0; v < 3; v++) {
+            struct tcase c = {RL_ATTN_LINEAR,
+                              RL_FMAP_ELU1,
+                              (enum pe)pe,
+                              2,
+                              600,
+                              8,
+                              6,
+                              v == 1 ? 0.5 : 0,
+                              v == 2,
+                              0};
+            check_caller_keeps(&c);
+        }
     return tap_done();
 }

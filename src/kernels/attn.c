@@ -283,7 +283,14 @@ static void reserve_store(rl_attn *a, int G)
     const double n = rl_attn_linear_store_bytes(&a->o, G, a->N, a->d, a->dv);
     if (rl_attn_keep_floats(&a->o, G, a->N, a->d, a->dv) > 0)
         a->lhave = regrow(a->lhave, &a->lhave_n, (size_t)G * rl_attn_linear_blocks(a->N));
-    if (n > 0) a->lstore = regrow(a->lstore, &a->lstore_n, (size_t)n);
+    if (n > 0 && !a->caller_keeps) a->lstore = regrow(a->lstore, &a->lstore_n, (size_t)n);
+}
+
+void rl_attn_caller_keeps(rl_attn *a)
+{
+    a->caller_keeps = 1;
+    rl_free(a->lstore);
+    a->lstore = NULL, a->lstore_n = 0;
 }
 
 /* The store this call of G heads keeps its features in (lstore_on; then a->lcur): the

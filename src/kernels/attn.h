@@ -74,6 +74,11 @@ struct rl_attn_in {
     float       *keep;
 };
 
+/* Declares that the plan's calls pass a keep wherever rl_attn_keep_floats is not 0 (a model
+ * does): the plan gives back its own store of the block features and makes none for later
+ * reserves.  A call without a keep is still right; it builds the features in each phase. */
+void rl_attn_caller_keeps(rl_attn *a);
+
 /* Floats of a keep (rl_attn_in.keep) for calls of G heads of length N: linear attention
  * with the maps elu1 and exp, in (head, block) pieces (no bias PE but ALiBi with the gate),
  * per head and row of its blocks (256 rows each, or N rows when N < 256), 4 d + dv + 2

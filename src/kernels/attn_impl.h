@@ -49,6 +49,7 @@ struct rl_attn {
     unsigned char *lhave;
     size_t         lhave_n; /* bytes */
     int            lstore_on;
+    int            caller_keeps; /* rl_attn_caller_keeps: no lstore */
 };
 
 /* The team of a region with `pieces` pieces: rl_team's, at most the threads the plan has

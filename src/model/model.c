@@ -408,6 +408,7 @@ rl_status rl_model_plan(rl_model *m, int N, rl_attn **out)
     rl_attn_free(m->plans[slot].a);
     m->plans[slot].a = NULL;
     RL_TRY(rl_attn_create(&m->plans[slot].a, &m->c.attn, m->H, N, m->d, m->d));
+    rl_attn_caller_keeps(m->plans[slot].a); /* every call passes its block's keep */
     m->plans[slot].N = N;
     *out             = m->plans[slot].a;
     return rl_attn_reserve(*out, m->B * m->H); /* a call may take the whole batch */

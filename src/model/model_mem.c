@@ -80,11 +80,10 @@ void rl_model_memory(const struct rl_model_config *c, int B, int N, int threads,
      * its memory anyway) */
     const long long Gl = (long long)B * c->heads;
     const int       G  = Gl > INT_MAX ? INT_MAX : (int)Gl;
-    if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces, and the
-                                            store of their blocks' features */
+    if (rl_attn_linear_splits(&c->attn)) /* the states of linear attention's pieces (their
+                                            blocks' features: the keeps, in the arena) */
         *call_bytes += 8.0 * rl_attn_linear_state_heads(&c->attn, G) *
-                           (double)rl_attn_linear_state_doubles(&c->attn, N, d, d) +
-                       rl_attn_linear_store_bytes(&c->attn, G, N, d, d);
+                       (double)rl_attn_linear_state_doubles(&c->attn, N, d, d);
     const int ng = rl_toeplitz_fft(&c->attn) ? rl_toeplitz_groups(G, N, d, d) : 0;
     if (ng) /* the FFT products in (head, feature group) pieces: a store per head, parts */
         *call_bytes += G * ((double)rl_toeplitz_store_bytes(N, d, d) +
