@@ -364,10 +364,11 @@ static void ref_backward(struct ref *r, const double *p, const double *dout, con
 /* The error allowed in ref_backward's ds-made gradients (dq, dk, drel, dlogf).  Each sums
  * ds = p (dp - D) times a factor f (k / sqrt(d), q / sqrt(d) or 1), and where p is nearly
  * one-hot dp - D cancels: the float64 gradient is near 0 and a float32 kernel's is its
- * rounding, so no tolerance relative to the gradient holds.  Instead each term carries
- *   tol a |f|,  a = p (|dout| . |v| + sum_n p |dout| . |v|) >= |ds|,
+ * rounding, so no tolerance relative to the gradient holds.  With A_n = |dout_m| . |v_n|
+ * (>= |dp|) and B = sum_n p A_n (>= |D|), each term (m, n) carries
+ *   tol a |f|,  a = p (A_n + B) >= |ds|,
  * for the relative rounding of the term (u |s| from p's exp, u from the products and D), and
- *   FLT_MIN (1 + A) (1 + |f|),  A = |dout| . |v| + sum_n p |dout| . |v|,
+ *   z (1 + |f|),  z = FLT_MIN (1 + A_n + B)  (drel, dlogf: 2 z),
  * for the values float32 flushes to 0 on the way (p below FLT_MIN, as exp(-200) is to the
  * kernel and not to the reference; ds and ds f below it).  An element's allowance sums its
  * terms'.  b->dlogf may be NULL. */
