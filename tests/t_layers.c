@@ -326,6 +326,15 @@ static void test_embed(int B, int N, int C, int V)
     rl_embed_backward(dwte, dpos, dout, tok, B, N, C, V);
     tap_close_scaled(dwte, rw, (size_t)V * C, GRAD_TOL, "embedding backward (repeated tokens)");
     tap_close_scaled(dpos, rp, (size_t)N * C, GRAD_TOL, "learned position backward");
+    /* each table row is the float sum of its tokens' rows in token order, whatever the
+     * pieces, the blocks of the token scan and the threads */
+    float *ordered = falloc((size_t)V * C);
+    for (size_t t = 0; t < T; t++)
+        for (int c = 0; c < C; c++)
+            ordered[(size_t)tok[t] * C + c] += dout[t * C + c];
+    tap_ok(memcmp(ordered, dwte, (size_t)V * C * sizeof *dwte) == 0,
+           "embedding backward B=%d N=%d V=%d: rows summed in token order, bit for bit", B, N, V);
+    free(ordered);
     rl_embed_forward(out, tok, wte, NULL, 1.0f, B, N, C);
     int ok = 1;
     for (size_t t = 0; t < T; t++)
@@ -501,7 +510,8 @@ int main(void)
     test_layernorm(33, 40);
     test_linear(37, 19, 23);
     test_colsum(7, 2500);
-    test_gelu_wide(512); /* (last: the tests above keep their data) */
+    test_embed(3, 211, 8, 70); /* tokens in three blocks of the scan; pieces of 1-2 rows */
+    test_gelu_wide(512);       /* (last: the tests above keep their data) */
     test_gelu_wide(509);
     return tap_done();
 }

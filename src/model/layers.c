@@ -83,17 +83,29 @@ void rl_embed_forward(float *out, const int32_t *tok, const float *wte, const fl
 
 /* Two tokens may share an embedding row: piece p owns the rows [v0, v1) of the table and
  * adds, in token order, the gradients of the tokens that fall there, so each row is summed
- * in token order whatever the thread count. */
+ * in token order whatever the thread count.  The tokens are scanned EMBED_SCAN at a time
+ * into a list of this piece's, without a branch, and then added: a branch taken at each
+ * of the piece's tokens had made the rows' loads from memory wait one after another
+ * (scan and adds 0.5 % of a 1-thread update in perf). */
 #define EMBED_PIECES 64
+#define EMBED_SCAN 256
 static void embed_backward_piece(void *ctx, long p)
 {
     const struct embed_ctx *e  = ctx;
     const int               C  = e->C;
-    const long              np = e->V < EMBED_PIECES ? e->V : EMBED_PIECES;
+    const long              np = e->V < EMBED_PIECES ? e->V : EMBED_PIECES, T = (long)e->B * e->N;
     const int32_t           v0 = (int32_t)(p * e->V / np), v1 = (int32_t)((p + 1) * e->V / np);
-    for (long t = 0; t < (long)e->B * e->N; t++) {
-        if (e->tok[t] < v0 || e->tok[t] >= v1) continue;
-        add_row(e->dwte + (size_t)e->tok[t] * C, e->dout + t * C, C);
+    int                     mine[EMBED_SCAN];
+    for (long t0 = 0; t0 < T; t0 += EMBED_SCAN) {
+        const int      nt  = T - t0 < EMBED_SCAN ? (int)(T - t0) : EMBED_SCAN;
+        const int32_t *tok = e->tok + t0;
+        int            n   = 0;
+        for (int j = 0; j < nt; j++) { /* j is kept where its token is in [v0, v1) */
+            mine[n] = j;
+            n += (uint32_t)(tok[j] - v0) < (uint32_t)(v1 - v0);
+        }
+        for (int i = 0; i < n; i++)
+            add_row(e->dwte + (size_t)tok[mine[i]] * C, e->dout + (t0 + mine[i]) * C, C);
     }
 }
 
