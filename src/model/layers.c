@@ -102,7 +102,7 @@ static void embed_backward_piece(void *ctx, long p)
         int            n   = 0;
         for (int j = 0; j < nt; j++) { /* j is kept where its token is in [v0, v1) */
             mine[n] = j;
-            n += (uint32_t)(tok[j] - v0) < (uint32_t)(v1 - v0);
+            n += (uint32_t)tok[j] - (uint32_t)v0 < (uint32_t)(v1 - v0);
         }
         for (int i = 0; i < n; i++)
             add_row(e->dwte + (size_t)tok[mine[i]] * C, e->dout + (t0 + mine[i]) * C, C);
