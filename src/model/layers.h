@@ -59,6 +59,9 @@ void rl_linear_backward(float *dx, float *dW, float *db, const float *dout, cons
                         const float *W, int T, int C, int OC, int accumulate_dx);
 /* db[c] += sum_t x[t,c] (column sums in row order). */
 void rl_colsum_add(float *db, const float *x, int T, int C);
+/* out[c] += ((x[c] + x[ld + c]) + x[2 ld + c]) + ... over `rows` rows ld floats apart, for
+ * c < n, on the calling thread: each column summed in row order, from its first row. */
+void rl_rows_sum_add(float *out, const float *x, int rows, size_t ld, size_t n);
 
 /* --- GELU, tanh approximation (torch approximate="tanh") -------------------------------
  * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as the

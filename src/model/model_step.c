@@ -453,40 +453,6 @@ struct reduce_ctx {
     int             groups;
 };
 
-/* dst[i] += ((src[i] + src[s + i]) + src[2s + i]) + ... over `groups` slots s floats
- * apart: each element's sum in group order, in one register, so every slot is read once
- * and dst read and written once.  (Adding one slot at a time into a buffer, the same sums,
- * took twice the time: 1.9 % of a 1-thread linear N = 4096 step in perf, now 0.9 %.) */
-typedef float red_v16 __attribute__((vector_size(64), aligned(4), may_alias));
-
-RL_SIMD_CLONES
-static void add_groups(float *restrict dst, const float *restrict src, size_t stride, int groups,
-                       size_t n)
-{
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) { /* four vectors of 16: four independent chains */
-        const float *s  = src + i;
-        red_v16      a0 = *(const red_v16 *)s, a1 = *(const red_v16 *)(s + 16),
-                a2 = *(const red_v16 *)(s + 32), a3 = *(const red_v16 *)(s + 48);
-        for (int g = 1; g < groups; g++) {
-            s += stride;
-            a0 += *(const red_v16 *)s, a1 += *(const red_v16 *)(s + 16);
-            a2 += *(const red_v16 *)(s + 32), a3 += *(const red_v16 *)(s + 48);
-        }
-        float *d             = dst + i;
-        *(red_v16 *)d        = *(red_v16 *)d + a0;
-        *(red_v16 *)(d + 16) = *(red_v16 *)(d + 16) + a1;
-        *(red_v16 *)(d + 32) = *(red_v16 *)(d + 32) + a2;
-        *(red_v16 *)(d + 48) = *(red_v16 *)(d + 48) + a3;
-    }
-    for (; i < n; i++) {
-        float a = src[i];
-        for (int g = 1; g < groups; g++)
-            a += src[(size_t)g * stride + i];
-        dst[i] += a;
-    }
-}
-
 static void reduce_piece(void *ctx, long k)
 {
     const struct reduce_ctx *r = ctx;
@@ -495,8 +461,9 @@ static void reduce_piece(void *ctx, long k)
         p++;
     const size_t i0 = (size_t)(k - r->first[p]) * RED_BLOCK;
     const size_t n  = r->len[p] - i0 < RED_BLOCK ? r->len[p] - i0 : RED_BLOCK;
-    add_groups(r->dst[p] + i0, r->m->part + r->m->part_off[p] + i0, r->m->part_off[RL_PART_COUNT],
-               r->groups, n);
+    /* each element summed over the groups' slots in group order (slots part_off[COUNT] apart) */
+    rl_rows_sum_add(r->dst[p] + i0, r->m->part + r->m->part_off[p] + i0, r->groups,
+                    r->m->part_off[RL_PART_COUNT], n);
 }
 
 /* the gradient tensors of a backward region (as backward_group) */
