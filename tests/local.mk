@@ -107,6 +107,13 @@ check_PROGRAMS += tests/t_ini
 dist_check_SCRIPTS += tests/t_refuse.sh
 dist_noinst_SCRIPTS += tests/bench_load.sh
 
+## every shipped experiment at 1 and 16 threads, the same tensors and results (not part of
+## make check: ~2 minutes on 2 cores; .ci/run runs it): `make check-threads`
+dist_noinst_SCRIPTS += tests/shipped_threads.sh
+check-threads: all
+	top_srcdir=$(abs_top_srcdir) $(SHELL) $(srcdir)/tests/shipped_threads.sh $(abs_top_builddir)/src/ropelab 16
+.PHONY: check-threads
+
 ## fuzz targets (libFuzzer through clang; not part of make check): `make fuzz` builds them
 ## and runs each for FUZZ_SECONDS (tests/fuzz/run.sh; README.md "Fuzzing")
 FUZZ_SECONDS = 10
