@@ -4,9 +4,9 @@
 #
 # Usage: tests/shipped_threads.sh [ROPELAB [THREADS]]   (default ./src/ropelab, 16)
 #
-# Each experiments/*.ini (but the fine-tuning ones, which start from another run's
-# checkpoint) runs 3 updates and one evaluation batch per length, with the sweep it
-# ships, once on 1 thread and once on THREADS threads -- past the cores too:
+# Each experiments/*.ini runs 3 updates and one evaluation batch per length, with the
+# sweep it ships (the fine-tuning ones last, from the 1-thread passkey run's RoPE softmax
+# checkpoint), once on 1 thread and once on THREADS threads -- past the cores too:
 # ROPELAB_OVERSUBSCRIBE=1 keeps the count, OMP_DYNAMIC=false keeps the load governor
 # off.  The two run directories must hold the same files with the same contents, apart
 # from what states the time or the thread count: every checkpoint's tensors (parameters
@@ -48,15 +48,21 @@ normalise() {
     done <"$2" >"$2.norm"
 }
 
-for ini in "$top_srcdir"/experiments/*.ini; do
+base=$(ls "$top_srcdir"/experiments/*.ini | grep -v '_finetune_')
+tune=$(ls "$top_srcdir"/experiments/*.ini | grep '_finetune_')
+init="$tmp/passkey-rope-softmax.safetensors"
+for ini in $base $tune; do
     name=$(basename "$ini" .ini)
-    case "$name" in *_finetune_*) continue ;; esac
+    set -- --set train.steps=3 --set eval.batches=1
+    case "$name" in *_finetune_*) set -- "$@" --set "train.init_from=$init" ;; esac
     st=0
     for t in 1 "$T"; do
-        "$ROPELAB" run "$ini" --out "$tmp/$t" --threads "$t" -q --set train.steps=3 \
-            --set eval.batches=1 >"$tmp/out" 2>&1 || { st=1; sed 's/^/#   /' "$tmp/out" | tail -5; }
+        "$ROPELAB" run "$ini" --out "$tmp/$t" --threads "$t" -q "$@" >"$tmp/out" 2>&1 ||
+            { st=1; sed 's/^/#   /' "$tmp/out" | tail -5; }
         [ $st = 0 ] && normalise "$tmp/$t/$name" "$tmp/$t.list"
     done
+    ck3="$tmp/1/passkey/pe=rope,attention=softmax/checkpoints/step-3.safetensors"
+    [ "$name" = passkey ] && cp "$ck3" "$init"
     ck=$(grep -c 'safetensors$' "$tmp/1.list" 2>/dev/null)
     [ $st = 0 ] && [ "$ck" -gt 0 ] && cmp -s "$tmp/1.list.norm" "$tmp/$T.list.norm" ||
         { st=1; diff "$tmp/1.list.norm" "$tmp/$T.list.norm" 2>&1 | head -6 | sed 's/^/#   /'; }
