@@ -16,7 +16,9 @@
  *    count asked for; when another process takes a core (little CPU time per wall time,
  *    fewer threads faster) it moves to the lower count and spends few updates above it;
  *    when the load goes away it returns; OMP_DYNAMIC=false and a count of 1 keep it off.
- * 4. The region profile of `bench --train --regions` and the serial fraction's books (below). */
+ * 4. The region profile of `bench --train --regions` and the serial fraction's books (below).
+ * 5. A short batch on more threads than twice its chunks runs its chunks in turn, each step
+ *    on all the threads, with the bits of the chunk regions (below). */
 #include "config.h"
 #include "core/threads.h"
 #include "core/init.h"
@@ -310,6 +312,60 @@ static void test_region_profile(void)
     rl_threads_set(1);
 }
 
+/* 5. A short batch on more threads than twice its chunks (model_step.c, pieces_in_turn):
+ * the small model's 144 token rows are one chunk, so on 2 threads its chunks and groups run
+ * in turn, each step on both threads -- no chunk region is opened, its products are
+ * regions of their own on BLIS's threads -- and on 1 thread in the one-piece chunk regions;
+ * the two forms leave the same checkpoint.  Needs 2 cores (never past the cores). */
+static int site_calls(const struct rl_region_site *rows, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name)) return (int)rows[i].calls;
+    return 0;
+}
+
+static void test_chunks_in_turn(void)
+{
+    if (rl_cores_available() < 2) {
+        tap_skip("one core", "chunks in turn on 2 threads");
+        return;
+    }
+    setenv("OMP_DYNAMIC", "false", 1); /* the governor off: 2 threads at every update */
+    static const char *const      sets[] = {"model.attention=softmax", "model.pe=rope", NULL};
+    static struct rl_train_result r1, r2;
+    struct rl_region_site         rows[RL_REGION_SITES_MAX];
+    int                           c1[3], c2[3];
+    const char *const             names[3] = {"forward_rows", "backward_rows", "rl_sgemm_strided"};
+    rl_region_sites(1);
+    rl_status s1 = train("turn1", sets, 1, 0, &r1);
+    rl_region_sites(0);
+    int n = rl_region_sites_get(rows, RL_REGION_SITES_MAX);
+    for (int i = 0; i < 3; i++)
+        c1[i] = site_calls(rows, n, names[i]);
+    rl_region_sites(1);
+    rl_status s2 = train("turn2", sets, 2, 0, &r2);
+    rl_region_sites(0);
+    n = rl_region_sites_get(rows, RL_REGION_SITES_MAX);
+    for (int i = 0; i < 3; i++)
+        c2[i] = site_calls(rows, n, names[i]);
+    if (s1 != RL_OK || s2 != RL_OK) tap_diag("%s", rl_last_error());
+    tap_ok(s1 == RL_OK && c1[0] > 0 && c1[1] > 0 && c1[2] == 0,
+           "1 thread: the chunk regions run (forward %d, backward %d calls), no product outside "
+           "them (%d)",
+           c1[0], c1[1], c1[2]);
+    tap_ok(s2 == RL_OK && c2[0] == 0 && c2[1] == 0 && c2[2] > 0,
+           "2 threads, one chunk: no chunk region (forward %d, backward %d calls), the products "
+           "on BLIS's threads (%d)",
+           c2[0], c2[1], c2[2]);
+    size_t    bytes = 0;
+    const int same  = s1 == RL_OK && s2 == RL_OK && same_run("turn1", &r1, "turn2", &r2, 5, &bytes);
+    tap_ok(same,
+           "the chunks in turn on 2 threads give the checkpoint (%zu tensor bytes) and "
+           "evaluation losses of the chunk regions on 1",
+           bytes);
+    rl_threads_set(1);
+}
+
 /* The serial fraction's books (core/threads.h): on one thread, a region of 64 pieces whose
  * last 2 ms ran as a tail of 4 pieces, and a region of 4 pieces.  Against 16 threads a time
  * t in p < 16 pieces has the serial part (t/p - t/16) / (1 - 1/16) = 0.2 t at p = 4; the
@@ -350,6 +406,7 @@ int main(void)
     test_governor();
     test_region_profile();
     test_serial_books();
+    test_chunks_in_turn();
     tap_scratch_remove(tmpdir);
     return tap_done();
 }

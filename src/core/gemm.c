@@ -378,8 +378,12 @@ void rl_sgemm_strided(int m, int n, int k, float alpha, const float *A, ptrdiff_
     bli_rntm_set_num_threads(nt, &rntm);
     if (!sup_path(m, n, k)) bli_rntm_disable_l3_sup(&rntm);
     const double t0 = counting ? rl_now_ms() : 0;
+    /* outside any region the product is a region of its own, on BLIS's threads, which
+     * split its rows and columns: booked as one piece per 32 x 32 block of C */
+    const double r0 = rl_region_begin();
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (float *)A, rsa, csa,
                  (float *)B, rsb, csb, &beta, C, rsc, csc, NULL, &rntm);
+    rl_region_end(r0, (long)((m + 31) / 32) * ((n + 31) / 32));
     if (counting) rl_products_add(2.0 * m * n * k, (rl_now_ms() - t0) * nt);
 }
 

@@ -13,7 +13,9 @@
  *              attention backward ...
  *
  * where [chunks: ...] is one parallel region whose pieces are the chunks, each a one-thread
- * pass whose operands stay in cache from one product to the next, and the attention runs
+ * pass whose operands stay in cache from one product to the next (or, with chunks for at
+ * most half of the threads, the chunks in turn, each step on all of them: pieces_in_turn
+ * below), and the attention runs
  * once per layer on the whole batch (G = B*H heads) outside any region, so that its kernels
  * split their own work over the threads.  In the backward what sums over rows -- the
  * weight, bias and LayerNorm gradients -- goes to one slot per group of consecutive chunks
@@ -270,9 +272,29 @@ static void forward_chunk(rl_model *m, int l, int c)
         tail_forward(m, c, r0, n);
 }
 
+/* Whether a region of `pieces` chunks (or groups) runs its pieces in turn on this thread
+ * instead: when one piece per thread would leave at least half of the threads without work
+ * (a short batch on many threads: 1024 tokens are 4 chunks at D = 128).  Then each step
+ * of a piece is spread over all the threads -- its products by BLIS's threads, its row
+ * loops by rl_pieces -- and every step gives the same bits on any number of threads, so
+ * the two forms do too.  Judged for the planned count (rl_threads_planned), as the
+ * attention's choice of form, and never past the cores: BLIS's threads wait for each other
+ * in spin barriers, which a count past the cores (ROPELAB_OVERSUBSCRIBE=1, for tests)
+ * turns into lost time slices (a 3-update run took minutes instead of seconds). */
+static int pieces_in_turn(long pieces)
+{
+    return !rl_nested() && 2 * pieces <= rl_threads_planned() &&
+           rl_threads_get() <= rl_cores_available();
+}
+
 static void forward_rows(rl_model *m, int l)
 {
-    const int    chunks = m->chunks, team = rl_team(chunks);
+    const int chunks = m->chunks, team = rl_team(chunks);
+    if (pieces_in_turn(chunks)) {
+        for (int c = 0; c < chunks; c++)
+            forward_chunk(m, l, c);
+        return;
+    }
     const double t0 = rl_region_begin();
 #pragma omp parallel for schedule(static) num_threads(team)
     for (int c = 0; c < chunks; c++)
@@ -489,12 +511,17 @@ static void region_parts(const rl_model *m, int l, float **dst)
 
 static void backward_rows(rl_model *m, int l)
 {
-    const int    groups = rl_model_grad_groups(&m->c, (long)m->B * m->N), team = rl_team(groups);
-    const double t0 = rl_region_begin();
+    const int groups = rl_model_grad_groups(&m->c, (long)m->B * m->N), team = rl_team(groups);
+    if (pieces_in_turn(groups)) {
+        for (int g = 0; g < groups; g++)
+            backward_group(m, l, g, groups);
+    } else {
+        const double t0 = rl_region_begin();
 #pragma omp parallel for schedule(static) num_threads(team)
-    for (int g = 0; g < groups; g++)
-        backward_group(m, l, g, groups);
-    rl_region_end(t0, groups);
+        for (int g = 0; g < groups; g++)
+            backward_group(m, l, g, groups);
+        rl_region_end(t0, groups);
+    }
 
     struct reduce_ctx r = {.m = m, .groups = groups};
     region_parts(m, l, r.dst);
